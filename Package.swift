@@ -1,0 +1,47 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// Layout: a pure core (PGPushCore) with no I/O; one small wrapper module per C
+// library (Postgres over libpq, HTTP2TLS over nghttp2 + OpenSSL); the APNs
+// client, the queue, the worker and the simulator above them; `pgpush` is a
+// thin command-line layer.
+let package = Package(
+    name: "pgpush",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "pgpush", targets: ["pgpush"]),
+    ],
+    targets: [
+        // C libraries.
+        .systemLibrary(name: "CLibPQ", path: "Sources/CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+        .systemLibrary(name: "CNGHTTP2", path: "Sources/CNGHTTP2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
+        .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        // What Swift's Glibc module hides (eventfd, accept4, ...) and OpenSSL's variadic/macro APIs.
+        .target(name: "CShims", dependencies: ["COpenSSL"]),
+
+        // Pure core: notification model, validation, APNs rules, reasons, retry policy.
+        .target(name: "PGPushCore"),
+
+        // C-library wrappers.
+        .target(name: "Postgres", dependencies: ["CLibPQ", "CShims"]),
+        .target(name: "HTTP2TLS", dependencies: ["CNGHTTP2", "COpenSSL", "CShims"]),
+
+        // I/O layers.
+        .target(name: "EmbeddedPostgres", dependencies: ["Postgres"]),
+        .target(name: "APNsClient", dependencies: ["PGPushCore", "HTTP2TLS"]),
+        .target(name: "PushQueue", dependencies: ["PGPushCore", "Postgres"]),
+        .target(name: "APNsSimulator", dependencies: ["PGPushCore", "HTTP2TLS"]),
+        .target(name: "PushWorker", dependencies: ["PGPushCore", "PushQueue", "APNsClient"]),
+        .executableTarget(name: "pgpush", dependencies: [
+            "PGPushCore", "Postgres", "EmbeddedPostgres", "PushQueue", "APNsClient", "APNsSimulator", "PushWorker",
+        ]),
+
+        // Tests mirror the modules.
+        .testTarget(name: "PGPushCoreTests", dependencies: ["PGPushCore"]),
+        .testTarget(name: "PostgresTests", dependencies: ["Postgres", "EmbeddedPostgres"]),
+        .testTarget(name: "PushQueueTests", dependencies: ["PushQueue", "Postgres", "EmbeddedPostgres", "PGPushCore"]),
+        .testTarget(name: "HTTP2TLSTests", dependencies: ["HTTP2TLS"]),
+        .testTarget(name: "APNsClientTests", dependencies: ["APNsClient", "APNsSimulator", "HTTP2TLS", "PGPushCore"]),
+        .testTarget(name: "APNsSimulatorTests", dependencies: ["APNsSimulator", "HTTP2TLS", "PGPushCore"]),
+    ]
+)
