@@ -40,4 +40,18 @@ struct APNsErrorBodyTests {
         #expect(APNsErrorBody.parse(data)?.reason == "Shutdown")
         #expect(APNsErrorBody.parse(data[data.startIndex...])?.reason == "Shutdown")
     }
+
+    @Test func encodesWhatAPNsSends() {
+        let body = APNsErrorBody(reason: "Unregistered", timestamp: Date(timeIntervalSince1970: 1_700_000_000.123))
+        #expect(String(decoding: body.encoded(), as: UTF8.self) == #"{"reason":"Unregistered","timestamp":1700000000123}"#)
+        #expect(String(decoding: APNsErrorBody(reason: "BadTopic", timestamp: nil).encoded(), as: UTF8.self) == #"{"reason":"BadTopic"}"#)
+        #expect(APNsErrorBody(reason: nil, timestamp: nil).encoded() == Array("{}".utf8))
+    }
+
+    @Test func encodingRoundTripsAnyReason() {
+        for reason in APNsReason.allCases.map(\.rawValue) + ["quote \" back\\slash", "ctl\u{1}\n", "é😀"] {
+            let body = APNsErrorBody(reason: reason, timestamp: Date(timeIntervalSince1970: 1_600_000_000))
+            #expect(APNsErrorBody.parse(body.encoded()) == body)
+        }
+    }
 }
