@@ -18,10 +18,10 @@
 ///   `MissingDeviceToken` and `PayloadEmpty` would be pgpush bugs (validation
 ///   rules them out); they fail the row so a bug cannot loop forever.
 public enum APNsReason: String, CaseIterable, Sendable {
-    case badCollapseId = "BadCollapseId"
+    case badCollapseID = "BadCollapseId"
     case badDeviceToken = "BadDeviceToken"
     case badExpirationDate = "BadExpirationDate"
-    case badMessageId = "BadMessageId"
+    case badMessageID = "BadMessageId"
     case badPriority = "BadPriority"
     case badTopic = "BadTopic"
     case deviceTokenNotForTopic = "DeviceTokenNotForTopic"
@@ -38,8 +38,8 @@ public enum APNsReason: String, CaseIterable, Sendable {
     case forbidden = "Forbidden"
     case invalidProviderToken = "InvalidProviderToken"
     case missingProviderToken = "MissingProviderToken"
-    case unrelatedKeyIdInToken = "UnrelatedKeyIdInToken"
-    case badEnvironmentKeyIdInToken = "BadEnvironmentKeyIdInToken"
+    case unrelatedKeyIDInToken = "UnrelatedKeyIdInToken"
+    case badEnvironmentKeyIDInToken = "BadEnvironmentKeyIdInToken"
     case badEnvironmentKeyInToken = "BadEnvironmentKeyInToken"
     case badPath = "BadPath"
     case methodNotAllowed = "MethodNotAllowed"
@@ -55,12 +55,12 @@ public enum APNsReason: String, CaseIterable, Sendable {
     /// The HTTP status APNs documents with this reason.
     public var status: Int {
         switch self {
-        case .badCollapseId, .badDeviceToken, .badExpirationDate, .badMessageId, .badPriority, .badTopic,
+        case .badCollapseID, .badDeviceToken, .badExpirationDate, .badMessageID, .badPriority, .badTopic,
              .deviceTokenNotForTopic, .duplicateHeaders, .idleTimeout, .invalidPushType, .missingDeviceToken,
              .missingTopic, .payloadEmpty, .topicDisallowed:
             400
         case .badCertificate, .badCertificateEnvironment, .expiredProviderToken, .forbidden, .invalidProviderToken,
-             .missingProviderToken, .unrelatedKeyIdInToken, .badEnvironmentKeyIdInToken, .badEnvironmentKeyInToken:
+             .missingProviderToken, .unrelatedKeyIDInToken, .badEnvironmentKeyIDInToken, .badEnvironmentKeyInToken:
             403
         case .badPath: 404
         case .methodNotAllowed: 405
@@ -77,14 +77,14 @@ public enum APNsReason: String, CaseIterable, Sendable {
         case .unregistered, .expiredToken, .badDeviceToken, .deviceTokenNotForTopic:
             .tokenInvalid
         case .invalidProviderToken, .missingProviderToken, .badCertificate, .badCertificateEnvironment, .forbidden,
-             .unrelatedKeyIdInToken, .badEnvironmentKeyIdInToken, .badEnvironmentKeyInToken,
+             .unrelatedKeyIDInToken, .badEnvironmentKeyIDInToken, .badEnvironmentKeyInToken,
              .topicDisallowed, .badTopic, .missingTopic:
             .appMisconfigured
         case .expiredProviderToken: .refreshProviderToken
         case .tooManyProviderTokenUpdates: .signingBug
         case .tooManyRequests: .backOffTooManyRequests
         case .internalServerError, .serviceUnavailable, .shutdown, .idleTimeout: .retryServerError
-        case .badCollapseId, .badExpirationDate, .badMessageId, .badPriority, .duplicateHeaders, .invalidPushType,
+        case .badCollapseID, .badExpirationDate, .badMessageID, .badPriority, .duplicateHeaders, .invalidPushType,
              .missingDeviceToken, .payloadEmpty, .badPath, .methodNotAllowed, .payloadTooLarge:
             .permanentFailure
         }

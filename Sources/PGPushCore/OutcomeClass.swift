@@ -6,6 +6,11 @@ public enum OutcomeClass: String, CaseIterable, Sendable {
     case delivered
     /// 5xx or no response (connection lost, timeout): retry a few times, soon.
     case retryServerError
+    /// The request provably never reached APNs processing: its stream was above a
+    /// GOAWAY's `last_stream_id` or refused with REFUSED_STREAM (RFC 9113 §6.8,
+    /// §8.7; apns-reference §7). Resend on another connection, not counted as an
+    /// attempt. Never derived from a status; the HTTP/2 layer reports it directly.
+    case notProcessed
     /// 429 TooManyRequests: this device token is pushed to too often; back off exponentially.
     case backOffTooManyRequests
     /// 403 ExpiredProviderToken: sign a fresh JWT, use a fresh connection, resend.

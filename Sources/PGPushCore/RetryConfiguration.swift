@@ -9,10 +9,11 @@
 ///   grows: 1 s, 2 s, 4 s … capped at 60 s, with equal jitter (half the step fixed,
 ///   half random) so a retry never comes immediately yet spreads out; at most 8
 ///   attempts in total.
-/// - Fresh-connection resends (ExpiredProviderToken, TooManyProviderTokenUpdates)
-///   are not counted as attempts, so they get their own small cap: a second
-///   ExpiredProviderToken right after a fresh JWT points at the key or the clock,
-///   which is an app problem.
+/// - Fresh-connection resends (ExpiredProviderToken, TooManyProviderTokenUpdates,
+///   unprocessed streams) are not counted as attempts, so they get their own small
+///   cap: a second ExpiredProviderToken right after a fresh JWT points at the key
+///   or the clock, which is an app problem; a server refusing stream after stream
+///   is treated like one that does not answer.
 public struct RetryConfiguration: Equatable, Sendable {
     /// Retries after 5xx or no response; total attempts are one more.
     public var serverErrorRetries: Int
@@ -21,7 +22,7 @@ public struct RetryConfiguration: Equatable, Sendable {
     public var tooManyRequestsMaximumDelay: Duration
     /// Total attempts (including the first) before a 429 fails the notification.
     public var tooManyRequestsMaximumAttempts: Int
-    /// Uncounted resends on a fresh connection before the app is held as misconfigured.
+    /// Uncounted resends on a fresh connection allowed per notification.
     public var freshConnectionResends: Int
 
     public init(

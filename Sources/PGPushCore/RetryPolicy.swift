@@ -7,10 +7,10 @@ public enum RetryDecision: Equatable, Sendable {
     /// Park the row (`send_after = now + delay`) and send again. `countsAsAttempt`
     /// says whether this send is counted in `attempts`.
     case retry(after: Duration, countsAsAttempt: Bool)
-    /// Send again at once on a fresh connection, not counted as an attempt;
-    /// `signNewProviderToken` asks for a new JWT first (ExpiredProviderToken). A
-    /// TooManyProviderTokenUpdates resend reuses the current JWT: signing more often
-    /// is exactly what caused it.
+    /// Send again at once on a fresh (or another) connection, not counted as an
+    /// attempt; `signNewProviderToken` asks for a new JWT first (ExpiredProviderToken).
+    /// A TooManyProviderTokenUpdates or unprocessed-stream resend reuses the current
+    /// JWT: for the former, signing more often is exactly what caused it.
     case resendOnFreshConnection(signNewProviderToken: Bool)
     /// Leave the row queued and mark the app unhealthy; its credentials are retried
     /// with backoff at app level, and the row is not burned as `failed`.
@@ -42,6 +42,13 @@ public enum RetryPolicy {
         case .backOffTooManyRequests:
             guard attempts < configuration.tooManyRequestsMaximumAttempts else { return .fail(invalidatesToken: false) }
             return .retry(after: backoff(attempt: attempts, configuration: configuration, using: &random), countsAsAttempt: true)
+        case .notProcessed:
+            // A server that refuses every stream must not keep a row in flight
+            // forever: past the cap, the resend counts like a lost response.
+            guard freshConnectionResends < configuration.freshConnectionResends else {
+                return decide(.retryServerError, attempts: attempts, configuration: configuration, using: &random)
+            }
+            return .resendOnFreshConnection(signNewProviderToken: false)
         case .refreshProviderToken, .signingBug:
             guard freshConnectionResends < configuration.freshConnectionResends else { return .holdForApp }
             return .resendOnFreshConnection(signNewProviderToken: outcome == .refreshProviderToken)

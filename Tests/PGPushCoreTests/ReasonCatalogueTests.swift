@@ -83,6 +83,16 @@ struct ReasonCatalogueTests {
         #expect(ReasonCatalogue.classify(status: status, reason: "") == outcome)
     }
 
+    @Test func aStatusNeverClaimsTheRequestWentUnprocessed() {
+        // Only the HTTP/2 layer knows a stream was never processed.
+        let reasons: [String?] = [nil, "", "Nonsense"] + APNsReason.allCases.map(\.rawValue)
+        for status in [nil, 0, 200, 400, 403, 410, 413, 429, 500, 503, 999] as [Int?] {
+            for reason in reasons {
+                #expect(ReasonCatalogue.classify(status: status, reason: reason) != .notProcessed)
+            }
+        }
+    }
+
     @Test func reasonsAreMatchedExactly() {
         #expect(ReasonCatalogue.classify(status: 400, reason: "baddevicetoken") == .permanentFailure)
         #expect(ReasonCatalogue.classify(status: 400, reason: " BadDeviceToken") == .permanentFailure)

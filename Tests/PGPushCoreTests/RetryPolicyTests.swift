@@ -91,6 +91,14 @@ struct RetryPolicyTests {
         #expect(Self.decide(.signingBug, attempts: 1, resends: 2) == .holdForApp)
     }
 
+    @Test func unprocessedStreamsResendUncountedThenCountAsLostResponses() throws {
+        #expect(Self.decide(.notProcessed, attempts: 1) == .resendOnFreshConnection(signNewProviderToken: false))
+        #expect(Self.decide(.notProcessed, attempts: 1, resends: 1) == .resendOnFreshConnection(signNewProviderToken: false))
+        let delay = try #require(Self.delay(Self.decide(.notProcessed, attempts: 1, resends: 2)))
+        #expect(delay >= .seconds(1) && delay <= .seconds(5))
+        #expect(Self.decide(.notProcessed, attempts: 4, resends: 2) == .fail(invalidatesToken: false))
+    }
+
     @Test func finalOutcomes() {
         #expect(Self.decide(.delivered, attempts: 1) == .delivered)
         #expect(Self.decide(.tokenInvalid, attempts: 1) == .fail(invalidatesToken: true))
