@@ -8,7 +8,9 @@
 /// - PostgreSQL's jsonb output (`{"aps": {"alert": "hi"}}`) only needs its
 ///   insignificant whitespace dropped, which is one pass over the bytes;
 /// - hostile input must never crash or recurse without bound: nesting is capped
-///   (64 by default) and every read is bounds-checked.
+///   (64 by default) and every read is preceded by an explicit index check
+///   (UnsafeBufferPointer does not check in release builds; the fuzz tests run
+///   in debug, where it does).
 ///
 /// Compaction copies runs of significant bytes between whitespace gaps, so the
 /// hot path is a byte loop plus a few bulk appends. A `JSONValue` tree is built

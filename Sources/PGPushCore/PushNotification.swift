@@ -105,7 +105,8 @@ extension PushNotification {
             throw ValidationFailure(.missingTopic, "no topic given and the app has no bundle id to derive one")
         }
         // A bundle id is letters, digits, '-' and '.'; MDM topics add a few more.
-        // Visible ASCII keeps every real topic and rules out header injection.
+        // Visible ASCII keeps every real topic and rules out header injection;
+        // 255 bytes is far above any bundle id and keeps a bad row from making a huge header.
         guard !topic.isEmpty, topic.utf8.count <= 255, topic.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
             throw ValidationFailure(.badTopic, "topic must be 1 to 255 visible ASCII characters")
         }
