@@ -17,8 +17,7 @@ public struct APNsErrorBody: Equatable, Sendable {
 
     /// nil when the bytes are not a JSON object.
     public static func parse(_ bytes: some Collection<UInt8>) -> APNsErrorBody? {
-        guard let scanned = try? JSONScanner.scan(bytes, compacting: false, buildingValue: true),
-              let root = scanned.value, case .object = root else { return nil }
+        guard let root = JSONValue.parse(bytes), case .object = root else { return nil }
         return APNsErrorBody(reason: root["reason"]?.stringValue, timestamp: root["timestamp"].flatMap(date(fromMilliseconds:)))
     }
 

@@ -162,4 +162,13 @@ struct JSONScannerTests {
         let lazy = #"{"a": 1}"#.utf8.lazy.map { $0 }
         #expect(try JSONScanner.scan(lazy, compacting: true, buildingValue: false).compact == Array(#"{"a":1}"#.utf8))
     }
+
+    @Test func publicParseGivesNilForInvalidText() {
+        #expect(JSONValue.parse(Array(#"{"alg":"ES256","kid":"ABC123DEFG"}"#.utf8))?["kid"]?.stringValue == "ABC123DEFG")
+        #expect(JSONValue.parse(Array(#"{"iat": 1700000000}"#.utf8))?["iat"]?.integerValue == 1_700_000_000)
+        #expect(JSONValue.parse(Array(#"{"iat": 1.5}"#.utf8))?["iat"]?.integerValue == nil)
+        #expect(JSONValue.parse(Array("{".utf8)) == nil)
+        #expect(JSONValue.parse(Array(String(repeating: "[", count: 100).utf8)) == nil)
+        #expect(JSONValue.parse(Array("[1]".utf8))?["k"] == nil)
+    }
 }
