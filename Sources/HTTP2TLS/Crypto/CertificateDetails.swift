@@ -1,0 +1,109 @@
+import COpenSSL
+import Foundation
+
+/// What an operator needs to know about an X509 certificate: who it names, when
+/// it is valid, and (for an APNs certificate) which topics it may push to.
+struct CertificateDetails: Sendable {
+    let subject: String
+    let notBefore: Date
+    let notAfter: Date
+    let topics: [String]
+
+    /// Apple's extension listing an APNs certificate's topics, as topic/type pairs.
+    static let apnsTopicsExtensionOID = "1.2.840.113635.100.6.3.6"
+
+    init(of certificate: OpaquePointer, source: String) throws(CredentialError) {
+        subject = try Self.subject(of: certificate)
+        guard let notBefore = Self.date(X509_get0_notBefore(certificate)),
+              let notAfter = Self.date(X509_get0_notAfter(certificate))
+        else {
+            throw .malformedCertificate(source: source, detail: "unreadable validity dates")
+        }
+        self.notBefore = notBefore
+        self.notAfter = notAfter
+        topics = Self.apnsTopics(of: certificate) ?? Self.userID(of: certificate).map { [$0] } ?? []
+    }
+
+    private static func subject(of certificate: OpaquePointer) throws(CredentialError) -> String {
+        // RFC 2253 escaping, readable separators, UTF-8 kept as is.
+        let flags = UInt(ASN1_STRFLGS_ESC_2253 | ASN1_STRFLGS_ESC_CTRL | ASN1_STRFLGS_UTF8_CONVERT
+            | ASN1_STRFLGS_DUMP_UNKNOWN | ASN1_STRFLGS_DUMP_DER) | UInt(XN_FLAG_SEP_CPLUS_SPC)
+        return try PEMCodec.writing("X509_NAME_print_ex") { bio in
+            X509_NAME_print_ex(bio, X509_get_subject_name(certificate), 0, flags) >= 0
+        }
+    }
+
+    private static func date(_ time: UnsafePointer<ASN1_TIME>?) -> Date? {
+        guard let time else { return nil }
+        var parts = tm()
+        guard ASN1_TIME_to_tm(time, &parts) == 1 else { return nil }
+        return Date(timeIntervalSince1970: TimeInterval(timegm(&parts)))
+    }
+
+    private static func userID(of certificate: OpaquePointer) -> String? {
+        guard let name = X509_get_subject_name(certificate) else { return nil }
+        let index = X509_NAME_get_index_by_NID(name, NID_userId, -1)
+        guard index >= 0, let entry = X509_NAME_get_entry(name, index),
+              let value = X509_NAME_ENTRY_get_data(entry)
+        else { return nil }
+        var utf8: UnsafeMutablePointer<UInt8>?
+        let length = ASN1_STRING_to_UTF8(&utf8, value)
+        guard length >= 0, let utf8 else { return nil }
+        defer { pgpush_OPENSSL_free(utf8) }
+        return String(decoding: UnsafeBufferPointer(start: utf8, count: Int(length)), as: UTF8.self)
+    }
+
+    private static func apnsTopics(of certificate: OpaquePointer) -> [String]? {
+        guard let oid = OBJ_txt2obj(apnsTopicsExtensionOID, 1) else { return nil }
+        defer { ASN1_OBJECT_free(oid) }
+        let index = X509_get_ext_by_OBJ(certificate, oid, -1)
+        guard index >= 0, let extensionEntry = X509_get_ext(certificate, index),
+              let value = X509_EXTENSION_get_data(extensionEntry),
+              let data = ASN1_STRING_get0_data(value)
+        else { return nil }
+        let bytes = Array(UnsafeBufferPointer(start: data, count: Int(ASN1_STRING_length(value))))
+        return APNsTopicList.topics(fromDER: bytes)
+    }
+}
+
+/// Reads the APNs topics extension: SEQUENCE { UTF8String topic, SEQUENCE { UTF8String type }, ... }.
+enum APNsTopicList {
+    private static let sequenceTag: UInt8 = 0x30
+    private static let utf8StringTag: UInt8 = 0x0C
+
+    static func topics(fromDER bytes: [UInt8]) -> [String]? {
+        guard let outer = element(in: bytes[...]), outer.tag == sequenceTag else { return nil }
+        var remaining = outer.content
+        var topics: [String] = []
+        while !remaining.isEmpty {
+            guard let item = element(in: remaining) else { return nil }
+            if item.tag == utf8StringTag {
+                topics.append(String(decoding: item.content, as: UTF8.self))
+            }
+            remaining = item.rest
+        }
+        return topics
+    }
+
+    /// One DER TLV at the start of `bytes`, or nil when it is truncated or uses an unsupported length form.
+    private static func element(in bytes: ArraySlice<UInt8>) -> (tag: UInt8, content: ArraySlice<UInt8>, rest: ArraySlice<UInt8>)? {
+        var cursor = bytes.startIndex
+        guard cursor < bytes.endIndex else { return nil }
+        let tag = bytes[cursor]
+        cursor += 1
+        guard cursor < bytes.endIndex else { return nil }
+        var length = Int(bytes[cursor])
+        cursor += 1
+        if length & 0x80 != 0 {
+            let lengthBytes = length & 0x7F
+            guard lengthBytes >= 1, lengthBytes <= 3, cursor + lengthBytes <= bytes.endIndex else { return nil }
+            length = 0
+            for _ in 0..<lengthBytes {
+                length = length << 8 | Int(bytes[cursor])
+                cursor += 1
+            }
+        }
+        guard length <= bytes.endIndex - cursor else { return nil }
+        return (tag, bytes[cursor..<cursor + length], bytes[(cursor + length)...])
+    }
+}
