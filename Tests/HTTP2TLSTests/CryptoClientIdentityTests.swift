@@ -45,6 +45,36 @@ struct CryptoClientIdentityTests {
         #expect(identity.subject.contains("com.example.app"))
     }
 
+    @Test("an encrypted PEM key opens with its password; a wrong password is named as such")
+    func encryptedPEMKey() throws {
+        let scratch = try CryptoScratchDirectory()
+        try TestCertificates.authority(in: scratch)
+        try TestCertificates.pushCertificate(named: "push", in: scratch)
+        try OpenSSLCommand.succeed(["pkey", "-in", "push.key", "-aes256", "-passout", "pass:s3cret", "-out", "encrypted.key"], in: scratch.path)
+        let certificate = scratch.file("push.pem")
+        let key = scratch.file("encrypted.key")
+        let identity = try ClientIdentity.loadPEM(certificatePath: certificate, keyPath: key, password: "s3cret")
+        #expect(identity.subject.contains("com.example.app"))
+        #expect(throws: CredentialError.wrongPassword(source: key)) {
+            try ClientIdentity.loadPEM(certificatePath: certificate, keyPath: key, password: "guess")
+        }
+        #expect(throws: CredentialError.encryptedPrivateKey(source: key)) {
+            try ClientIdentity.loadPEM(certificatePath: certificate, keyPath: key)
+        }
+    }
+
+    @Test("an identity can be made from PEM text in memory, as the simulator does with its generated certificate")
+    func fromPEMText() throws {
+        let authority = try SelfSignedAuthority.generate()
+        let issued = try authority.issueServerCertificate()
+        let identity = try ClientIdentity.fromPEM(certificatePEM: issued.certificatePEM, privateKeyPEM: issued.privateKeyPEM)
+        #expect(identity.subject == "CN=localhost")
+        let other = try authority.issueServerCertificate()
+        #expect(throws: CredentialError.keyDoesNotMatchCertificate(certificate: "certificate PEM", key: "private key PEM")) {
+            try ClientIdentity.fromPEM(certificatePEM: issued.certificatePEM, privateKeyPEM: other.privateKeyPEM)
+        }
+    }
+
     @Test("a PKCS#12 file loads with its password; a wrong or missing password is named as such")
     func loadsPKCS12() throws {
         let scratch = try CryptoScratchDirectory()

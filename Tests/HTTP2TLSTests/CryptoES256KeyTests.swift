@@ -92,6 +92,23 @@ struct CryptoES256KeyTests {
         #expect(try reloaded.publicKeyPEM() == key.publicKeyPEM())
     }
 
+    @Test("writePKCS8 makes an owner-only .p8 file, also when replacing a readable one")
+    func writesOwnerOnlyFile() throws {
+        let scratch = try CryptoScratchDirectory()
+        let path = try scratch.write("old contents that are longer than nothing", to: "demo.p8")
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: path)
+        let key = try ES256PrivateKey.generate()
+        try key.writePKCS8(toFile: path)
+        let mode = try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+        #expect(try ES256PrivateKey(contentsOfFile: path).publicKeyPEM() == key.publicKeyPEM())
+        #expect(try scratch.read("demo.p8") == key.pkcs8PEM())
+        let blocked = scratch.file("missing-directory/demo.p8")
+        #expect(throws: CredentialError.fileNotWritable(path: blocked, reason: "No such file or directory")) {
+            try key.writePKCS8(toFile: blocked)
+        }
+    }
+
     @Test("a SEC1 'EC PRIVATE KEY' P-256 file is accepted too")
     func acceptsSEC1Key() throws {
         let scratch = try CryptoScratchDirectory()

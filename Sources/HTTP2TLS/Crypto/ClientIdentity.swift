@@ -45,19 +45,39 @@ public final class ClientIdentity: @unchecked Sendable, CustomStringConvertible 
     /// Loads a PEM certificate and a PEM private key (they may be the same file).
     /// Extra certificates after the first in the certificate file are sent as the chain.
     public static func loadPEM(certificatePath: String, keyPath: String) throws -> ClientIdentity {
+        try loadPEM(certificatePath: certificatePath, keyPath: keyPath, password: nil)
+    }
+
+    /// As `loadPEM(certificatePath:keyPath:)`, for a key that may be encrypted with `password`.
+    public static func loadPEM(certificatePath: String, keyPath: String, password: String?) throws -> ClientIdentity {
         let certificateBytes = try CredentialFile.contents(of: certificatePath)
         let keyBytes = certificatePath == keyPath ? certificateBytes : try CredentialFile.contents(of: keyPath)
-        var certificates = try readCertificates(certificateBytes, source: certificatePath)
+        return try fromPEM(
+            certificateBytes: certificateBytes, keyBytes: keyBytes, password: password,
+            certificateSource: certificatePath, keySource: keyPath)
+    }
+
+    /// An identity from PEM text in memory (e.g. an `IssuedCertificate` for the simulator's server).
+    public static func fromPEM(certificatePEM: String, privateKeyPEM: String) throws -> ClientIdentity {
+        try fromPEM(
+            certificateBytes: Array(certificatePEM.utf8), keyBytes: Array(privateKeyPEM.utf8), password: nil,
+            certificateSource: "certificate PEM", keySource: "private key PEM")
+    }
+
+    private static func fromPEM(
+        certificateBytes: [UInt8], keyBytes: [UInt8], password: String?, certificateSource: String, keySource: String
+    ) throws(CredentialError) -> ClientIdentity {
+        var certificates = try readCertificates(certificateBytes, source: certificateSource)
         let leaf = certificates.removeFirst()
         let key: OpaquePointer
         do {
-            key = try readPrivateKey(keyBytes, source: keyPath)
+            key = try PrivateKeyReader.read(keyBytes, password: password, source: keySource)
         } catch {
             X509_free(leaf)
             certificates.forEach { X509_free($0) }
             throw error
         }
-        return try make(certificate: leaf, privateKey: key, chain: certificates, certificateSource: certificatePath, keySource: keyPath)
+        return try make(certificate: leaf, privateKey: key, chain: certificates, certificateSource: certificateSource, keySource: keySource)
     }
 
     /// Builds an identity from objects the caller owns (ownership passes here, also on failure),
@@ -146,19 +166,5 @@ public final class ClientIdentity: @unchecked Sendable, CustomStringConvertible 
             throw .malformedCertificate(source: source, detail: detail)
         }
         return certificates
-    }
-
-    private static func readPrivateKey(_ bytes: [UInt8], source: String) throws(CredentialError) -> OpaquePointer {
-        if PEMCodec.containsEncryptedKey(bytes) {
-            throw .encryptedPrivateKey(source: source)
-        }
-        let key = try PEMCodec.reading(bytes) { bio in
-            PEM_read_bio_PrivateKey(bio, nil, ES256KeyCheck.refusePassphrase, nil)
-        }
-        guard let key else {
-            _ = CredentialError.takeOpenSSLErrors()
-            throw .notAPrivateKey(source: source)
-        }
-        return key
     }
 }

@@ -9,6 +9,7 @@ import Foundation
 public enum CredentialError: Error, Sendable, Equatable, CustomStringConvertible {
     case fileNotFound(path: String)
     case fileUnreadable(path: String, reason: String)
+    case fileNotWritable(path: String, reason: String)
     case notAPrivateKey(source: String)
     case notAPublicKey(source: String)
     case encryptedPrivateKey(source: String)
@@ -30,6 +31,8 @@ public enum CredentialError: Error, Sendable, Equatable, CustomStringConvertible
             return "\(path): no such file"
         case .fileUnreadable(let path, let reason):
             return "\(path): cannot be read (\(reason))"
+        case .fileNotWritable(let path, let reason):
+            return "\(path): cannot be written (\(reason))"
         case .notAPrivateKey(let source):
             return "\(source): not a PEM private key (expected a .p8 file starting with -----BEGIN PRIVATE KEY-----)"
         case .notAPublicKey(let source):
@@ -45,7 +48,7 @@ public enum CredentialError: Error, Sendable, Equatable, CustomStringConvertible
         case .malformedPKCS12(let source, let detail):
             return "\(source): not a readable PKCS#12 (.p12) file (\(detail))"
         case .wrongPassword(let source):
-            return "\(source): wrong password for the PKCS#12 file"
+            return "\(source): wrong password"
         case .keyDoesNotMatchCertificate(let certificate, let key):
             return "the private key in \(key) does not belong to the certificate in \(certificate)"
         case .certificateExpired(let subject, let notAfter):

@@ -21,4 +21,27 @@ enum CredentialFile {
             throw .fileUnreadable(path: path, reason: "read failed")
         }
     }
+
+    /// Writes secret material readable by the owner only (0600), replacing any existing file.
+    static func writeSecret(_ text: String, to path: String) throws(CredentialError) {
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else {
+            throw .fileNotWritable(path: path, reason: String(cString: strerror(errno)))
+        }
+        defer { close(descriptor) }
+        // An existing file keeps its old mode through O_CREAT, so set it explicitly.
+        guard fchmod(descriptor, 0o600) == 0 else {
+            throw .fileNotWritable(path: path, reason: String(cString: strerror(errno)))
+        }
+        let bytes = Array(text.utf8)
+        var written = 0
+        while written < bytes.count {
+            let result = bytes[written...].withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+            if result < 0 {
+                if errno == EINTR { continue }
+                throw .fileNotWritable(path: path, reason: String(cString: strerror(errno)))
+            }
+            written += result
+        }
+    }
 }

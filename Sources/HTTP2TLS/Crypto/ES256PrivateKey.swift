@@ -79,6 +79,11 @@ public final class ES256PrivateKey: @unchecked Sendable, CustomStringConvertible
         }
     }
 
+    /// Writes the key as a `.p8` file readable by its owner only (mode 0600).
+    public func writePKCS8(toFile path: String) throws(CredentialError) {
+        try CredentialFile.writeSecret(pkcs8PEM(), to: path)
+    }
+
     /// The public half as `-----BEGIN PUBLIC KEY-----` PEM.
     public func publicKeyPEM() throws(CredentialError) -> String {
         try PEMCodec.writing("PEM_write_bio_PUBKEY") { bio in
