@@ -73,7 +73,9 @@ struct ProviderTokenSignerTests {
             key: try ES256PrivateKey.generate(), identity: try ProviderTokenIdentity(keyID: "KEY0000001", teamID: "TEAM000001"))
         let token = try signer.sign(issuedAt: Date())
         let signature = String(token.jwt.split(separator: ".")[2])
-        for text in [token.description, String(describing: token), String(reflecting: token), "\(token)"] {
+        var dumped = ""
+        dump(token, to: &dumped)
+        for text in [token.description, String(describing: token), String(reflecting: token), "\(token)", dumped] {
             #expect(!text.contains(signature))
             #expect(text.contains("KEY0000001"))
         }

@@ -9,7 +9,8 @@ struct CryptoClientIdentityTests {
         let scratch = try CryptoScratchDirectory()
         try TestCertificates.authority(in: scratch)
         try TestCertificates.pushCertificate(
-            named: "push", days: 365, topics: [("com.example.app", "app"), ("com.example.app.voip", "voip")], in: scratch)
+            named: "push", days: 365, topics: [("com.example.app", "app"), ("com.example.app.voip", "voip")],
+            environmentOIDs: ["1.2.840.113635.100.6.3.1", "1.2.840.113635.100.6.3.2"], in: scratch)
         let identity = try ClientIdentity.loadPEM(certificatePath: scratch.file("push.pem"), keyPath: scratch.file("push.key"))
 
         #expect(identity.subject.contains("CN=Apple Push Services: com.example.app"))
@@ -23,6 +24,7 @@ struct CryptoClientIdentityTests {
         #expect(!identity.isExpired(now: Date()))
         try identity.validate(now: Date())
         #expect(identity.topics == ["com.example.app", "com.example.app.voip"])
+        #expect(identity.environments == [.development, .production])
         #expect(identity.description.contains("Apple Push Services"))
     }
 
@@ -33,6 +35,45 @@ struct CryptoClientIdentityTests {
         try TestCertificates.pushCertificate(named: "push", in: scratch)
         let identity = try ClientIdentity.loadPEM(certificatePath: scratch.file("push.pem"), keyPath: scratch.file("push.key"))
         #expect(identity.topics == ["com.example.app"])
+        #expect(identity.environments.isEmpty)
+    }
+
+    @Test("a sandbox-only certificate names just the development environment")
+    func developmentOnly() throws {
+        let scratch = try CryptoScratchDirectory()
+        try TestCertificates.authority(in: scratch)
+        try TestCertificates.pushCertificate(named: "push", environmentOIDs: ["1.2.840.113635.100.6.3.1"], in: scratch)
+        let identity = try ClientIdentity.loadPEM(certificatePath: scratch.file("push.pem"), keyPath: scratch.file("push.key"))
+        #expect(identity.environments == [.development])
+    }
+
+    @Test("load(path:password:) takes either a PEM file holding certificate and key, or a PKCS#12 file")
+    func loadDetectsFormat() throws {
+        let scratch = try CryptoScratchDirectory()
+        try TestCertificates.authority(in: scratch)
+        try TestCertificates.pushCertificate(named: "push", in: scratch)
+        try TestCertificates.pkcs12(named: "push", password: "pw", in: scratch)
+        let combined = try scratch.write(try scratch.read("push.pem") + scratch.read("push.key"), to: "combined.pem")
+        #expect(try ClientIdentity.load(path: combined, password: nil).subject.contains("com.example.app"))
+        #expect(try ClientIdentity.load(path: scratch.file("push.p12"), password: "pw").subject.contains("com.example.app"))
+        #expect(throws: CredentialError.wrongPassword(source: scratch.file("push.p12"))) {
+            try ClientIdentity.load(path: scratch.file("push.p12"), password: "nope")
+        }
+        #expect(throws: CredentialError.notAPrivateKey(source: scratch.file("push.pem"))) {
+            try ClientIdentity.load(path: scratch.file("push.pem"), password: nil)
+        }
+    }
+
+    @Test("a PKCS#12 file without a private key is refused with that reason")
+    func pkcs12WithoutKey() throws {
+        let scratch = try CryptoScratchDirectory()
+        try TestCertificates.authority(in: scratch)
+        try TestCertificates.pushCertificate(named: "push", in: scratch)
+        try OpenSSLCommand.succeed(["pkcs12", "-export", "-nokeys", "-in", "push.pem", "-passout", "pass:pw", "-out", "certonly.p12"], in: scratch.path)
+        let path = scratch.file("certonly.p12")
+        #expect(throws: CredentialError.malformedPKCS12(source: path, detail: "it holds no private key")) {
+            try ClientIdentity.loadPKCS12(path: path, password: "pw")
+        }
     }
 
     @Test("certificate and key in one PEM file")

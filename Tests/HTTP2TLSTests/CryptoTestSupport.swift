@@ -141,7 +141,8 @@ enum TestCertificates {
     /// `<name>.key` (RSA, as Apple issues) and `<name>.pem` signed by `ca.pem`, valid for `days`,
     /// carrying Apple's topics extension when `topics` is given.
     static func pushCertificate(
-        named name: String, days: Int = 365, topics: [(String, String)]? = nil, in scratch: CryptoScratchDirectory
+        named name: String, days: Int = 365, topics: [(String, String)]? = nil, environmentOIDs: [String] = [],
+        in scratch: CryptoScratchDirectory
     ) throws {
         try OpenSSLCommand.succeed([
             "req", "-new", "-newkey", "rsa:2048", "-nodes", "-keyout", "\(name).key",
@@ -151,6 +152,9 @@ enum TestCertificates {
         if let topics {
             let hex = topicsExtensionDER(topics).map { String(format: "%02X", $0) }.joined()
             extensions += "1.2.840.113635.100.6.3.6=DER:\(hex)\n"
+        }
+        for oid in environmentOIDs {
+            extensions += "\(oid)=DER:0500\n"
         }
         try scratch.write(extensions, to: "\(name).ext")
         try OpenSSLCommand.succeed([

@@ -3,7 +3,7 @@ import Foundation
 /// A signed APNs provider token (JWT, ES256) and when it was issued.
 ///
 /// Its description leaves out the JWT: a token grants push access for up to an hour.
-public struct ProviderToken: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible {
+public struct ProviderToken: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     /// The compact JWS: `header.claims.signature`, base64url without padding.
     public let jwt: String
     public let keyID: String
@@ -28,4 +28,9 @@ public struct ProviderToken: Sendable, Equatable, CustomStringConvertible, Custo
     }
 
     public var debugDescription: String { description }
+
+    /// `dump` and debuggers show the same redacted view.
+    public var customMirror: Mirror {
+        Mirror(self, children: ["keyID": keyID, "issuedAt": issuedAt], displayStyle: .struct)
+    }
 }

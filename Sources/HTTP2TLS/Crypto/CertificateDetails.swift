@@ -8,6 +8,7 @@ struct CertificateDetails: Sendable {
     let notBefore: Date
     let notAfter: Date
     let topics: [String]
+    let environments: Set<APNsCertificateEnvironment>
 
     /// Apple's extension listing an APNs certificate's topics, as topic/type pairs.
     static let apnsTopicsExtensionOID = "1.2.840.113635.100.6.3.6"
@@ -22,6 +23,13 @@ struct CertificateDetails: Sendable {
         self.notBefore = notBefore
         self.notAfter = notAfter
         topics = Self.apnsTopics(of: certificate) ?? Self.userID(of: certificate).map { [$0] } ?? []
+        environments = Set(APNsCertificateEnvironment.allCases.filter { Self.hasExtension($0.extensionOID, certificate) })
+    }
+
+    private static func hasExtension(_ oid: String, _ certificate: OpaquePointer) -> Bool {
+        guard let object = OBJ_txt2obj(oid, 1) else { return false }
+        defer { ASN1_OBJECT_free(object) }
+        return X509_get_ext_by_OBJ(certificate, object, -1) >= 0
     }
 
     private static func subject(of certificate: OpaquePointer) throws(CredentialError) -> String {
@@ -63,6 +71,20 @@ struct CertificateDetails: Sendable {
         else { return nil }
         let bytes = Array(UnsafeBufferPointer(start: data, count: Int(ASN1_STRING_length(value))))
         return APNsTopicList.topics(fromDER: bytes)
+    }
+}
+
+/// The APNs environments a push certificate is issued for, marked by Apple's extensions
+/// (a "Sandbox & Production" certificate carries both). Pushing to the other one gets 403 BadCertificateEnvironment.
+public enum APNsCertificateEnvironment: String, Sendable, CaseIterable {
+    case development
+    case production
+
+    var extensionOID: String {
+        switch self {
+        case .development: "1.2.840.113635.100.6.3.1"
+        case .production: "1.2.840.113635.100.6.3.2"
+        }
     }
 }
 

@@ -7,6 +7,8 @@ import Foundation
 /// one, so `pgpush doctor` can report it; callers that are about to connect call
 /// `validate(now:)`, which refuses it with a clear error.
 ///
+/// The simulator uses the same type for its server certificate (`fromPEM`).
+///
 /// `@unchecked Sendable`: immutable after loading; the X509 and EVP_PKEY objects are
 /// only read (SSL_CTX_use_* takes its own references) and are freed in `deinit`.
 public final class ClientIdentity: @unchecked Sendable, CustomStringConvertible {
@@ -21,6 +23,8 @@ public final class ClientIdentity: @unchecked Sendable, CustomStringConvertible 
     public var notAfter: Date { details.notAfter }
     /// The APNs topics the certificate covers (Apple's topics extension, else the subject's UID); may be empty.
     public var topics: [String] { details.topics }
+    /// The APNs environments Apple's extensions mark the certificate for; empty for other certificates.
+    public var environments: Set<APNsCertificateEnvironment> { details.environments }
 
     /// Takes ownership of `certificate`, `privateKey` and every element of `chain`.
     private init(certificate: OpaquePointer, privateKey: OpaquePointer, chain: [OpaquePointer], details: CertificateDetails) {
@@ -39,6 +43,16 @@ public final class ClientIdentity: @unchecked Sendable, CustomStringConvertible 
     /// Loads a PKCS#12 file (certificate + key) protected by `password`.
     public static func loadPKCS12(path: String, password: String?) throws -> ClientIdentity {
         let bytes = try CredentialFile.contents(of: path)
+        return try PKCS12Reader.read(bytes, password: password, source: path)
+    }
+
+    /// Loads `PGPUSH_CERT_FILE`: PEM text (certificate and key in the one file) or else PKCS#12.
+    /// `password` opens the PKCS#12 file or an encrypted PEM key.
+    public static func load(path: String, password: String?) throws -> ClientIdentity {
+        let bytes = try CredentialFile.contents(of: path)
+        if String(decoding: bytes.prefix(64 * 1024), as: UTF8.self).contains("-----BEGIN ") {
+            return try fromPEM(certificateBytes: bytes, keyBytes: bytes, password: password, certificateSource: path, keySource: path)
+        }
         return try PKCS12Reader.read(bytes, password: password, source: path)
     }
 

@@ -13,11 +13,11 @@ enum PKCS12Reader {
         defer { PKCS12_free(bundle) }
         let password = try macVerifiedPassword(bundle, given: password, source: source)
 
-        var parsed = try parse(bundle, password: password)
+        var parsed = try parse(bundle, password: password, source: source)
         if parsed == nil, loadLegacyAlgorithms() {
             // Older exports (Keychain Access among them) encrypt with RC2/3DES, which
             // OpenSSL 3 keeps in its legacy provider.
-            parsed = try parse(bundle, password: password)
+            parsed = try parse(bundle, password: password, source: source)
         }
         guard let (certificate, privateKey, chain) = parsed else {
             throw .malformedPKCS12(source: source, detail: CredentialError.takeOpenSSLErrors())
@@ -46,7 +46,7 @@ enum PKCS12Reader {
     }
 
     /// Certificate, key and chain, owned by the caller; nil when OpenSSL cannot decrypt the contents.
-    private static func parse(_ bundle: OpaquePointer, password: String?) throws(CredentialError)
+    private static func parse(_ bundle: OpaquePointer, password: String?, source: String) throws(CredentialError)
         -> (certificate: OpaquePointer, privateKey: OpaquePointer, chain: [OpaquePointer])?
     {
         var privateKey: OpaquePointer?
@@ -54,13 +54,15 @@ enum PKCS12Reader {
         var stack: OpaquePointer?
         let parsed = PKCS12_parse(bundle, password, &privateKey, &certificate, &stack) == 1
         let chain = takeCertificates(from: stack)
-        guard parsed, let certificate, let privateKey else {
-            X509_free(certificate)
-            EVP_PKEY_free(privateKey)
-            chain.forEach { X509_free($0) }
-            return nil
+        if parsed, let certificate, let privateKey {
+            return (certificate, privateKey, chain)
         }
-        return (certificate, privateKey, chain)
+        X509_free(certificate)
+        EVP_PKEY_free(privateKey)
+        chain.forEach { X509_free($0) }
+        guard parsed else { return nil }
+        throw .malformedPKCS12(
+            source: source, detail: privateKey == nil ? "it holds no private key" : "it holds no certificate for its private key")
     }
 
     /// Moves the certificates out of an OpenSSL stack and frees the stack.
