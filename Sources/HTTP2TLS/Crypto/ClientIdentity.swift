@@ -117,6 +117,9 @@ public final class ClientIdentity: @unchecked Sendable, CustomStringConvertible 
             release()
             throw error
         }
+        // Decoders may queue errors for formats they tried and rejected on the way to success;
+        // left there, they would turn the TLS layer's next SSL_get_error into SSL_ERROR_SSL.
+        ERR_clear_error()
         return ClientIdentity(certificate: certificate, privateKey: privateKey, chain: chain, details: details)
     }
 

@@ -30,6 +30,8 @@ public final class ES256PublicKey: @unchecked Sendable, CustomStringConvertible 
             EVP_PKEY_free(loaded)
             throw error
         }
+        // Decoders queue errors for the formats they tried first; the TLS layer must not see them.
+        ERR_clear_error()
         self.init(owning: loaded)
     }
 

@@ -14,13 +14,15 @@ enum PKCS12Reader {
         let password = try macVerifiedPassword(bundle, given: password, source: source)
 
         var parsed = try parse(bundle, password: password, source: source)
+        var failure = parsed == nil ? CredentialError.takeOpenSSLErrors() : ""
         if parsed == nil, loadLegacyAlgorithms() {
             // Older exports (Keychain Access among them) encrypt with RC2/3DES, which
             // OpenSSL 3 keeps in its legacy provider.
             parsed = try parse(bundle, password: password, source: source)
+            if parsed == nil { failure = CredentialError.takeOpenSSLErrors() }
         }
         guard let (certificate, privateKey, chain) = parsed else {
-            throw .malformedPKCS12(source: source, detail: CredentialError.takeOpenSSLErrors())
+            throw .malformedPKCS12(source: source, detail: failure)
         }
         return try ClientIdentity.make(
             certificate: certificate, privateKey: privateKey, chain: chain,
