@@ -38,6 +38,11 @@ struct CryptoES256KeyTests {
 
         let publicKey = try ES256PublicKey(pemEncoded: opensslPublic)
         let fromFile = try ES256PublicKey.fromPrivateKeyFile(keyPath)
+        let fromEitherFile = try ES256PublicKey(contentsOfFile: keyPath)
+        let publicPath = try scratch.write(opensslPublic, to: "public.pem")
+        let fromPublicFile = try ES256PublicKey(contentsOfFile: publicPath)
+        #expect(try fromEitherFile.pemEncoded() == opensslPublic)
+        #expect(try fromPublicFile.pemEncoded() == opensslPublic)
         let message = Array("header.claims".utf8)
         let signature = try key.sign(message)
         #expect(publicKey.verify(message: message, rawSignature: signature))

@@ -35,10 +35,17 @@ public final class ES256PublicKey: @unchecked Sendable, CustomStringConvertible 
         self.init(owning: loaded)
     }
 
-    /// Loads a PEM public key file.
+    /// Loads a PEM public key file, or the public half of a `.p8` private key file,
+    /// so the simulator can be pointed at the same key file as the worker.
     public convenience init(contentsOfFile path: String) throws(CredentialError) {
         let bytes = try CredentialFile.contents(of: path)
-        try self.init(pemEncoded: String(decoding: bytes, as: UTF8.self), source: path)
+        let text = String(decoding: bytes, as: UTF8.self)
+        if text.contains("PRIVATE KEY-----") {
+            let derived = try ES256PrivateKey(pemEncoded: text, source: path).publicKeyPEM()
+            try self.init(pemEncoded: derived, source: path)
+        } else {
+            try self.init(pemEncoded: text, source: path)
+        }
     }
 
     /// The public key of the private key in a `.p8` file.
