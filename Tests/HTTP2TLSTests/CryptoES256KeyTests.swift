@@ -131,6 +131,9 @@ struct CryptoES256KeyTests {
         #expect(throws: CredentialError.fileUnreadable(path: scratch.path, reason: "it is a directory")) {
             try ES256PrivateKey(contentsOfFile: scratch.path)
         }
+        #expect(throws: CredentialError.fileUnreadable(path: "/dev/zero", reason: "larger than 1 MiB, so not a key or certificate")) {
+            try ES256PrivateKey(contentsOfFile: "/dev/zero")
+        }
         let text = try scratch.write("this is not a key\n", to: "notes.txt")
         #expect(throws: CredentialError.notAPrivateKey(source: text)) { try ES256PrivateKey(contentsOfFile: text) }
         let empty = try scratch.write("", to: "empty.p8")

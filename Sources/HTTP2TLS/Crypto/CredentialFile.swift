@@ -3,6 +3,10 @@ import Foundation
 /// Reads key and certificate files, telling "missing" apart from "unreadable"
 /// so the operator knows whether to fix a path or a permission.
 enum CredentialFile {
+    /// Keys and certificates are a few kilobytes; a bound keeps a mistaken path
+    /// (a log file, /dev/zero) from being read without end.
+    static let maximumSize = 1 << 20
+
     static func contents(of path: String) throws(CredentialError) -> [UInt8] {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
@@ -15,11 +19,16 @@ enum CredentialFile {
             throw .fileUnreadable(path: path, reason: "permission denied or not a regular file")
         }
         defer { try? handle.close() }
+        let data: Data
         do {
-            return Array(try handle.readToEnd() ?? Data())
+            data = try handle.read(upToCount: maximumSize + 1) ?? Data()
         } catch {
             throw .fileUnreadable(path: path, reason: "read failed")
         }
+        guard data.count <= maximumSize else {
+            throw .fileUnreadable(path: path, reason: "larger than 1 MiB, so not a key or certificate")
+        }
+        return Array(data)
     }
 
     /// Writes secret material readable by the owner only (0600), replacing any existing file.
