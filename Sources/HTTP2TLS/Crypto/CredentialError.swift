@@ -34,11 +34,11 @@ public enum CredentialError: Error, Sendable, Equatable, CustomStringConvertible
         case .fileNotWritable(let path, let reason):
             return "\(path): cannot be written (\(reason))"
         case .notAPrivateKey(let source):
-            return "\(source): not a PEM private key (expected a .p8 file starting with -----BEGIN PRIVATE KEY-----)"
+            return "\(source): not a PEM private key (a .p8 file starts with -----BEGIN PRIVATE KEY-----)"
         case .notAPublicKey(let source):
             return "\(source): not a PEM public key (expected -----BEGIN PUBLIC KEY-----)"
         case .encryptedPrivateKey(let source):
-            return "\(source): the private key is encrypted; pgpush needs an unencrypted PKCS#8 key (as Apple's .p8 files are)"
+            return "\(source): the private key is encrypted; a .p8 signing key must be unencrypted PKCS#8 (as Apple issues it), and an encrypted certificate key needs its password (PGPUSH_CERT_PASSWORD)"
         case .wrongKeyType(let source, let found):
             return "\(source): a \(found) key; APNs provider tokens need an EC P-256 key (ES256)"
         case .wrongCurve(let source, let found):
