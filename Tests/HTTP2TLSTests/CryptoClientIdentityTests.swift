@@ -7,8 +7,8 @@ struct CryptoClientIdentityTests {
     @Test("a PEM certificate and key load with subject, expiry and topics as openssl reads them")
     func loadsPEMPair() throws {
         let scratch = try CryptoScratchDirectory()
-        try TestCertificates.authority(in: scratch)
-        try TestCertificates.pushCertificate(
+        try CryptoTestCertificates.authority(in: scratch)
+        try CryptoTestCertificates.pushCertificate(
             named: "push", days: 365, topics: [("com.example.app", "app"), ("com.example.app.voip", "voip")],
             environmentOIDs: ["1.2.840.113635.100.6.3.1", "1.2.840.113635.100.6.3.2"], in: scratch)
         let identity = try ClientIdentity.loadPEM(certificatePath: scratch.file("push.pem"), keyPath: scratch.file("push.key"))
@@ -16,7 +16,7 @@ struct CryptoClientIdentityTests {
         #expect(identity.subject.contains("CN=Apple Push Services: com.example.app"))
         #expect(identity.subject.contains("UID=com.example.app"))
         #expect(identity.subject.contains("OU=ABCDE12345"))
-        let expected = try #require(try TestCertificates.notAfter(of: "push.pem", in: scratch))
+        let expected = try #require(try CryptoTestCertificates.notAfter(of: "push.pem", in: scratch))
         #expect(identity.notAfter == expected)
         #expect(identity.daysUntilExpiry(now: expected.addingTimeInterval(-10 * 86_400 - 60)) == 10)
         #expect(identity.daysUntilExpiry(now: expected.addingTimeInterval(-30)) == 0)
@@ -31,8 +31,8 @@ struct CryptoClientIdentityTests {
     @Test("without Apple's topics extension the subject's UID is the topic")
     func topicFromUserID() throws {
         let scratch = try CryptoScratchDirectory()
-        try TestCertificates.authority(in: scratch)
-        try TestCertificates.pushCertificate(named: "push", in: scratch)
+        try CryptoTestCertificates.authority(in: scratch)
+        try CryptoTestCertificates.pushCertificate(named: "push", in: scratch)
         let identity = try ClientIdentity.loadPEM(certificatePath: scratch.file("push.pem"), keyPath: scratch.file("push.key"))
         #expect(identity.topics == ["com.example.app"])
         #expect(identity.environments.isEmpty)
@@ -41,8 +41,8 @@ struct CryptoClientIdentityTests {
     @Test("a sandbox-only certificate names just the development environment")
     func developmentOnly() throws {
         let scratch = try CryptoScratchDirectory()
-        try TestCertificates.authority(in: scratch)
-        try TestCertificates.pushCertificate(named: "push", environmentOIDs: ["1.2.840.113635.100.6.3.1"], in: scratch)
+        try CryptoTestCertificates.authority(in: scratch)
+        try CryptoTestCertificates.pushCertificate(named: "push", environmentOIDs: ["1.2.840.113635.100.6.3.1"], in: scratch)
         let identity = try ClientIdentity.loadPEM(certificatePath: scratch.file("push.pem"), keyPath: scratch.file("push.key"))
         #expect(identity.environments == [.development])
     }
@@ -50,9 +50,9 @@ struct CryptoClientIdentityTests {
     @Test("load(path:password:) takes either a PEM file holding certificate and key, or a PKCS#12 file")
     func loadDetectsFormat() throws {
         let scratch = try CryptoScratchDirectory()
-        try TestCertificates.authority(in: scratch)
-        try TestCertificates.pushCertificate(named: "push", in: scratch)
-        try TestCertificates.pkcs12(named: "push", password: "pw", in: scratch)
+        try CryptoTestCertificates.authority(in: scratch)
+        try CryptoTestCertificates.pushCertificate(named: "push", in: scratch)
+        try CryptoTestCertificates.pkcs12(named: "push", password: "pw", in: scratch)
         let combined = try scratch.write(try scratch.read("push.pem") + scratch.read("push.key"), to: "combined.pem")
         #expect(try ClientIdentity.load(path: combined, password: nil).subject.contains("com.example.app"))
         #expect(try ClientIdentity.load(path: scratch.file("push.p12"), password: "pw").subject.contains("com.example.app"))
@@ -67,8 +67,8 @@ struct CryptoClientIdentityTests {
     @Test("a PKCS#12 file without a private key is refused with that reason")
     func pkcs12WithoutKey() throws {
         let scratch = try CryptoScratchDirectory()
-        try TestCertificates.authority(in: scratch)
-        try TestCertificates.pushCertificate(named: "push", in: scratch)
+        try CryptoTestCertificates.authority(in: scratch)
+        try CryptoTestCertificates.pushCertificate(named: "push", in: scratch)
         try OpenSSLCommand.succeed(["pkcs12", "-export", "-nokeys", "-in", "push.pem", "-passout", "pass:pw", "-out", "certonly.p12"], in: scratch.path)
         let path = scratch.file("certonly.p12")
         #expect(throws: CredentialError.malformedPKCS12(source: path, detail: "it holds no private key")) {
@@ -79,8 +79,8 @@ struct CryptoClientIdentityTests {
     @Test("certificate and key in one PEM file")
     func loadsCombinedPEM() throws {
         let scratch = try CryptoScratchDirectory()
-        try TestCertificates.authority(in: scratch)
-        try TestCertificates.pushCertificate(named: "push", in: scratch)
+        try CryptoTestCertificates.authority(in: scratch)
+        try CryptoTestCertificates.pushCertificate(named: "push", in: scratch)
         let combined = try scratch.write(try scratch.read("push.pem") + scratch.read("push.key"), to: "combined.pem")
         let identity = try ClientIdentity.loadPEM(certificatePath: combined, keyPath: combined)
         #expect(identity.subject.contains("com.example.app"))
@@ -89,8 +89,8 @@ struct CryptoClientIdentityTests {
     @Test("an encrypted PEM key opens with its password; a wrong password is named as such")
     func encryptedPEMKey() throws {
         let scratch = try CryptoScratchDirectory()
-        try TestCertificates.authority(in: scratch)
-        try TestCertificates.pushCertificate(named: "push", in: scratch)
+        try CryptoTestCertificates.authority(in: scratch)
+        try CryptoTestCertificates.pushCertificate(named: "push", in: scratch)
         try OpenSSLCommand.succeed(["pkey", "-in", "push.key", "-aes256", "-passout", "pass:s3cret", "-out", "encrypted.key"], in: scratch.path)
         let certificate = scratch.file("push.pem")
         let key = scratch.file("encrypted.key")
@@ -119,9 +119,9 @@ struct CryptoClientIdentityTests {
     @Test("a PKCS#12 file loads with its password; a wrong or missing password is named as such")
     func loadsPKCS12() throws {
         let scratch = try CryptoScratchDirectory()
-        try TestCertificates.authority(in: scratch)
-        try TestCertificates.pushCertificate(named: "push", in: scratch)
-        try TestCertificates.pkcs12(named: "push", password: "correct horse", in: scratch)
+        try CryptoTestCertificates.authority(in: scratch)
+        try CryptoTestCertificates.pushCertificate(named: "push", in: scratch)
+        try CryptoTestCertificates.pkcs12(named: "push", password: "correct horse", in: scratch)
         let path = scratch.file("push.p12")
 
         let identity = try ClientIdentity.loadPKCS12(path: path, password: "correct horse")
@@ -137,9 +137,9 @@ struct CryptoClientIdentityTests {
     @Test("a PKCS#12 file exported without a password opens with no password")
     func loadsPasswordlessPKCS12() throws {
         let scratch = try CryptoScratchDirectory()
-        try TestCertificates.authority(in: scratch)
-        try TestCertificates.pushCertificate(named: "push", in: scratch)
-        try TestCertificates.pkcs12(named: "push", password: "", in: scratch)
+        try CryptoTestCertificates.authority(in: scratch)
+        try CryptoTestCertificates.pushCertificate(named: "push", in: scratch)
+        try CryptoTestCertificates.pkcs12(named: "push", password: "", in: scratch)
         let identity = try ClientIdentity.loadPKCS12(path: scratch.file("push.p12"), password: nil)
         #expect(identity.subject.contains("com.example.app"))
         _ = try ClientIdentity.loadPKCS12(path: scratch.file("push.p12"), password: "")
@@ -148,9 +148,9 @@ struct CryptoClientIdentityTests {
     @Test("a legacy (RC2/3DES) PKCS#12 file, as older Keychain exports are, loads too")
     func loadsLegacyPKCS12() throws {
         let scratch = try CryptoScratchDirectory()
-        try TestCertificates.authority(in: scratch)
-        try TestCertificates.pushCertificate(named: "push", in: scratch)
-        try TestCertificates.pkcs12(named: "push", password: "old", legacy: true, in: scratch)
+        try CryptoTestCertificates.authority(in: scratch)
+        try CryptoTestCertificates.pushCertificate(named: "push", in: scratch)
+        try CryptoTestCertificates.pkcs12(named: "push", password: "old", legacy: true, in: scratch)
         let dump = try OpenSSLCommand.succeed(["pkcs12", "-in", "push.p12", "-info", "-noout", "-passin", "pass:old", "-legacy"], in: scratch.path)
         #expect(dump.contains("RC2") || dump.contains("3DES") || dump.contains("pbeWithSHA1"))
         let identity = try ClientIdentity.loadPKCS12(path: scratch.file("push.p12"), password: "old")
@@ -160,7 +160,7 @@ struct CryptoClientIdentityTests {
     @Test("an expired certificate loads, reports itself expired, and validate refuses it")
     func expiredCertificate() throws {
         let scratch = try CryptoScratchDirectory()
-        try TestCertificates.backdatedCertificate(named: "old", start: "20200101000000Z", end: "20210101000000Z", in: scratch)
+        try CryptoTestCertificates.backdatedCertificate(named: "old", start: "20200101000000Z", end: "20210101000000Z", in: scratch)
         let identity = try ClientIdentity.loadPEM(certificatePath: scratch.file("old.pem"), keyPath: scratch.file("old.key"))
         let notAfter = Date(timeIntervalSince1970: 1_609_459_200)
         #expect(identity.notAfter == notAfter)
@@ -179,9 +179,9 @@ struct CryptoClientIdentityTests {
     @Test("a key that belongs to another certificate is refused")
     func mismatchedKey() throws {
         let scratch = try CryptoScratchDirectory()
-        try TestCertificates.authority(in: scratch)
-        try TestCertificates.pushCertificate(named: "push", in: scratch)
-        try TestCertificates.pushCertificate(named: "other", in: scratch)
+        try CryptoTestCertificates.authority(in: scratch)
+        try CryptoTestCertificates.pushCertificate(named: "push", in: scratch)
+        try CryptoTestCertificates.pushCertificate(named: "other", in: scratch)
         let certificate = scratch.file("push.pem")
         let key = scratch.file("other.key")
         #expect(throws: CredentialError.keyDoesNotMatchCertificate(certificate: certificate, key: key)) {
@@ -192,8 +192,8 @@ struct CryptoClientIdentityTests {
     @Test("missing, unreadable and malformed files are told apart")
     func fileErrors() throws {
         let scratch = try CryptoScratchDirectory()
-        try TestCertificates.authority(in: scratch)
-        try TestCertificates.pushCertificate(named: "push", in: scratch)
+        try CryptoTestCertificates.authority(in: scratch)
+        try CryptoTestCertificates.pushCertificate(named: "push", in: scratch)
         let missing = scratch.file("absent.p12")
         #expect(throws: CredentialError.fileNotFound(path: missing)) { try ClientIdentity.loadPKCS12(path: missing, password: "x") }
         #expect(throws: CredentialError.fileNotFound(path: missing)) {

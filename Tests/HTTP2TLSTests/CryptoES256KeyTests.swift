@@ -7,7 +7,7 @@ struct CryptoES256KeyTests {
     @Test("a signature of an openssl-made .p8 key verifies with openssl dgst; a changed message does not")
     func signatureVerifiesWithOpenSSLCommand() throws {
         let scratch = try CryptoScratchDirectory()
-        let keyPath = try TestKeys.p8(named: "AuthKey_ABC1234567.p8", in: scratch)
+        let keyPath = try CryptoTestKeys.p8(named: "AuthKey_ABC1234567.p8", in: scratch)
         try OpenSSLCommand.succeed(["pkey", "-in", keyPath, "-pubout", "-out", "public.pem"], in: scratch.path)
 
         let key = try ES256PrivateKey(contentsOfFile: keyPath)
@@ -31,7 +31,7 @@ struct CryptoES256KeyTests {
     @Test("the public key matches openssl's, and verify accepts only the right message and signature")
     func publicKeyVerification() throws {
         let scratch = try CryptoScratchDirectory()
-        let keyPath = try TestKeys.p8(named: "key.p8", in: scratch)
+        let keyPath = try CryptoTestKeys.p8(named: "key.p8", in: scratch)
         let opensslPublic = try OpenSSLCommand.succeed(["pkey", "-in", keyPath, "-pubout"], in: scratch.path)
         let key = try ES256PrivateKey(contentsOfFile: keyPath)
         #expect(try key.publicKeyPEM() == opensslPublic)
@@ -61,7 +61,7 @@ struct CryptoES256KeyTests {
     @Test("a signature made by openssl dgst verifies with ES256PublicKey")
     func verifiesOpenSSLSignature() throws {
         let scratch = try CryptoScratchDirectory()
-        let keyPath = try TestKeys.p8(named: "key.p8", in: scratch)
+        let keyPath = try CryptoTestKeys.p8(named: "key.p8", in: scratch)
         let message = Array("signed by the openssl command".utf8)
         try scratch.write(message, to: "message")
         try OpenSSLCommand.succeed(["dgst", "-sha256", "-sign", keyPath, "-out", "signature.der", "message"], in: scratch.path)
@@ -138,7 +138,7 @@ struct CryptoES256KeyTests {
         #expect(throws: CredentialError.notAPrivateKey(source: text)) { try ES256PrivateKey(contentsOfFile: text) }
         let empty = try scratch.write("", to: "empty.p8")
         #expect(throws: CredentialError.notAPrivateKey(source: empty)) { try ES256PrivateKey(contentsOfFile: empty) }
-        let keyPath = try TestKeys.p8(named: "key.p8", in: scratch)
+        let keyPath = try CryptoTestKeys.p8(named: "key.p8", in: scratch)
         let publicOnly = try OpenSSLCommand.succeed(["pkey", "-in", keyPath, "-pubout"], in: scratch.path)
         #expect(throws: CredentialError.notAPrivateKey(source: "PEM data")) { try ES256PrivateKey(pemEncoded: publicOnly) }
         #expect(throws: CredentialError.notAPublicKey(source: "PEM data")) { try ES256PublicKey(pemEncoded: "garbage") }
@@ -147,15 +147,15 @@ struct CryptoES256KeyTests {
     @Test("an RSA key, a P-384 key and an encrypted key are refused with the reason")
     func wrongKinds() throws {
         let scratch = try CryptoScratchDirectory()
-        let rsa = try TestKeys.rsa(named: "rsa.pem", in: scratch)
+        let rsa = try CryptoTestKeys.rsa(named: "rsa.pem", in: scratch)
         #expect(throws: CredentialError.wrongKeyType(source: rsa, found: "RSA")) { try ES256PrivateKey(contentsOfFile: rsa) }
 
-        let p384 = try TestKeys.p8(curve: "P-384", named: "p384.p8", in: scratch)
+        let p384 = try CryptoTestKeys.p8(curve: "P-384", named: "p384.p8", in: scratch)
         #expect(throws: CredentialError.wrongCurve(source: p384, found: "secp384r1")) { try ES256PrivateKey(contentsOfFile: p384) }
         let p384Public = try OpenSSLCommand.succeed(["pkey", "-in", p384, "-pubout"], in: scratch.path)
         #expect(throws: CredentialError.wrongCurve(source: "PEM data", found: "secp384r1")) { try ES256PublicKey(pemEncoded: p384Public) }
 
-        let encrypted = try TestKeys.encryptedP8(named: "encrypted.p8", password: "hunter22", in: scratch)
+        let encrypted = try CryptoTestKeys.encryptedP8(named: "encrypted.p8", password: "hunter22", in: scratch)
         let error = #expect(throws: CredentialError.self) { try ES256PrivateKey(contentsOfFile: encrypted) }
         #expect(error == .encryptedPrivateKey(source: encrypted))
         #expect(error?.description.contains("unencrypted") == true)
@@ -164,8 +164,8 @@ struct CryptoES256KeyTests {
     @Test("descriptions and errors never contain key material")
     func noSecretsInDescriptions() throws {
         let scratch = try CryptoScratchDirectory()
-        let keyPath = try TestKeys.p8(named: "key.p8", in: scratch)
-        let secret = TestKeys.secretLines(ofPEM: try scratch.read("key.p8"))
+        let keyPath = try CryptoTestKeys.p8(named: "key.p8", in: scratch)
+        let secret = CryptoTestKeys.secretLines(ofPEM: try scratch.read("key.p8"))
         #expect(!secret.isEmpty)
         let key = try ES256PrivateKey(contentsOfFile: keyPath)
         let texts = [

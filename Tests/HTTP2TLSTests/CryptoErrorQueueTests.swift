@@ -18,7 +18,7 @@ struct CryptoErrorQueueTests {
             ERR_clear_error()
         }
 
-        let keyPath = try TestKeys.p8(named: "key.p8", in: scratch)
+        let keyPath = try CryptoTestKeys.p8(named: "key.p8", in: scratch)
         let key = try ES256PrivateKey(contentsOfFile: keyPath)
         expectEmptyQueue("loading a .p8")
         let signature = try key.sign([1, 2, 3])
@@ -31,7 +31,7 @@ struct CryptoErrorQueueTests {
         expectEmptyQueue("verifying a bad signature")
         _ = try? ES256PrivateKey(pemEncoded: "junk")
         expectEmptyQueue("failing to load a key")
-        _ = try? ES256PrivateKey(contentsOfFile: try TestKeys.rsa(named: "rsa.pem", in: scratch))
+        _ = try? ES256PrivateKey(contentsOfFile: try CryptoTestKeys.rsa(named: "rsa.pem", in: scratch))
         expectEmptyQueue("refusing an RSA key")
 
         let authority = try SelfSignedAuthority.generate()
@@ -40,10 +40,10 @@ struct CryptoErrorQueueTests {
         _ = try ClientIdentity.fromPEM(certificatePEM: issued.certificatePEM, privateKeyPEM: issued.privateKeyPEM)
         expectEmptyQueue("loading a PEM identity")
 
-        try TestCertificates.authority(in: scratch)
-        try TestCertificates.pushCertificate(named: "push", in: scratch)
-        try TestCertificates.pkcs12(named: "push", password: "pw", in: scratch)
-        try TestCertificates.pkcs12(named: "push", password: "pw", legacy: true, in: scratch)
+        try CryptoTestCertificates.authority(in: scratch)
+        try CryptoTestCertificates.pushCertificate(named: "push", in: scratch)
+        try CryptoTestCertificates.pkcs12(named: "push", password: "pw", in: scratch)
+        try CryptoTestCertificates.pkcs12(named: "push", password: "pw", legacy: true, in: scratch)
         _ = try ClientIdentity.loadPKCS12(path: scratch.file("push.p12"), password: "pw")
         expectEmptyQueue("loading a PKCS#12 identity")
         _ = try? ClientIdentity.loadPKCS12(path: scratch.file("push.p12"), password: "wrong")

@@ -97,7 +97,7 @@ enum IndependentDER {
 }
 
 /// Key files made by the openssl CLI, as a developer would make or download them.
-enum TestKeys {
+enum CryptoTestKeys {
     /// An unencrypted PKCS#8 EC key on `curve` (like Apple's .p8), written to `name`.
     @discardableResult
     static func p8(curve: String = "P-256", named name: String, in scratch: CryptoScratchDirectory) throws -> String {
@@ -127,7 +127,7 @@ enum TestKeys {
 }
 
 /// Certificates made by the openssl CLI: a test CA and APNs-like client certificates.
-enum TestCertificates {
+enum CryptoTestCertificates {
     static let pushSubject = "/UID=com.example.app/CN=Apple Push Services: com.example.app/OU=ABCDE12345/O=Example Ltd/C=US"
 
     /// `ca.pem` + `ca.key`: an EC test authority standing in for Apple's WWDR intermediate.
