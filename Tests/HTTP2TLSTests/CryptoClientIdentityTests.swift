@@ -230,3 +230,24 @@ struct CryptoClientIdentityTests {
         }
     }
 }
+
+@Suite("APNs topics extension")
+struct CryptoAPNsTopicListTests {
+    @Test("topics are read from topic/type pairs, including long-form lengths")
+    func readsTopics() {
+        let long = String(repeating: "a", count: 150)
+        let longTopic: [UInt8] = [0x0C, 0x81, 150] + Array(long.utf8)
+        let type: [UInt8] = [0x30, 0x05, 0x0C, 0x03] + Array("app".utf8)
+        let content = longTopic + type
+        let der: [UInt8] = [0x30, 0x81, UInt8(content.count)] + content
+        #expect(APNsTopicList.topics(fromDER: der) == [long])
+        #expect(APNsTopicList.topics(fromDER: CryptoTestCertificates.topicsExtensionDER([("a.b", "app"), ("a.b.voip", "voip")])) == ["a.b", "a.b.voip"])
+    }
+
+    @Test("truncated or malformed input yields nil, never a crash", arguments: [
+        [], [0x30], [0x30, 0x05, 0x0C], [0x30, 0x03, 0x0C, 0x05, 0x61], [0x0C, 0x00], [0x30, 0x80], [0x30, 0x84, 0xFF, 0xFF, 0xFF, 0xFF],
+    ] as [[UInt8]])
+    func rejectsMalformed(bytes: [UInt8]) {
+        #expect(APNsTopicList.topics(fromDER: bytes) == nil)
+    }
+}

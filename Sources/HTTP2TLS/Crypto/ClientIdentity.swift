@@ -172,7 +172,7 @@ public final class ClientIdentity: @unchecked Sendable, CustomStringConvertible 
     private static func readCertificates(_ bytes: [UInt8], source: String) throws(CredentialError) -> [OpaquePointer] {
         let certificates = try PEMCodec.reading(bytes) { bio in
             var found: [OpaquePointer] = []
-            while let certificate = PEM_read_bio_X509(bio, nil, ES256KeyCheck.refusePassphrase, nil) {
+            while let certificate = PEM_read_bio_X509(bio, nil, PEMCodec.refusePassphrase, nil) {
                 found.append(certificate)
             }
             return found

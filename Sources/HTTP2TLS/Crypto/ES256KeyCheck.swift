@@ -19,10 +19,4 @@ enum ES256KeyCheck {
             throw .wrongCurve(source: source, found: curve)
         }
     }
-
-    /// OpenSSL's PEM readers ask for a passphrase through a callback and, without
-    /// one, prompt on the terminal. A worker must fail instead, so this one refuses.
-    static let refusePassphrase: @convention(c) (UnsafeMutablePointer<CChar>?, Int32, Int32, UnsafeMutableRawPointer?) -> Int32 = { _, _, _, _ in
-        -1
-    }
 }

@@ -32,7 +32,7 @@ public final class ES256PrivateKey: @unchecked Sendable, CustomStringConvertible
             throw .encryptedPrivateKey(source: source)
         }
         let loaded = try PEMCodec.reading(bytes) { bio in
-            PEM_read_bio_PrivateKey(bio, nil, ES256KeyCheck.refusePassphrase, nil)
+            PEM_read_bio_PrivateKey(bio, nil, PEMCodec.refusePassphrase, nil)
         }
         guard let loaded else {
             _ = CredentialError.takeOpenSSLErrors()

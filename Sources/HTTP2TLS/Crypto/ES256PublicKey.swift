@@ -18,7 +18,7 @@ public final class ES256PublicKey: @unchecked Sendable, CustomStringConvertible 
     /// Loads `-----BEGIN PUBLIC KEY-----` PEM text; `source` names it in errors.
     public convenience init(pemEncoded pem: String, source: String = "PEM data") throws(CredentialError) {
         let loaded = try PEMCodec.reading(Array(pem.utf8)) { bio in
-            PEM_read_bio_PUBKEY(bio, nil, ES256KeyCheck.refusePassphrase, nil)
+            PEM_read_bio_PUBKEY(bio, nil, PEMCodec.refusePassphrase, nil)
         }
         guard let loaded else {
             _ = CredentialError.takeOpenSSLErrors()

@@ -36,4 +36,10 @@ enum PEMCodec {
         let text = String(decoding: bytes, as: UTF8.self)
         return text.contains("-----BEGIN ENCRYPTED PRIVATE KEY-----") || text.contains("Proc-Type: 4,ENCRYPTED")
     }
+
+    /// OpenSSL's PEM readers ask for a passphrase through a callback and, without
+    /// one, prompt on the terminal. A worker must fail instead, so this one refuses.
+    static let refusePassphrase: @convention(c) (UnsafeMutablePointer<CChar>?, Int32, Int32, UnsafeMutableRawPointer?) -> Int32 = { _, _, _, _ in
+        -1
+    }
 }

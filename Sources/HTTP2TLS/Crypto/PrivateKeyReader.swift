@@ -12,7 +12,7 @@ enum PrivateKeyReader {
         }
         let key = try PEMCodec.reading(bytes) { bio in
             guard encrypted, let password else {
-                return PEM_read_bio_PrivateKey(bio, nil, ES256KeyCheck.refusePassphrase, nil)
+                return PEM_read_bio_PrivateKey(bio, nil, PEMCodec.refusePassphrase, nil)
             }
             return password.withCString { passwordPointer in
                 PEM_read_bio_PrivateKey(bio, nil, supplyPassphrase, UnsafeMutableRawPointer(mutating: passwordPointer))
