@@ -56,6 +56,9 @@ public final class ProviderTokenCache: Sendable {
         }
     }
 
+    /// The key id and team the tokens are for (for logs; no secret).
+    public var identity: ProviderTokenIdentity { signer.identity }
+
     /// How many tokens this cache has signed (for metrics and tests).
     public var tokensSigned: Int {
         state.withLock { $0.tokensSigned }

@@ -15,7 +15,7 @@ enum PKCS12Reader {
 
         var parsed = try parse(bundle, password: password, source: source)
         var failure = parsed == nil ? CredentialError.takeOpenSSLErrors() : ""
-        if parsed == nil, loadLegacyAlgorithms() {
+        if parsed == nil, legacyAlgorithmsAvailable {
             // Older exports (Keychain Access among them) encrypt with RC2/3DES, which
             // OpenSSL 3 keeps in its legacy provider.
             parsed = try parse(bundle, password: password, source: source)
@@ -78,11 +78,12 @@ enum PKCS12Reader {
         return certificates
     }
 
-    /// Makes the legacy provider available next to the default one; false when it is not installed.
-    private static func loadLegacyAlgorithms() -> Bool {
+    /// Loads the legacy provider next to the default one, once per process (the first
+    /// time a bundle needs it); false when it is not installed.
+    private static let legacyAlgorithmsAvailable: Bool = {
         // retain_fallbacks = 1 keeps the default provider active alongside it.
         let loaded = OSSL_PROVIDER_try_load(nil, "legacy", 1) != nil
-        if !loaded { _ = CredentialError.takeOpenSSLErrors() }
+        ERR_clear_error()
         return loaded
-    }
+    }()
 }
