@@ -1,10 +1,11 @@
 import Foundation
+import PGPushTestSupport
 import Postgres
 import Testing
 
 @Suite struct PostgresConnectionTests {
     @Test func parametersTravelSeparatelyFromSQL() throws {
-        let connection = try PostgresConnection(conninfo: try TestCluster.freshDatabase())
+        let connection = try PostgresConnection(conninfo: try TestDatabase.empty())
         let hostile = "'); DROP TABLE x; --"
         let result = try connection.query("SELECT $1::text AS text, $2::bigint AS number, $3::text IS NULL AS missing",
                                           [hostile, Int64(9_007_199_254_740_993), nil])
@@ -15,7 +16,7 @@ import Testing
     }
 
     @Test func arrayParametersKeepEveryElementIntact() throws {
-        let connection = try PostgresConnection(conninfo: try TestCluster.freshDatabase())
+        let connection = try PostgresConnection(conninfo: try TestDatabase.empty())
         let texts: [String?] = ["plain", "", "NULL", "with,comma", "with \"quote\"", "back\\slash", "{brace}", nil, "ünï😀"]
         let result = try connection.query("SELECT t, t IS NULL FROM unnest($1::text[]) WITH ORDINALITY AS u(t, n) ORDER BY n", [texts])
         #expect(result.rowCount == texts.count)
@@ -28,7 +29,7 @@ import Testing
     }
 
     @Test func serverErrorsCarrySQLStateAndConstraint() throws {
-        let connection = try PostgresConnection(conninfo: try TestCluster.freshDatabase())
+        let connection = try PostgresConnection(conninfo: try TestDatabase.empty())
         try connection.execute(script: "CREATE TABLE t (n int CONSTRAINT n_is_positive CHECK (n > 0))")
         let error = try #require(throws: PostgresError.self) { try connection.query("INSERT INTO t VALUES ($1)", [-1]) }
         #expect(error.kind == .server)
@@ -50,7 +51,7 @@ import Testing
     }
 
     @Test func transactionRollsBackWhenBodyThrows() throws {
-        let connection = try PostgresConnection(conninfo: try TestCluster.freshDatabase())
+        let connection = try PostgresConnection(conninfo: try TestDatabase.empty())
         try connection.execute(script: "CREATE TABLE t (n int)")
         struct Abort: Error {}
         #expect(throws: Abort.self) {
@@ -63,7 +64,7 @@ import Testing
     }
 
     @Test func notifyReachesListener() throws {
-        let conninfo = try TestCluster.freshDatabase()
+        let conninfo = try TestDatabase.empty()
         let listener = try PostgresConnection(conninfo: conninfo)
         let sender = try PostgresConnection(conninfo: conninfo)
         try listener.listen("pgpush test")
@@ -77,7 +78,7 @@ import Testing
     }
 
     @Test func reconnectAfterSessionIsTerminatedListensAgain() throws {
-        let conninfo = try TestCluster.freshDatabase()
+        let conninfo = try TestDatabase.empty()
         let connection = try PostgresConnection(conninfo: conninfo)
         let admin = try PostgresConnection(conninfo: conninfo)
         try connection.listen("wake")
