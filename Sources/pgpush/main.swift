@@ -1,6 +1,7 @@
 import Foundation
 import Postgres
 import PushQueue
+import PushWorker
 
 /// `pgpush <command> [flags]`: a thin layer over the modules; each command is one file.
 let usage = """
@@ -10,12 +11,12 @@ let usage = """
 
     Commands:
       migrate     create or update the pgpush schema (safe to run concurrently)
+      run         the worker: send queued notifications to APNs, record outcomes
 
     Exit codes: 0 success, 1 runtime failure (database, network, credentials),
                 2 wrong usage or invalid configuration.
     """
 
-let version = "0.1.0"
 
 func runCommand(_ all: [String]) -> Int32 {
     guard let name = all.first else {
@@ -28,11 +29,14 @@ func runCommand(_ all: [String]) -> Int32 {
         case "migrate":
             if arguments.isSet("help") { print(MigrateCommand.help); return 0 }
             return try MigrateCommand.run(arguments)
+        case "run":
+            if arguments.isSet("help") { print(RunCommand.help); return 0 }
+            return try RunCommand.run(arguments)
         case "help", "--help", "-h":
             print(usage)
             return 0
         case "version", "--version":
-            print("pgpush \(version)")
+            print("pgpush \(PGPushVersion.current)")
             return 0
         default:
             throw UsageError("unknown command \(name)")
