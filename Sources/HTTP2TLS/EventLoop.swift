@@ -34,14 +34,16 @@ final class EventLoop<Command: Sendable>: Sendable {
     private let thread = Mutex<pthread_t?>(nil)
     private let counter: LiveObjectCounter
 
-    init(name: String, counter: LiveObjectCounter, makeDriver: @escaping @Sendable () -> any EventLoopDriver<Command>) throws(LoopStartError) {
+    init(name: String, counter: LiveObjectCounter, makeDriver: @escaping @Sendable (EventLoop<Command>) -> any EventLoopDriver<Command>) throws(LoopStartError) {
+        // A write to a socket the peer reset must be an error, not a process-killing signal.
+        signal(SIGPIPE, SIG_IGN)
         let descriptor = cshims_eventfd(0, 1)
         guard descriptor >= 0 else { throw LoopStartError(detail: "eventfd: \(Socket.errorText())") }
         wakeDescriptor = descriptor
         self.counter = counter
         let body: @Sendable () -> Void = { [self] in
             _ = cshims_set_thread_name(name)
-            run(driver: makeDriver())
+            run(driver: makeDriver(self))
         }
         let box = Unmanaged.passRetained(ThreadBody(body)).toOpaque()
         var handle = pthread_t()

@@ -13,7 +13,7 @@ public final class HTTP2Client: Sendable {
     public init(threadName: String = "h2-client") throws(LoopStartError) {
         let counter = LiveObjectCounter()
         self.counter = counter
-        loop = try EventLoop(name: threadName, counter: counter) { ClientDriver(counter: counter) }
+        loop = try EventLoop(name: threadName, counter: counter) { _ in ClientDriver(counter: counter) }
     }
 
     deinit { loop.stop() }
