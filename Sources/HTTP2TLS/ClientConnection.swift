@@ -514,8 +514,13 @@ final class ClientConnection {
     }
 
     /// Resolves every request still open and releases socket, TLS and HTTP/2 session.
-    func close(_ reason: CloseReason) {
+    func close(_ closing: CloseReason) {
         guard !isClosed else { return }
+        var reason = closing
+        // After GOAWAY either side may close first; the GOAWAY is the real reason.
+        if reason == .peerClosed {
+            if let goAway { reason = .goAway(goAway) } else if drainingLocally && streams.isEmpty { reason = .closedLocally }
+        }
         phase = .closed
         closeReason = reason
         if connectPending {

@@ -105,3 +105,17 @@ final class Locked<Value: Sendable>: Sendable {
     func withLock<T: Sendable>(_ body: (inout sending Value) -> sending T) -> T { mutex.withLock(body) }
     var value: Value { mutex.withLock { $0 } }
 }
+
+/// `send` as a Result, for collecting outcomes from task groups.
+func outcome(of connection: HTTP2ClientConnection, _ request: HTTP2Request) async -> Result<HTTP2Response, RequestFailure> {
+    do throws(RequestFailure) {
+        return .success(try await connection.send(request))
+    } catch {
+        return .failure(error)
+    }
+}
+
+func failure(of connection: HTTP2ClientConnection, _ request: HTTP2Request) async -> RequestFailure? {
+    if case .failure(let failure) = await outcome(of: connection, request) { return failure }
+    return nil
+}
