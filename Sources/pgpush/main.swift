@@ -10,6 +10,7 @@ let usage = """
 
     Commands:
       migrate     create or update the pgpush schema (safe to run concurrently)
+      mock-apns   an APNs simulator over TLS + HTTP/2 (faults, reports) for tests and trials
 
     Exit codes: 0 success, 1 runtime failure (database, network, credentials),
                 2 wrong usage or invalid configuration.
@@ -23,11 +24,15 @@ func runCommand(_ all: [String]) -> Int32 {
         return 2
     }
     do {
-        let arguments = try Arguments(all.dropFirst())
+        let arguments = name == "mock-apns"
+            ? try Arguments(all.dropFirst(), switchNames: MockAPNsCommand.switches) : try Arguments(all.dropFirst())
         switch name {
         case "migrate":
             if arguments.isSet("help") { print(MigrateCommand.help); return 0 }
             return try MigrateCommand.run(arguments)
+        case "mock-apns":
+            if arguments.isSet("help") { print(MockAPNsCommand.help); return 0 }
+            return try MockAPNsCommand.run(arguments)
         case "help", "--help", "-h":
             print(usage)
             return 0
