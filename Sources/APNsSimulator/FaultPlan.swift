@@ -125,10 +125,10 @@ public struct FaultPlan: Sendable, Equatable, Codable {
         let rawScripts = try container.decodeIfPresent([String: [ScriptedAnswer]].self, forKey: .scripts) ?? [:]
         scripts = Dictionary(rawScripts.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { first, second in first + second })
         let mix = try container.decodeIfPresent([String: Double].self, forKey: .statusMix) ?? [:]
-        // Sorted, so the same seed draws the same answers whatever the dictionary order.
-        statusMix = try mix.keys.sorted().map { key in
-            MixEntry(answer: try ScriptedAnswer(parsing: key), probability: mix[key] ?? 0)
-        }
+        // Sorted by the answer's canonical name, so the same seed draws the same answers
+        // whatever the dictionary order or spelling ("429" or "TooManyRequests").
+        statusMix = try mix.map { key, probability in MixEntry(answer: try ScriptedAnswer(parsing: key), probability: probability) }
+            .sorted { $0.answer.description < $1.answer.description }
         latencyMilliseconds = try container.decodeIfPresent(Int.self, forKey: .latencyMilliseconds) ?? 0
         latencyJitterMilliseconds = try container.decodeIfPresent(Int.self, forKey: .latencyJitterMilliseconds) ?? 0
         goAwayAfterStreams = try container.decodeIfPresent(Int.self, forKey: .goAwayAfterStreams)
