@@ -53,15 +53,6 @@ public struct FaultPlan: Sendable, Equatable, Codable {
 
     public init() {}
 
-    /// True when the plan changes nothing.
-    public var isEmpty: Bool { self == FaultPlan() || self == FaultPlan.withSeed(seed) }
-
-    private static func withSeed(_ seed: UInt64) -> FaultPlan {
-        var plan = FaultPlan()
-        plan.seed = seed
-        return plan
-    }
-
     /// Checks ranges; the simulator refuses to start with an invalid plan.
     public func validate() throws(FaultPlanError) {
         for entry in statusMix where !(0...1).contains(entry.probability) || !entry.probability.isFinite {

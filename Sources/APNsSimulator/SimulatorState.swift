@@ -65,12 +65,11 @@ struct SimulatorState {
         connection.window.record(atNanoseconds: tick)
         let apnsID = request.headers.value(of: "apns-id")
 
-        var decision: SimulatorDecision
         if let last = connection.goAwayLastStream, request.streamID > last {
             recorder.refused()
-            decision = SimulatorDecision(step: .refuse)
-            return logged(decision, request, now: now, outcome: "ignored")
+            return logged(SimulatorDecision(step: .refuse), request, now: now, outcome: "ignored")
         }
+        var goAway = false
         switch faults.transportDecision(requestNumber: connection.requests) {
         case .drop:
             return dropped(request, &connection, apnsID: apnsID, now: now)
@@ -80,26 +79,28 @@ struct SimulatorState {
         case .proceedThenGoAway:
             connection.goAwayLastStream = request.streamID
             recorder.goAwaySent()
-            decision = SimulatorDecision(step: .refuse, goAway: true)
+            goAway = true
         case .proceed:
-            decision = SimulatorDecision(step: .refuse)
+            break
         }
 
         let wasAuthenticated = connection.tokens.isAuthenticated
         var answer = judge(request, &connection, now: now)
-        decision.raiseStreamLimit = !wasAuthenticated && connection.tokens.isAuthenticated
+        let raiseStreamLimit = !wasAuthenticated && connection.tokens.isAuthenticated
         if answer.status == 200, let token = validToken(request) {
             switch faults.answer(forToken: token, now: now) {
-            case .answer(let injected): answer = injected
+            case .answer(let injected):
+                answer = injected
             case .refuse:
                 recorder.refused()
-                decision.step = .refuse
-                return logged(decision, request, now: now, outcome: "refused")
+                return logged(SimulatorDecision(step: .refuse, goAway: goAway, raiseStreamLimit: raiseStreamLimit),
+                              request, now: now, outcome: "refused")
             case .drop:
                 var result = dropped(request, &connection, apnsID: apnsID, now: now)
-                result.goAway = decision.goAway
+                result.goAway = goAway
                 return result
-            case nil: break
+            case nil:
+                break
             }
         }
 
@@ -110,8 +111,10 @@ struct SimulatorState {
             headers.append(HTTP2TLS.HeaderField("apns-unique-id", UUID().uuidString.lowercased()))
         }
         if answer.status != 200 { headers.append(HTTP2TLS.HeaderField("content-type", "application/json")) }
-        decision.step = .respond(status: answer.status, headers: headers, body: answer.body, after: faults.latency())
-        return logged(decision, request, now: now, outcome: "answered", answer: answer)
+        let step = SimulatorDecision.Step.respond(status: answer.status, headers: headers, body: answer.body,
+                                                  after: faults.latency())
+        return logged(SimulatorDecision(step: step, goAway: goAway, raiseStreamLimit: raiseStreamLimit),
+                      request, now: now, outcome: "answered", answer: answer)
     }
 
     /// Route, credentials, then content: the order in which APNs reports problems.

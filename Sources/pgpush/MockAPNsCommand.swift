@@ -85,8 +85,11 @@ enum MockAPNsCommand {
             signal(signalNumber, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: queue)
             source.setEventHandler {
-                writeReport(simulator, to: reportPath)
-                if signalNumber != SIGUSR1 { finished.signal() }
+                if signalNumber == SIGUSR1 {
+                    writeReport(simulator, to: reportPath)
+                } else {
+                    finished.signal()  // the final report is written after the server has stopped
+                }
             }
             source.resume()
             sources.append(source)
