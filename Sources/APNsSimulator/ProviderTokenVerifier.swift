@@ -61,16 +61,3 @@ public struct ProviderTokenVerifier: Sendable {
         return token.isEmpty ? nil : token
     }
 }
-
-/// A provider token whose signature, key id and team checked out.
-public struct VerifiedProviderToken: Sendable, Equatable {
-    /// The compact JWT text (secret: never logged).
-    public let token: String
-    public let issuedAt: Date
-}
-
-/// Why a provider token was refused: always a 403 reason.
-public struct ProviderTokenRejection: Error, Sendable, Equatable {
-    public let reason: APNsReason
-    public init(_ reason: APNsReason) { self.reason = reason }
-}
