@@ -62,6 +62,21 @@ func firstLine(containing marker: String, in stream: AsyncStream<String>, timeou
     }
 }
 
+/// The report a running process writes on SIGUSR1; the file appears asynchronously, so
+/// this looks for it every 20 ms until it parses or `timeout` passes.
+func reportFile(at path: String, timeout: Duration) async -> SimulatorReport? {
+    let clock = ContinuousClock()
+    let deadline = clock.now + timeout
+    while clock.now < deadline {
+        if let data = FileManager.default.contents(atPath: path),
+           let report = try? JSONDecoder().decode(SimulatorReport.self, from: data) {
+            return report
+        }
+        try? await Task.sleep(for: .milliseconds(20))
+    }
+    return nil
+}
+
 @Suite("pgpush mock-apns as a separate process")
 struct MockAPNsProcessTests {
     @Test(.enabled(if: pgpushBinary != nil, "build pgpush first (swift build)"))
@@ -104,13 +119,20 @@ struct MockAPNsProcessTests {
         #expect(try await connection.send(pushRequest(jwt: jwt)).status == 503)
         #expect(try await connection.send(pushRequest(jwt: jwt)).status == 200)
 
+        // SIGUSR1 writes the report and keeps serving.
+        kill(process.processIdentifier, SIGUSR1)
+        let interim = try #require(await reportFile(at: reportPath, timeout: .seconds(10)))
+        #expect(interim.totalRequests == 2)
+        try FileManager.default.removeItem(atPath: reportPath)
+        #expect(try await connection.send(pushRequest(jwt: jwt)).status == 200)
+
         process.terminate()
         var status: Int32?
         for await code in exited { status = code }
         #expect(status == 0)
         let report = try JSONDecoder().decode(SimulatorReport.self, from: Data(contentsOf: URL(fileURLWithPath: reportPath)))
-        #expect(report.totalRequests == 2)
-        #expect(report.count(status: 200) == 1 && report.count(reason: "ServiceUnavailable") == 1)
+        #expect(report.totalRequests == 3)
+        #expect(report.count(status: 200) == 2 && report.count(reason: "ServiceUnavailable") == 1)
         #expect(report.connections.count == 1)
     }
 }
