@@ -25,4 +25,5 @@ static inline uint64_t pgpush_SSL_OP_IGNORE_UNEXPECTED_EOF(void) { return SSL_OP
 static inline uint64_t pgpush_SSL_OP_ALL(void) { return SSL_OP_ALL; }
 static inline long pgpush_SSL_CTX_set1_groups_list(SSL_CTX *ctx, const char *list) { return SSL_CTX_set1_groups_list(ctx, list); }
 static inline long pgpush_SSL_CTX_add_extra_chain_cert(SSL_CTX *ctx, X509 *x509) { return SSL_CTX_add_extra_chain_cert(ctx, x509); }
+static inline unsigned long pgpush_XN_FLAG_RFC2253(void) { return XN_FLAG_RFC2253; }
 #endif

@@ -1,0 +1,22 @@
+/// Settings for one client connection.
+public struct HTTP2ClientConfiguration: Sendable {
+    /// Trust (system store + optional extra CA) and optional client certificate.
+    public var tls: ClientTLSContext
+    /// Default per-request deadline, counted from `send`.
+    public var requestTimeout: Duration = .seconds(10)
+    /// TCP connect plus TLS handshake.
+    public var connectTimeout: Duration = .seconds(10)
+    /// A PING goes out after this long without any frame from the server ...
+    public var pingInterval: Duration = .seconds(60)
+    /// ... and the connection is declared dead if nothing arrives this long after it.
+    public var pingTimeout: Duration = .seconds(10)
+    /// Our own cap on concurrent streams; the server's SETTINGS may lower it further.
+    public var maxConcurrentStreams: Int = 1000
+    /// Keep one request in flight until the first answer (APNs token auth: the server allows
+    /// one stream until a request with a valid JWT has been seen).
+    public var singleStreamUntilFirstResponse: Bool = false
+
+    public init(tls: ClientTLSContext) {
+        self.tls = tls
+    }
+}

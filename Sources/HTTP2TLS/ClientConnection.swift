@@ -1,0 +1,604 @@
+import CNGHTTP2
+import COpenSSL
+import Glibc
+
+/// One client HTTP/2-over-TLS connection. Thread-confined to the I/O thread: it owns the
+/// socket, the SSL* and the nghttp2_session* and is never touched from elsewhere.
+final class ClientConnection {
+    private enum Phase {
+        case connecting(addressIndex: Int)
+        case handshaking
+        case open
+        case closed
+    }
+
+    let id: Int
+    private let setup: ConnectionSetup
+    private var configuration: HTTP2ClientConfiguration { setup.configuration }
+    private let counter: LiveObjectCounter
+    private let callbacks: OpaquePointer
+    private var phase: Phase = .connecting(addressIndex: 0)
+    private var descriptor: Int32 = -1
+    private(set) var tls: TLSStream?
+    private var session: OpaquePointer?
+    private var connectPending = true
+
+    private var streams: [Int32: ClientStream] = [:]
+    private var queue: [PendingRequest?] = []
+    private var queueHead = 0
+    private var headerBlock = HeaderBlockBuilder()
+
+    private var settingsReceived = false
+    private var answeredOnce = false
+    private var peerMaxConcurrentStreams = 1
+    private var goAway: GoAway?
+    private var drainingLocally = false
+    private var needsSubmit = false
+
+    private let connectDeadline: UInt64
+    private var earliestDeadline: UInt64 = .max
+    private var lastReceive: UInt64
+    private var pingSentAt: UInt64?
+
+    var isClosed: Bool { if case .closed = phase { return true } else { return false } }
+
+    init(setup: ConnectionSetup, callbacks: OpaquePointer, counter: LiveObjectCounter) {
+        self.id = setup.id
+        self.setup = setup
+        self.callbacks = callbacks
+        self.counter = counter
+        let now = MonotonicClock.now()
+        connectDeadline = now &+ MonotonicClock.nanoseconds(setup.configuration.connectTimeout)
+        lastReceive = now
+        startConnect(from: 0)
+    }
+
+    deinit {
+        if let session {
+            nghttp2_session_del(session)
+            counter.http2Sessions.subtract(1, ordering: .relaxed)
+        }
+        tls?.close()
+    }
+
+    // MARK: connecting
+
+    private func startConnect(from index: Int) {
+        var lastError = ConnectError.connectFailed("no address")
+        var next = index
+        while next < setup.addresses.count {
+            switch Socket.startConnect(to: setup.addresses[next]) {
+            case .success(let fd):
+                counter.sockets.add(1, ordering: .relaxed)
+                descriptor = fd
+                phase = .connecting(addressIndex: next)
+                return
+            case .failure(let error):
+                lastError = error
+                next += 1
+            }
+        }
+        failConnect(lastError)
+    }
+
+    private func finishTCPConnect(addressIndex: Int) {
+        let code = Socket.pendingError(descriptor)
+        guard code == 0 else {
+            Glibc.close(descriptor)
+            counter.sockets.subtract(1, ordering: .relaxed)
+            descriptor = -1
+            if addressIndex + 1 < setup.addresses.count {
+                startConnect(from: addressIndex + 1)
+            } else {
+                failConnect(.connectFailed("\(setup.addresses[addressIndex]): \(Socket.errorText(code))"))
+            }
+            return
+        }
+        guard let stream = TLSStream(descriptor: descriptor, context: configuration.tls.context, isServer: false, counter: counter) else {
+            Glibc.close(descriptor)
+            counter.sockets.subtract(1, ordering: .relaxed)
+            descriptor = -1
+            failConnect(.tlsHandshakeFailed(OpenSSLErrors.describe("SSL_new")))
+            return
+        }
+        tls = stream
+        let host = setup.host
+        if Self.isIPAddress(host) {
+            _ = X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(stream.ssl), host)
+        } else {
+            _ = pgpush_SSL_set_tlsext_host_name(stream.ssl, host)
+            _ = SSL_set1_host(stream.ssl, host)
+        }
+        phase = .handshaking
+        continueHandshake()
+    }
+
+    private static func isIPAddress(_ host: String) -> Bool {
+        var v4 = in_addr()
+        var v6 = in6_addr()
+        return inet_pton(AF_INET, host, &v4) == 1 || inet_pton(AF_INET6, host, &v6) == 1
+    }
+
+    private func continueHandshake() {
+        guard let tls else { return }
+        switch tls.handshake() {
+        case .inProgress: return
+        case .failed(let detail): failConnect(.tlsHandshakeFailed(detail))
+        case .done:
+            let selected = ALPN.selected(by: tls.ssl)
+            guard selected == "h2" else {
+                failConnect(.alpnNotNegotiated(selected: selected))
+                return
+            }
+            guard startSession() else { return }
+            phase = .open
+            lastReceive = MonotonicClock.now()
+            connectPending = false
+            setup.shared.update { $0.phase = .open }
+            setup.connected.resume(returning: .success(()))
+            submitQueued()
+            transmit()
+        }
+    }
+
+    private func startSession() -> Bool {
+        var created: OpaquePointer?
+        let status = nghttp2_session_client_new(&created, callbacks, Unmanaged.passUnretained(self).toOpaque())
+        guard status == 0, let created else {
+            failConnect(.tlsHandshakeFailed("nghttp2_session_client_new: \(String(cString: nghttp2_strerror(status)))"))
+            return false
+        }
+        session = created
+        counter.http2Sessions.add(1, ordering: .relaxed)
+        var settings = [
+            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_ENABLE_PUSH.rawValue), value: 0),
+            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue), value: 1 << 24),
+        ]
+        _ = nghttp2_submit_settings(created, UInt8(NGHTTP2_FLAG_NONE.rawValue), &settings, settings.count)
+        // Let the server send large bodies without waiting for WINDOW_UPDATEs on the connection.
+        _ = nghttp2_session_set_local_window_size(created, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0, 1 << 24)
+        return true
+    }
+
+    private func failConnect(_ error: ConnectError) {
+        guard connectPending else { return }
+        connectPending = false
+        setup.connected.resume(returning: .failure(error))
+        close(.ioError(error.description))
+    }
+
+    // MARK: requests
+
+    func enqueue(_ pending: PendingRequest) {
+        if isClosed {
+            pending.resolve(.failure(RequestFailure(.notProcessed, .connectionClosed(closeReason ?? .closedLocally))))
+            setup.shared.outstanding.subtract(1, ordering: .relaxed)
+            return
+        }
+        if let goAway {
+            resolve(pending, .failure(RequestFailure(.notProcessed, .goAway(goAway))))
+            return
+        }
+        if drainingLocally {
+            resolve(pending, .failure(RequestFailure(.notProcessed, .connectionClosed(.closedLocally))))
+            return
+        }
+        queue.append(pending)
+        if pending.deadline < earliestDeadline { earliestDeadline = pending.deadline }
+        needsSubmit = true
+    }
+
+    private var streamLimit: Int {
+        var limit = configuration.maxConcurrentStreams
+        if !settingsReceived { limit = 1 } else { limit = min(limit, peerMaxConcurrentStreams) }
+        if configuration.singleStreamUntilFirstResponse && !answeredOnce { limit = min(limit, 1) }
+        return max(limit, 0)
+    }
+
+    private func submitQueued() {
+        needsSubmit = false
+        guard case .open = phase, let session, goAway == nil, !drainingLocally else { return }
+        let limit = streamLimit
+        while queueHead < queue.count && streams.count < limit {
+            let next = queue[queueHead]
+            queue[queueHead] = nil
+            queueHead += 1
+            if let next { submit(next, session: session) }
+        }
+        if queueHead == queue.count {
+            queue.removeAll(keepingCapacity: true)
+            queueHead = 0
+        } else if queueHead > 4096 && queueHead * 2 > queue.count {
+            queue.removeFirst(queueHead)
+            queueHead = 0
+        }
+    }
+
+    private func submit(_ pending: PendingRequest, session: OpaquePointer) {
+        let request = pending.request
+        headerBlock.reset()
+        headerBlock.add(":method", request.method)
+        headerBlock.add(":scheme", "https")
+        headerBlock.add(":authority", request.authority ?? (setup.port == 443 ? setup.host : "\(setup.host):\(setup.port)"))
+        headerBlock.add(":path", request.path)
+        for field in request.headers { headerBlock.add(field.name, field.value, neverIndex: field.neverIndex) }
+
+        var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: { session, streamID, buffer, length, flags, _, userData in
+            guard let userData, let buffer, let flags else { return Int(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue) }
+            let connection = Unmanaged<ClientConnection>.fromOpaque(userData).takeUnretainedValue()
+            return connection.readBody(streamID: streamID, into: buffer, length: length, flags: flags)
+        })
+        let hasBody = !request.body.isEmpty
+        let streamID = headerBlock.withNameValues { nameValues, count in
+            hasBody ? nghttp2_submit_request(session, nil, nameValues, count, &provider, nil)
+                    : nghttp2_submit_request(session, nil, nameValues, count, nil, nil)
+        }
+        if streamID < 0 {
+            if streamID == NGHTTP2_ERR_STREAM_ID_NOT_AVAILABLE.rawValue {
+                // 2^31 ids used up: this connection takes nothing more; the pool opens another.
+                resolve(pending, .failure(RequestFailure(.notProcessed, .connectionClosed(.protocolError("stream ids exhausted")))))
+                beginDraining()
+            } else {
+                resolve(pending, .failure(RequestFailure(.notProcessed, .invalidRequest(String(cString: nghttp2_strerror(streamID))))))
+            }
+            return
+        }
+        streams[streamID] = ClientStream(pending)
+    }
+
+    fileprivate func readBody(streamID: Int32, into buffer: UnsafeMutablePointer<UInt8>, length: Int, flags: UnsafeMutablePointer<UInt32>) -> Int {
+        guard let stream = streams[streamID] else { return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue) }
+        let body = stream.pending.request.body
+        let count = min(length, body.count - stream.bodyOffset)
+        body.withUnsafeBufferPointer { source in
+            buffer.update(from: source.baseAddress! + stream.bodyOffset, count: count)
+        }
+        stream.bodyOffset += count
+        if stream.bodyOffset == body.count { flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue }
+        return count
+    }
+
+    private func resolve(_ pending: PendingRequest, _ result: Result<HTTP2Response, RequestFailure>) {
+        setup.shared.outstanding.subtract(1, ordering: .relaxed)
+        pending.resolve(result)
+    }
+
+    // MARK: nghttp2 callbacks
+
+    fileprivate func receivedHeader(streamID: Int32, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
+        guard let stream = streams[streamID] else { return }
+        if name.count == 7 && name.elementsEqual(":status".utf8) {
+            stream.status = Int(String(decoding: value, as: UTF8.self))
+        } else {
+            stream.headers.append(HeaderField(String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self)))
+        }
+    }
+
+    fileprivate func receivedData(streamID: Int32, _ data: UnsafeBufferPointer<UInt8>) {
+        streams[streamID]?.body.append(contentsOf: data)
+    }
+
+    fileprivate func receivedFrame(_ frame: UnsafePointer<nghttp2_frame>) {
+        let header = frame.pointee.hd
+        switch UInt32(header.type) {
+        case NGHTTP2_HEADERS.rawValue, NGHTTP2_DATA.rawValue:
+            if header.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0 {
+                streams[header.stream_id]?.endStreamReceived = true
+            }
+        case NGHTTP2_SETTINGS.rawValue:
+            guard header.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) == 0, let session else { return }
+            let advertised = nghttp2_session_get_remote_settings(session, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS)
+            let limit = Int(min(advertised, UInt32(Int32.max)))
+            let first = !settingsReceived
+            let changed = limit != peerMaxConcurrentStreams
+            settingsReceived = true
+            peerMaxConcurrentStreams = limit
+            if first {
+                setup.shared.update {
+                    if $0.phase == .open { $0.phase = .ready }
+                    $0.peerMaxConcurrentStreams = limit
+                }
+                setup.shared.publish(.ready(maxConcurrentStreams: limit))
+            } else if changed {
+                setup.shared.update { $0.peerMaxConcurrentStreams = limit }
+                setup.shared.publish(.maxConcurrentStreamsChanged(limit))
+            }
+            needsSubmit = true
+        case NGHTTP2_GOAWAY.rawValue:
+            let frame = frame.pointee.goaway
+            var debug: [UInt8] = []
+            if let data = frame.opaque_data, frame.opaque_data_len > 0 {
+                debug = Array(UnsafeBufferPointer(start: data, count: frame.opaque_data_len))
+            }
+            let received = GoAway(lastStreamID: frame.last_stream_id, errorCode: frame.error_code, debugData: debug)
+            goAway = received
+            setup.shared.update {
+                $0.goAway = received
+                if case .closed = $0.phase {} else { $0.phase = .draining }
+            }
+            setup.shared.publish(.goAwayReceived(received))
+            failQueue(RequestFailure(.notProcessed, .goAway(received)))
+        default:
+            break
+        }
+    }
+
+    fileprivate func sentFrame(_ frame: UnsafePointer<nghttp2_frame>) {
+        if UInt32(frame.pointee.hd.type) == NGHTTP2_HEADERS.rawValue {
+            streams[frame.pointee.hd.stream_id]?.headersSent = true
+        }
+    }
+
+    fileprivate func frameNotSent(_ frame: UnsafePointer<nghttp2_frame>) {
+        // A request whose HEADERS never left (e.g. GOAWAY arrived first) was not processed.
+        guard UInt32(frame.pointee.hd.type) == NGHTTP2_HEADERS.rawValue,
+              let stream = streams.removeValue(forKey: frame.pointee.hd.stream_id) else { return }
+        let failure = goAway.map { RequestFailure(.notProcessed, .goAway($0)) }
+            ?? RequestFailure(.notProcessed, .connectionClosed(closeReason ?? .closedLocally))
+        resolve(stream.pending, .failure(failure))
+        needsSubmit = true
+    }
+
+    fileprivate func streamClosed(streamID: Int32, errorCode: UInt32) {
+        guard let stream = streams.removeValue(forKey: streamID) else { return }
+        needsSubmit = true
+        if stream.endStreamReceived, errorCode == NGHTTP2_NO_ERROR.rawValue, let status = stream.status {
+            answeredOnce = true
+            resolve(stream.pending, .success(HTTP2Response(status: status, headers: stream.headers, body: stream.body, streamID: streamID)))
+            return
+        }
+        let failure: RequestFailure
+        if let goAway, streamID > goAway.lastStreamID {
+            failure = RequestFailure(.notProcessed, .goAway(goAway))
+        } else if errorCode == NGHTTP2_REFUSED_STREAM.rawValue {
+            failure = RequestFailure(.notProcessed, .refusedStream)
+        } else if !stream.headersSent {
+            failure = RequestFailure(.notProcessed, .streamReset(errorCode: errorCode))
+        } else {
+            failure = RequestFailure(.possiblyProcessed, .streamReset(errorCode: errorCode))
+        }
+        resolve(stream.pending, .failure(failure))
+    }
+
+    // MARK: I/O and timers
+
+    var pollEvents: Int16 {
+        switch phase {
+        case .connecting: return Int16(POLLOUT)
+        case .handshaking, .open: return tls?.pollEvents ?? 0
+        case .closed: return 0
+        }
+    }
+
+    var pollDescriptor: Int32 { tls?.descriptor ?? descriptor }
+
+    func handle(events: Int16, readBuffer: UnsafeMutableRawBufferPointer) {
+        switch phase {
+        case .connecting(let index):
+            finishTCPConnect(addressIndex: index)
+        case .handshaking:
+            continueHandshake()
+        case .open:
+            guard let session, let tls else { return }
+            if events & Int16(POLLIN | POLLHUP | POLLERR) != 0 {
+                let outcome = HTTP2Wire.receive(session: session, tls: tls, buffer: readBuffer)
+                lastReceive = MonotonicClock.now()
+                if case .closed(let reason) = outcome {
+                    close(reason)
+                    return
+                }
+            }
+            transmit()
+        case .closed:
+            break
+        }
+    }
+
+    /// Submits what the stream limit allows and writes everything nghttp2 has.
+    func transmit() {
+        guard case .open = phase, let session, let tls else { return }
+        if needsSubmit { submitQueued() }
+        if case .closed(let reason) = HTTP2Wire.transmit(session: session, tls: tls) {
+            close(reason)
+            return
+        }
+        // Callbacks during mem_send may free stream slots (e.g. HEADERS not sent).
+        if needsSubmit && queueHead < queue.count {
+            submitQueued()
+            if case .closed(let reason) = HTTP2Wire.transmit(session: session, tls: tls) {
+                close(reason)
+                return
+            }
+        }
+        if HTTP2Wire.isFinished(session: session, tls: tls) {
+            close(goAway.map { .goAway($0) } ?? .closedLocally)
+        }
+    }
+
+    var nextTimer: UInt64? {
+        switch phase {
+        case .connecting, .handshaking: return connectDeadline
+        case .closed: return nil
+        case .open:
+            let ping = pingSentAt.map { $0 &+ MonotonicClock.nanoseconds(configuration.pingTimeout) }
+                ?? lastReceive &+ MonotonicClock.nanoseconds(configuration.pingInterval)
+            return min(ping, earliestDeadline)
+        }
+    }
+
+    func handleTimers(now: UInt64) {
+        switch phase {
+        case .connecting, .handshaking:
+            if now >= connectDeadline { failConnect(.timedOut) }
+        case .closed:
+            return
+        case .open:
+            if now >= earliestDeadline { expireRequests(now: now) }
+            checkLiveness(now: now)
+            transmit()
+        }
+    }
+
+    private func checkLiveness(now: UInt64) {
+        guard let session else { return }
+        if let sentAt = pingSentAt {
+            if lastReceive >= sentAt {
+                pingSentAt = nil
+            } else if now >= sentAt &+ MonotonicClock.nanoseconds(configuration.pingTimeout) {
+                close(.pingTimeout)
+                return
+            }
+        }
+        if pingSentAt == nil && now >= lastReceive &+ MonotonicClock.nanoseconds(configuration.pingInterval) {
+            _ = nghttp2_submit_ping(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), nil)
+            pingSentAt = now
+        }
+    }
+
+    private func expireRequests(now: UInt64) {
+        var earliest = UInt64.max
+        var expired: [Int32] = []
+        for (streamID, stream) in streams {
+            if stream.pending.deadline <= now { expired.append(streamID) }
+            else { earliest = min(earliest, stream.pending.deadline) }
+        }
+        for streamID in expired {
+            guard let stream = streams.removeValue(forKey: streamID) else { continue }
+            if let session { _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID, NGHTTP2_CANCEL.rawValue) }
+            resolve(stream.pending, .failure(RequestFailure(stream.headersSent ? .possiblyProcessed : .notProcessed, .deadlineExceeded)))
+        }
+        for index in queueHead..<queue.count {
+            guard let pending = queue[index] else { continue }
+            if pending.deadline <= now {
+                queue[index] = nil
+                resolve(pending, .failure(RequestFailure(.notProcessed, .deadlineExceeded)))
+            } else {
+                earliest = min(earliest, pending.deadline)
+            }
+        }
+        earliestDeadline = earliest
+        if !expired.isEmpty { needsSubmit = true }
+    }
+
+    // MARK: closing
+
+    private var closeReason: CloseReason?
+
+    /// Graceful: GOAWAY to the server, queued requests fail as not processed, streams in
+    /// flight finish, then the connection closes. Otherwise close at once.
+    func requestClose(graceful: Bool) {
+        guard !isClosed else { return }
+        guard graceful, case .open = phase, let session else {
+            close(.closedLocally)
+            return
+        }
+        beginDraining()
+        _ = nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0, NGHTTP2_NO_ERROR.rawValue, nil, 0)
+        transmit()
+    }
+
+    private func beginDraining() {
+        drainingLocally = true
+        setup.shared.update { if case .closed = $0.phase {} else { $0.phase = .draining } }
+        failQueue(RequestFailure(.notProcessed, .connectionClosed(.closedLocally)))
+    }
+
+    private func failQueue(_ failure: RequestFailure) {
+        while queueHead < queue.count {
+            if let pending = queue[queueHead] { resolve(pending, .failure(failure)) }
+            queue[queueHead] = nil
+            queueHead += 1
+        }
+        queue.removeAll(keepingCapacity: true)
+        queueHead = 0
+    }
+
+    /// Resolves every request still open and releases socket, TLS and HTTP/2 session.
+    func close(_ closing: CloseReason) {
+        guard !isClosed else { return }
+        var reason = closing
+        // After GOAWAY either side may close first; the GOAWAY is the real reason.
+        if reason == .peerClosed {
+            if let goAway { reason = .goAway(goAway) } else if drainingLocally && streams.isEmpty { reason = .closedLocally }
+        }
+        phase = .closed
+        closeReason = reason
+        if connectPending {
+            connectPending = false
+            setup.connected.resume(returning: .failure(.connectFailed(reason.description)))
+        }
+        let open = streams
+        streams.removeAll()
+        for (streamID, stream) in open {
+            let failure: RequestFailure
+            if let goAway, streamID > goAway.lastStreamID {
+                failure = RequestFailure(.notProcessed, .goAway(goAway))
+            } else {
+                failure = RequestFailure(stream.headersSent ? .possiblyProcessed : .notProcessed, .connectionClosed(reason))
+            }
+            resolve(stream.pending, .failure(failure))
+        }
+        failQueue(RequestFailure(.notProcessed, .connectionClosed(reason)))
+        if let session {
+            nghttp2_session_del(session)
+            counter.http2Sessions.subtract(1, ordering: .relaxed)
+            self.session = nil
+        }
+        if let tls {
+            tls.close()
+        } else if descriptor >= 0 {
+            Glibc.close(descriptor)
+            counter.sockets.subtract(1, ordering: .relaxed)
+        }
+        tls = nil
+        descriptor = -1
+        setup.shared.update { $0.phase = .closed(reason) }
+        setup.shared.publish(.closed(reason))
+    }
+}
+
+/// The nghttp2 callback table for client sessions; user_data is the `ClientConnection`,
+/// which outlives its session because it deletes the session before it goes away.
+enum ClientSessionCallbacks {
+    static func make() -> OpaquePointer? {
+        var callbacks: OpaquePointer?
+        guard nghttp2_session_callbacks_new(&callbacks) == 0, let callbacks else { return nil }
+        nghttp2_session_callbacks_set_on_header_callback(callbacks) { _, frame, name, nameLength, value, valueLength, _, userData in
+            guard let frame, let name, let value, let userData else { return 0 }
+            ClientSessionCallbacks.connection(userData).receivedHeader(streamID: frame.pointee.hd.stream_id,
+                                                name: UnsafeBufferPointer(start: name, count: nameLength),
+                                                value: UnsafeBufferPointer(start: value, count: valueLength))
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks) { _, _, streamID, data, length, userData in
+            guard let data, let userData else { return 0 }
+            ClientSessionCallbacks.connection(userData).receivedData(streamID: streamID, UnsafeBufferPointer(start: data, count: length))
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks) { _, frame, userData in
+            guard let frame, let userData else { return 0 }
+            ClientSessionCallbacks.connection(userData).receivedFrame(frame)
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_frame_send_callback(callbacks) { _, frame, userData in
+            guard let frame, let userData else { return 0 }
+            ClientSessionCallbacks.connection(userData).sentFrame(frame)
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_frame_not_send_callback(callbacks) { _, frame, _, userData in
+            guard let frame, let userData else { return 0 }
+            ClientSessionCallbacks.connection(userData).frameNotSent(frame)
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, streamID, errorCode, userData in
+            guard let userData else { return 0 }
+            ClientSessionCallbacks.connection(userData).streamClosed(streamID: streamID, errorCode: errorCode)
+            return 0
+        }
+        return callbacks
+    }
+
+    fileprivate static func connection(_ userData: UnsafeMutableRawPointer) -> ClientConnection {
+        Unmanaged<ClientConnection>.fromOpaque(userData).takeUnretainedValue()
+    }
+}

@@ -1,0 +1,42 @@
+import COpenSSL
+import CShims
+
+/// The OpenSSL client context shared by connections: TLS 1.2+, ALPN h2, peer verification
+/// against the system trust store plus an optional extra CA file, optional client identity.
+/// There is deliberately no way to turn verification off.
+///
+/// `@unchecked Sendable`: the SSL_CTX is immutable after `init`; OpenSSL allows SSL_new from any thread.
+public final class ClientTLSContext: @unchecked Sendable {
+    let context: OpaquePointer
+
+    public init(extraCAFile: String? = nil, identity: ClientIdentity? = nil) throws(TLSConfigurationError) {
+        ERR_clear_error()
+        guard let method = TLS_client_method(), let context = SSL_CTX_new(method) else {
+            throw .cannotCreateContext(OpenSSLErrors.describe("SSL_CTX_new"))
+        }
+        self.context = context
+        _ = pgpush_SSL_CTX_set_min_proto_version(context, TLS1_2_VERSION)
+        _ = SSL_CTX_set_options(context, pgpush_SSL_OP_ALL() | pgpush_SSL_OP_NO_COMPRESSION()
+            | pgpush_SSL_OP_NO_RENEGOTIATION() | pgpush_SSL_OP_IGNORE_UNEXPECTED_EOF())
+        _ = pgpush_SSL_CTX_set_mode(context, Int(SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER))
+        SSL_CTX_set_verify(context, SSL_VERIFY_PEER, nil)
+        guard SSL_CTX_set_default_verify_paths(context) == 1 else {
+            throw .cannotLoadTrustStore(OpenSSLErrors.describe("system trust store"))
+        }
+        if let extraCAFile {
+            guard SSL_CTX_load_verify_locations(context, extraCAFile, nil) == 1 else {
+                throw .cannotLoadTrustStore(OpenSSLErrors.describe(extraCAFile))
+            }
+        }
+        // Returns 0 on success, unlike most of OpenSSL.
+        guard SSL_CTX_set_alpn_protos(context, ALPN.h2Wire, UInt32(ALPN.h2Wire.count)) == 0 else {
+            throw .cannotCreateContext(OpenSSLErrors.describe("ALPN"))
+        }
+        if let identity {
+            do { try identity.install(into: context) }
+            catch { throw .clientIdentity(String(describing: error)) }
+        }
+    }
+
+    deinit { SSL_CTX_free(context) }
+}

@@ -1,0 +1,64 @@
+/// Why a client connection ended.
+public enum CloseReason: Sendable, Equatable, CustomStringConvertible {
+    /// `close()` was called, or the owning `HTTP2Client` shut down.
+    case closedLocally
+    /// The peer sent GOAWAY and every stream it still accepted has finished.
+    case goAway(GoAway)
+    /// The peer closed the TCP/TLS connection.
+    case peerClosed
+    /// No frame arrived within the ping timeout after a PING.
+    case pingTimeout
+    /// HTTP/2 framing error (from nghttp2) or a stream-id space exhausted.
+    case protocolError(String)
+    /// A socket or TLS error after the handshake.
+    case ioError(String)
+
+    public var description: String {
+        switch self {
+        case .closedLocally: return "closed locally"
+        case .goAway(let goAway): return "closed after \(goAway)"
+        case .peerClosed: return "peer closed the connection"
+        case .pingTimeout: return "no answer to PING"
+        case .protocolError(let text): return "HTTP/2 protocol error: \(text)"
+        case .ioError(let text): return "I/O error: \(text)"
+        }
+    }
+}
+
+/// Changes a connection pool reacts to, in the order they happen.
+public enum ConnectionEvent: Sendable, Equatable {
+    /// The peer's first SETTINGS arrived: the connection may fan out up to this many streams.
+    case ready(maxConcurrentStreams: Int)
+    /// A later SETTINGS changed the peer's limit.
+    case maxConcurrentStreamsChanged(Int)
+    /// The connection takes no new requests; streams up to `lastStreamID` may still finish.
+    case goAwayReceived(GoAway)
+    /// Final event; every request on the connection has been resolved.
+    case closed(CloseReason)
+}
+
+/// A snapshot of a client connection's state.
+public struct ConnectionStatus: Sendable, Equatable {
+    public enum Phase: Sendable, Equatable {
+        case connecting
+        /// Handshake done; the peer's SETTINGS may still be outstanding.
+        case open
+        case ready
+        /// GOAWAY received or graceful close requested: no new requests.
+        case draining
+        case closed(CloseReason)
+    }
+
+    public var phase: Phase
+    /// The peer's SETTINGS_MAX_CONCURRENT_STREAMS (1 until it is known).
+    public var peerMaxConcurrentStreams: Int
+    public var goAway: GoAway?
+
+    /// True while `send` can be expected to go out on this connection.
+    public var acceptsRequests: Bool {
+        switch phase {
+        case .connecting, .open, .ready: return true
+        case .draining, .closed: return false
+        }
+    }
+}

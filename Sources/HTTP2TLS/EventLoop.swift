@@ -1,0 +1,155 @@
+import CShims
+import Glibc
+import Synchronization
+
+/// The thread-confined half of an event loop: owns connections, runs commands posted from
+/// other threads, and says which descriptors to poll and when its next timer is due.
+protocol EventLoopDriver<Command>: AnyObject {
+    associatedtype Command: Sendable
+    func execute(_ command: Command)
+    /// Appends descriptors to poll; returns the earliest timer (MonotonicClock ns) if any.
+    func registerInterest(_ descriptors: inout [pollfd]) -> UInt64?
+    /// `descriptors` is the array filled by `registerInterest` after poll(); entries from
+    /// `firstIndex` on belong to this driver, in the order it appended them.
+    func handleEvents(_ descriptors: [pollfd], firstIndex: Int)
+    func handleTimers(now: UInt64)
+    /// Runs after commands are executed, before polling (write out what they produced).
+    func flush()
+    /// The loop is stopping: resolve everything and release every resource.
+    func shutDown()
+}
+
+/// One I/O thread running a poll() loop for a driver, plus the Sendable inbox other threads
+/// post commands to. The eventfd is written only when the inbox goes from empty to
+/// non-empty, so a burst of posts costs one wake-up.
+final class EventLoop<Command: Sendable>: Sendable {
+    private struct Inbox {
+        var commands: [Command] = []
+        var stopRequested = false
+        var isClosed = false
+    }
+
+    private let inbox = Mutex(Inbox())
+    private let wakeDescriptor: Int32
+    private let thread = Mutex<pthread_t?>(nil)
+    private let counter: LiveObjectCounter
+
+    init(name: String, counter: LiveObjectCounter, makeDriver: @escaping @Sendable (EventLoop<Command>) -> any EventLoopDriver<Command>) throws(LoopStartError) {
+        // A write to a socket the peer reset must be an error, not a process-killing signal.
+        signal(SIGPIPE, SIG_IGN)
+        let descriptor = cshims_eventfd(0, 1)
+        guard descriptor >= 0 else { throw LoopStartError(detail: "eventfd: \(Socket.errorText())") }
+        wakeDescriptor = descriptor
+        self.counter = counter
+        let body: @Sendable () -> Void = { [self] in
+            _ = cshims_set_thread_name(name)
+            run(driver: makeDriver(self))
+        }
+        let box = Unmanaged.passRetained(ThreadBody(body)).toOpaque()
+        var handle = pthread_t()
+        let status = pthread_create(&handle, nil, { argument in
+            guard let argument else { return nil }
+            let body = Unmanaged<ThreadBody>.fromOpaque(argument).takeRetainedValue()
+            body.run()
+            return nil
+        }, box)
+        guard status == 0 else {
+            Unmanaged<ThreadBody>.fromOpaque(box).release()
+            close(descriptor)
+            throw LoopStartError(detail: "pthread_create: \(Socket.errorText(status))")
+        }
+        counter.ioThreads.add(1, ordering: .relaxed)
+        thread.withLock { $0 = handle }
+    }
+
+    deinit { close(wakeDescriptor) }
+
+    /// Queues a command; false if the loop has stopped (the caller must resolve it itself).
+    @discardableResult
+    func post(_ command: Command) -> Bool {
+        let shouldWake: Bool? = inbox.withLock { inbox in
+            guard !inbox.isClosed, !inbox.stopRequested else { return nil }
+            inbox.commands.append(command)
+            return inbox.commands.count == 1
+        }
+        guard let shouldWake else { return false }
+        if shouldWake { wake() }
+        return true
+    }
+
+    /// Stops the loop; waits for the thread to finish unless called on the loop thread.
+    func stop() {
+        let wasRunning = inbox.withLock { inbox -> Bool in
+            defer { inbox.stopRequested = true }
+            return !inbox.stopRequested
+        }
+        if wasRunning { wake() }
+        guard let handle = thread.withLock({ handle -> pthread_t? in
+            defer { handle = nil }
+            return handle
+        }) else { return }
+        if pthread_equal(handle, pthread_self()) != 0 {
+            pthread_detach(handle)
+        } else {
+            pthread_join(handle, nil)
+        }
+    }
+
+    private func wake() {
+        var one: UInt64 = 1
+        _ = write(wakeDescriptor, &one, 8)
+    }
+
+    private func run(driver: any EventLoopDriver<Command>) {
+        var batch: [Command] = []
+        var descriptors: [pollfd] = []
+        while true {
+            let stopping = inbox.withLock { inbox -> Bool in
+                swap(&inbox.commands, &batch)
+                if inbox.stopRequested { inbox.isClosed = true }
+                return inbox.stopRequested
+            }
+            for command in batch { driver.execute(command) }
+            batch.removeAll(keepingCapacity: true)
+            if stopping { break }
+            driver.flush()
+
+            descriptors.removeAll(keepingCapacity: true)
+            descriptors.append(pollfd(fd: wakeDescriptor, events: Int16(POLLIN), revents: 0))
+            let timer = driver.registerInterest(&descriptors)
+            var timeout: Int32 = -1
+            if let timer {
+                let now = MonotonicClock.now()
+                timeout = timer <= now ? 0 : Int32(min((timer - now + 999_999) / 1_000_000, 60_000))
+            }
+            let ready = poll(&descriptors, nfds_t(descriptors.count), timeout)
+            if ready < 0 && errno != EINTR { break }
+            if descriptors[0].revents != 0 {
+                var value: UInt64 = 0
+                _ = read(wakeDescriptor, &value, 8)
+            }
+            if ready > 0 { driver.handleEvents(descriptors, firstIndex: 1) }
+            driver.handleTimers(now: MonotonicClock.now())
+        }
+        inbox.withLock { $0.isClosed = true }
+        // Commands posted between the last swap and closing still need resolving.
+        let leftovers = inbox.withLock { inbox -> [Command] in
+            defer { inbox.commands.removeAll() }
+            return inbox.commands
+        }
+        for command in leftovers { driver.execute(command) }
+        driver.shutDown()
+        counter.ioThreads.subtract(1, ordering: .relaxed)
+    }
+}
+
+public struct LoopStartError: Error, Sendable, CustomStringConvertible {
+    public var detail: String
+    public var description: String { "cannot start I/O thread: \(detail)" }
+}
+
+/// Carries the thread body through pthread_create's `void *`.
+private final class ThreadBody {
+    let run: @Sendable () -> Void
+    init(_ run: @escaping @Sendable () -> Void) { self.run = run }
+}

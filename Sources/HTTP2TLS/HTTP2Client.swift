@@ -1,0 +1,108 @@
+import Dispatch
+import Synchronization
+
+/// Owns one I/O thread that runs every connection opened through it.
+///
+/// Connections are HTTP/2 over TLS with ALPN h2 and full certificate verification; pooling,
+/// reconnecting and backoff belong to the caller, who follows each connection's `events`.
+public final class HTTP2Client: Sendable {
+    private let loop: EventLoop<ClientCommand>
+    private let counter: LiveObjectCounter
+    private let nextConnectionID = Atomic<Int>(1)
+
+    public init(threadName: String = "h2-client") throws(LoopStartError) {
+        let counter = LiveObjectCounter()
+        self.counter = counter
+        loop = try EventLoop(name: threadName, counter: counter) { _ in ClientDriver(counter: counter) }
+    }
+
+    deinit { loop.stop() }
+
+    /// Resolves `host` afresh, connects (trying each address), completes the TLS handshake
+    /// and returns the connection once ALPN h2 is agreed. The server's SETTINGS may still
+    /// be on the way; requests sent before it go out one at a time.
+    public func connect(host: String, port: Int, configuration: HTTP2ClientConfiguration) async throws(ConnectError) -> HTTP2ClientConnection {
+        let addresses = try await Self.resolve(host: host, port: port).get()
+        let id = nextConnectionID.add(1, ordering: .relaxed).oldValue
+        let shared = ClientConnectionShared()
+        let connection = HTTP2ClientConnection(id: id, host: host, port: port, loop: loop, shared: shared,
+                                               requestTimeout: configuration.requestTimeout)
+        let loop = self.loop
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Void, ConnectError>, Never>) in
+            let setup = ConnectionSetup(id: id, host: host, port: port, addresses: addresses, configuration: configuration,
+                                        shared: shared, connected: continuation)
+            if !loop.post(.open(setup)) { continuation.resume(returning: .failure(.clientShutDown)) }
+        }
+        try result.get()
+        return connection
+    }
+
+    /// Open sockets, TLS and HTTP/2 sessions and I/O threads of this client.
+    public var liveObjects: LiveObjectCounts { counter.snapshot }
+
+    /// Closes every connection (their requests fail) and stops the I/O thread.
+    public func shutdown() { loop.stop() }
+
+    /// getaddrinfo blocks, so it runs on a Dispatch worker, never on the I/O thread or in
+    /// the cooperative pool.
+    private static func resolve(host: String, port: Int) async -> Result<[SocketAddress], ConnectError> {
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                continuation.resume(returning: SocketAddress.resolve(host: host, port: port))
+            }
+        }
+    }
+}
+
+/// A handle to one client connection living on its `HTTP2Client`'s I/O thread.
+public final class HTTP2ClientConnection: Sendable {
+    public let id: Int
+    public let host: String
+    public let port: Int
+    private let loop: EventLoop<ClientCommand>
+    private let shared: ClientConnectionShared
+    private let requestTimeout: Duration
+
+    init(id: Int, host: String, port: Int, loop: EventLoop<ClientCommand>, shared: ClientConnectionShared, requestTimeout: Duration) {
+        self.id = id
+        self.host = host
+        self.port = port
+        self.loop = loop
+        self.shared = shared
+        self.requestTimeout = requestTimeout
+    }
+
+    /// Closing when the last handle goes keeps a forgotten connection from living forever.
+    deinit { loop.post(.close(connectionID: id, graceful: false)) }
+
+    /// Readiness, limit changes, GOAWAY and the final close, in order; ends after `.closed`.
+    public var events: AsyncStream<ConnectionEvent> { shared.events }
+
+    public var status: ConnectionStatus { shared.status.withLock { $0 } }
+
+    /// Requests sent on this connection and not yet resolved.
+    public var outstandingRequests: Int { shared.outstanding.load(ordering: .relaxed) }
+
+    /// Sends one request; resolves exactly once with the answer or a `RequestFailure` that
+    /// says whether the server may have processed it.
+    public func send(_ request: HTTP2Request) async throws(RequestFailure) -> HTTP2Response {
+        let deadline = MonotonicClock.now() &+ MonotonicClock.nanoseconds(request.timeout ?? requestTimeout)
+        shared.outstanding.add(1, ordering: .relaxed)
+        let loop = self.loop
+        let shared = self.shared
+        let id = self.id
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<HTTP2Response, RequestFailure>, Never>) in
+            let pending = PendingRequest(request: request, deadline: deadline, continuation: continuation)
+            if !loop.post(.send(connectionID: id, pending)) {
+                shared.outstanding.subtract(1, ordering: .relaxed)
+                continuation.resume(returning: .failure(RequestFailure(.notProcessed, .connectionClosed(.closedLocally))))
+            }
+        }
+        return try result.get()
+    }
+
+    /// Graceful: no new requests, queued ones fail as not processed, in-flight ones finish.
+    public func close(graceful: Bool = true) {
+        loop.post(.close(connectionID: id, graceful: graceful))
+    }
+}

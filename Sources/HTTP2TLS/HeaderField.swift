@@ -1,0 +1,21 @@
+/// One HTTP header field. `neverIndex` asks HPACK never to add it to a compression table
+/// (RFC 7541 §7.1.3), for values such as bearer tokens that an attacker could probe.
+public struct HeaderField: Sendable, Hashable {
+    public var name: String
+    public var value: String
+    public var neverIndex: Bool
+
+    public init(_ name: String, _ value: String, neverIndex: Bool = false) {
+        self.name = name
+        self.value = value
+        self.neverIndex = neverIndex
+    }
+}
+
+extension Array where Element == HeaderField {
+    /// The first value of the field called `name` (names compare case-insensitively).
+    public func value(of name: String) -> String? {
+        let wanted = name.lowercased()
+        return first { $0.name.lowercased() == wanted }?.value
+    }
+}

@@ -1,0 +1,31 @@
+import Synchronization
+
+/// How many sockets, TLS sessions and HTTP/2 sessions an `HTTP2Client` or `HTTP2Server`
+/// currently holds; all return to zero once it has shut down (leak checks in tests).
+public struct LiveObjectCounts: Sendable, Equatable, CustomStringConvertible {
+    public var sockets: Int
+    public var tlsSessions: Int
+    public var http2Sessions: Int
+    public var ioThreads: Int
+
+    public static let zero = LiveObjectCounts(sockets: 0, tlsSessions: 0, http2Sessions: 0, ioThreads: 0)
+
+    public var description: String {
+        "sockets \(sockets), TLS \(tlsSessions), HTTP/2 \(http2Sessions), threads \(ioThreads)"
+    }
+}
+
+/// Counters behind `LiveObjectCounts`, shared by the I/O thread (writer) and any reader.
+final class LiveObjectCounter: Sendable {
+    let sockets = Atomic<Int>(0)
+    let tlsSessions = Atomic<Int>(0)
+    let http2Sessions = Atomic<Int>(0)
+    let ioThreads = Atomic<Int>(0)
+
+    var snapshot: LiveObjectCounts {
+        LiveObjectCounts(sockets: sockets.load(ordering: .relaxed),
+                         tlsSessions: tlsSessions.load(ordering: .relaxed),
+                         http2Sessions: http2Sessions.load(ordering: .relaxed),
+                         ioThreads: ioThreads.load(ordering: .relaxed))
+    }
+}

@@ -1,0 +1,17 @@
+import Glibc
+
+/// Nanoseconds on CLOCK_MONOTONIC: one clock shared by the caller threads that stamp
+/// deadlines and the I/O thread that enforces them, and cheaper than `ContinuousClock`.
+enum MonotonicClock {
+    static func now() -> UInt64 {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        return UInt64(time.tv_sec) &* 1_000_000_000 &+ UInt64(time.tv_nsec)
+    }
+
+    static func nanoseconds(_ duration: Duration) -> UInt64 {
+        let (seconds, attoseconds) = duration.components
+        if seconds < 0 { return 0 }
+        return UInt64(seconds) &* 1_000_000_000 &+ UInt64(attoseconds / 1_000_000_000)
+    }
+}

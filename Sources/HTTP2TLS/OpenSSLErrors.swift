@@ -1,0 +1,37 @@
+import COpenSSL
+import CShims
+
+enum OpenSSLErrors {
+    /// Drains this thread's OpenSSL error queue into one line.
+    static func drain() -> String {
+        var buffer = [CChar](repeating: 0, count: 1024)
+        let length = cshims_openssl_error_string(&buffer, buffer.count)
+        return length == 0 ? "" : String(decoding: buffer.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    static func describe(_ context: String) -> String {
+        let queued = drain()
+        return queued.isEmpty ? context : "\(context): \(queued)"
+    }
+}
+
+/// Why a TLS context could not be built.
+public enum TLSConfigurationError: Error, Sendable, Equatable, CustomStringConvertible {
+    case cannotCreateContext(String)
+    case cannotLoadTrustStore(String)
+    case cannotLoadCertificate(String)
+    case cannotLoadPrivateKey(String)
+    case keyDoesNotMatchCertificate(String)
+    case clientIdentity(String)
+
+    public var description: String {
+        switch self {
+        case .cannotCreateContext(let text): return "cannot create TLS context: \(text)"
+        case .cannotLoadTrustStore(let text): return "cannot load CA certificates: \(text)"
+        case .cannotLoadCertificate(let text): return "cannot load certificate: \(text)"
+        case .cannotLoadPrivateKey(let text): return "cannot load private key: \(text)"
+        case .keyDoesNotMatchCertificate(let text): return "private key does not match certificate: \(text)"
+        case .clientIdentity(let text): return "cannot install client identity: \(text)"
+        }
+    }
+}

@@ -1,0 +1,282 @@
+import CNGHTTP2
+import COpenSSL
+import Glibc
+
+/// Everything server connections share on the I/O thread.
+struct ServerEnvironment {
+    let configuration: HTTP2ServerConfiguration
+    let tls: ServerTLSContext
+    let handler: any HTTP2ServerHandler
+    let loop: EventLoop<ServerCommand>
+    let counters: ServerCounters
+    let liveObjects: LiveObjectCounter
+    let callbacks: OpaquePointer
+}
+
+/// One request stream on the server, collecting the request and then serving the answer.
+final class ServerStream {
+    var method = ""
+    var path = ""
+    var authority: String?
+    var headers: [HeaderField] = []
+    var body: [UInt8] = []
+    var response: [UInt8] = []
+    var responseOffset = 0
+    var answered = false
+}
+
+/// One accepted HTTP/2-over-TLS connection; confined to the server's I/O thread.
+final class ServerConnection {
+    private enum Phase { case handshaking, open, closed }
+
+    let id: Int
+    private let environment: ServerEnvironment
+    let tls: TLSStream
+    private var session: OpaquePointer?
+    private var phase = Phase.handshaking
+    private var streams: [Int32: ServerStream] = [:]
+    private var headerBlock = HeaderBlockBuilder()
+    private let handshakeDeadline: UInt64
+    private var peerSubject: String?
+    private var announced = false
+
+    var isClosed: Bool { phase == .closed }
+
+    init(id: Int, tls: TLSStream, environment: ServerEnvironment) {
+        self.id = id
+        self.tls = tls
+        self.environment = environment
+        handshakeDeadline = MonotonicClock.now() &+ MonotonicClock.nanoseconds(environment.configuration.handshakeTimeout)
+    }
+
+    deinit {
+        if let session {
+            nghttp2_session_del(session)
+            environment.liveObjects.http2Sessions.subtract(1, ordering: .relaxed)
+        }
+        tls.close()
+    }
+
+    var nextTimer: UInt64? { phase == .handshaking ? handshakeDeadline : nil }
+
+    func handleTimers(now: UInt64) {
+        if phase == .handshaking && now >= handshakeDeadline { close() }
+    }
+
+    func handle(events: Int16, readBuffer: UnsafeMutableRawBufferPointer) {
+        switch phase {
+        case .handshaking: continueHandshake()
+        case .open:
+            guard let session else { return }
+            if events & Int16(POLLIN | POLLHUP | POLLERR) != 0,
+               case .closed = HTTP2Wire.receive(session: session, tls: tls, buffer: readBuffer) {
+                close()
+                return
+            }
+            transmit()
+        case .closed: break
+        }
+    }
+
+    private func continueHandshake() {
+        switch tls.handshake() {
+        case .inProgress: return
+        case .failed: close()
+        case .done:
+            // The ALPN callback rejects clients offering other protocols; this catches clients offering none.
+            guard ALPN.selected(by: tls.ssl) == "h2" else {
+                close()
+                return
+            }
+            var created: OpaquePointer?
+            guard nghttp2_session_server_new(&created, environment.callbacks, Unmanaged.passUnretained(self).toOpaque()) == 0,
+                  let created else {
+                close()
+                return
+            }
+            session = created
+            environment.liveObjects.http2Sessions.add(1, ordering: .relaxed)
+            phase = .open
+            var settings = [
+                nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue),
+                                       value: UInt32(clamping: environment.configuration.maxConcurrentStreams)),
+                nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue), value: 1 << 24),
+            ]
+            _ = nghttp2_submit_settings(created, UInt8(NGHTTP2_FLAG_NONE.rawValue), &settings, settings.count)
+            _ = nghttp2_session_set_local_window_size(created, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0, 1 << 24)
+            let certificate = tls.peerCertificate()
+            peerSubject = certificate?.subject
+            announced = true
+            environment.counters.openConnections.add(1, ordering: .relaxed)
+            environment.handler.connectionOpened(ServerConnectionInfo(
+                id: id, peerAddress: Socket.peerAddress(tls.descriptor),
+                peerCertificateSubject: certificate?.subject, peerCertificateDER: certificate?.der))
+            transmit()
+        }
+    }
+
+    func transmit() {
+        guard phase == .open, let session else { return }
+        if case .closed = HTTP2Wire.transmit(session: session, tls: tls) {
+            close()
+            return
+        }
+        if HTTP2Wire.isFinished(session: session, tls: tls) { close() }
+    }
+
+    // MARK: commands
+
+    func respond(streamID: Int32, _ response: ServerResponse) {
+        guard let session, let stream = streams[streamID], !stream.answered else { return }
+        stream.answered = true
+        stream.response = response.body
+        headerBlock.reset()
+        headerBlock.add(":status", String(response.status))
+        for field in response.headers { headerBlock.add(field.name, field.value, neverIndex: field.neverIndex) }
+        var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: { _, streamID, buffer, length, flags, _, userData in
+            guard let userData, let buffer, let flags else { return Int(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue) }
+            return ServerSessionCallbacks.connection(userData).readResponse(streamID: streamID, into: buffer, length: length, flags: flags)
+        })
+        let hasBody = !response.body.isEmpty
+        _ = headerBlock.withNameValues { nameValues, count in
+            hasBody ? nghttp2_submit_response(session, streamID, nameValues, count, &provider)
+                    : nghttp2_submit_response(session, streamID, nameValues, count, nil)
+        }
+    }
+
+    func reset(streamID: Int32, errorCode: UInt32) {
+        guard let session, let stream = streams[streamID], !stream.answered else { return }
+        stream.answered = true
+        _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID, errorCode)
+    }
+
+    func goAway(lastStreamID: Int32?, errorCode: UInt32, debugData: [UInt8]) {
+        guard let session else { return }
+        let last = lastStreamID ?? nghttp2_session_get_last_proc_stream_id(session)
+        _ = debugData.withUnsafeBufferPointer { data in
+            nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), last, errorCode, data.baseAddress, data.count)
+        }
+    }
+
+    func setMaxConcurrentStreams(_ value: Int) {
+        guard let session else { return }
+        var settings = [nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue),
+                                               value: UInt32(clamping: value))]
+        _ = nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), &settings, 1)
+    }
+
+    // MARK: nghttp2 callbacks
+
+    fileprivate func beginHeaders(_ frame: UnsafePointer<nghttp2_frame>) {
+        guard UInt32(frame.pointee.hd.type) == NGHTTP2_HEADERS.rawValue,
+              frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST else { return }
+        streams[frame.pointee.hd.stream_id] = ServerStream()
+        environment.counters.notePeak(streams.count)
+    }
+
+    fileprivate func receivedHeader(streamID: Int32, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>, flags: UInt8) {
+        guard let stream = streams[streamID] else { return }
+        let nameText = String(decoding: name, as: UTF8.self)
+        let valueText = String(decoding: value, as: UTF8.self)
+        switch nameText {
+        case ":method": stream.method = valueText
+        case ":path": stream.path = valueText
+        case ":authority": stream.authority = valueText
+        case ":scheme": break
+        default:
+            stream.headers.append(HeaderField(nameText, valueText,
+                                              neverIndex: flags & UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue) != 0))
+        }
+    }
+
+    fileprivate func receivedData(streamID: Int32, _ data: UnsafeBufferPointer<UInt8>) {
+        streams[streamID]?.body.append(contentsOf: data)
+    }
+
+    fileprivate func receivedFrame(_ frame: UnsafePointer<nghttp2_frame>) {
+        let header = frame.pointee.hd
+        let type = UInt32(header.type)
+        guard type == NGHTTP2_HEADERS.rawValue || type == NGHTTP2_DATA.rawValue,
+              header.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0,
+              let stream = streams[header.stream_id] else { return }
+        environment.counters.requestsReceived.add(1, ordering: .relaxed)
+        let request = ServerRequest(connectionID: id, streamID: header.stream_id, method: stream.method, path: stream.path,
+                                    authority: stream.authority, headers: stream.headers, body: stream.body,
+                                    peerCertificateSubject: peerSubject)
+        environment.handler.handle(request, responder: ServerResponder(connectionID: id, streamID: header.stream_id,
+                                                                        loop: environment.loop))
+    }
+
+    fileprivate func streamClosed(streamID: Int32) {
+        streams[streamID] = nil
+    }
+
+    fileprivate func readResponse(streamID: Int32, into buffer: UnsafeMutablePointer<UInt8>, length: Int, flags: UnsafeMutablePointer<UInt32>) -> Int {
+        guard let stream = streams[streamID] else { return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue) }
+        let count = min(length, stream.response.count - stream.responseOffset)
+        stream.response.withUnsafeBufferPointer { source in
+            buffer.update(from: source.baseAddress! + stream.responseOffset, count: count)
+        }
+        stream.responseOffset += count
+        if stream.responseOffset == stream.response.count { flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue }
+        return count
+    }
+
+    /// Drops the connection at once (no GOAWAY).
+    func close() {
+        guard phase != .closed else { return }
+        phase = .closed
+        streams.removeAll()
+        if let session {
+            nghttp2_session_del(session)
+            environment.liveObjects.http2Sessions.subtract(1, ordering: .relaxed)
+            self.session = nil
+        }
+        tls.close()
+        if announced {
+            environment.counters.openConnections.subtract(1, ordering: .relaxed)
+            environment.handler.connectionClosed(id)
+        }
+    }
+}
+
+/// The nghttp2 callback table for server sessions; user_data is the `ServerConnection`,
+/// which deletes its session before it goes away.
+enum ServerSessionCallbacks {
+    static func make() -> OpaquePointer? {
+        var callbacks: OpaquePointer?
+        guard nghttp2_session_callbacks_new(&callbacks) == 0, let callbacks else { return nil }
+        nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks) { _, frame, userData in
+            guard let frame, let userData else { return 0 }
+            ServerSessionCallbacks.connection(userData).beginHeaders(frame)
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_header_callback(callbacks) { _, frame, name, nameLength, value, valueLength, flags, userData in
+            guard let frame, let name, let value, let userData else { return 0 }
+            ServerSessionCallbacks.connection(userData).receivedHeader(
+                streamID: frame.pointee.hd.stream_id, name: UnsafeBufferPointer(start: name, count: nameLength),
+                value: UnsafeBufferPointer(start: value, count: valueLength), flags: flags)
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks) { _, _, streamID, data, length, userData in
+            guard let data, let userData else { return 0 }
+            ServerSessionCallbacks.connection(userData).receivedData(streamID: streamID, UnsafeBufferPointer(start: data, count: length))
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks) { _, frame, userData in
+            guard let frame, let userData else { return 0 }
+            ServerSessionCallbacks.connection(userData).receivedFrame(frame)
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, streamID, _, userData in
+            guard let userData else { return 0 }
+            ServerSessionCallbacks.connection(userData).streamClosed(streamID: streamID)
+            return 0
+        }
+        return callbacks
+    }
+
+    fileprivate static func connection(_ userData: UnsafeMutableRawPointer) -> ServerConnection {
+        Unmanaged<ServerConnection>.fromOpaque(userData).takeUnretainedValue()
+    }
+}

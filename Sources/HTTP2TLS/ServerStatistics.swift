@@ -1,0 +1,31 @@
+import Synchronization
+
+/// Counters an `HTTP2Server` keeps for tests and benchmarks.
+public struct ServerStatistics: Sendable, Equatable {
+    public var connectionsAccepted: Int
+    public var openConnections: Int
+    public var requestsReceived: Int
+    /// The most streams any one connection had open at the same time.
+    public var peakConcurrentStreams: Int
+}
+
+final class ServerCounters: Sendable {
+    let connectionsAccepted = Atomic<Int>(0)
+    let openConnections = Atomic<Int>(0)
+    let requestsReceived = Atomic<Int>(0)
+    let peakConcurrentStreams = Atomic<Int>(0)
+
+    var snapshot: ServerStatistics {
+        ServerStatistics(connectionsAccepted: connectionsAccepted.load(ordering: .relaxed),
+                         openConnections: openConnections.load(ordering: .relaxed),
+                         requestsReceived: requestsReceived.load(ordering: .relaxed),
+                         peakConcurrentStreams: peakConcurrentStreams.load(ordering: .relaxed))
+    }
+
+    /// Only the I/O thread writes, so load-then-store cannot lose a larger value.
+    func notePeak(_ open: Int) {
+        if open > peakConcurrentStreams.load(ordering: .relaxed) {
+            peakConcurrentStreams.store(open, ordering: .relaxed)
+        }
+    }
+}

@@ -1,0 +1,163 @@
+import COpenSSL
+import CShims
+import Glibc
+
+/// A non-blocking socket with an OpenSSL session on it, plus the outgoing bytes not yet
+/// accepted by SSL_write. Thread-confined to the I/O thread; closes both in `close()`.
+final class TLSStream {
+    enum Step { case done, inProgress, failed(String) }
+    enum ReadResult { case data(Int), wouldBlock, closed, failed(String) }
+
+    let descriptor: Int32
+    let ssl: OpaquePointer
+    private let counter: LiveObjectCounter
+    private var output: [UInt8] = []
+    private var outputStart = 0
+    /// The last SSL call asked for the socket to become writable / readable.
+    private(set) var wantsWritable = false
+    private var isClosed = false
+
+    /// Takes ownership of `descriptor` (already counted as a live socket) on success.
+    init?(descriptor: Int32, context: OpaquePointer, isServer: Bool, counter: LiveObjectCounter) {
+        guard let ssl = SSL_new(context) else { return nil }
+        guard SSL_set_fd(ssl, descriptor) == 1 else {
+            SSL_free(ssl)
+            return nil
+        }
+        if isServer { SSL_set_accept_state(ssl) } else { SSL_set_connect_state(ssl) }
+        self.descriptor = descriptor
+        self.ssl = ssl
+        self.counter = counter
+        counter.tlsSessions.add(1, ordering: .relaxed)
+        output.reserveCapacity(Self.batchSize + 16_384)
+    }
+
+    /// How many bytes of HTTP/2 output are gathered for one SSL_write.
+    static let batchSize = 65_536
+
+    var pendingOutputCount: Int { output.count - outputStart }
+    var hasPendingOutput: Bool { outputStart < output.count }
+
+    var pollEvents: Int16 {
+        Int16(POLLIN) | (wantsWritable || hasPendingOutput ? Int16(POLLOUT) : 0)
+    }
+
+    func handshake() -> Step {
+        ERR_clear_error()
+        let status = SSL_do_handshake(ssl)
+        if status == 1 {
+            wantsWritable = false
+            return .done
+        }
+        switch SSL_get_error(ssl, status) {
+        case SSL_ERROR_WANT_READ:
+            wantsWritable = false
+            return .inProgress
+        case SSL_ERROR_WANT_WRITE:
+            wantsWritable = true
+            return .inProgress
+        default:
+            let verify = SSL_get_verify_result(ssl)
+            var detail = OpenSSLErrors.drain()
+            if verify != X509_V_OK, let text = X509_verify_cert_error_string(verify) {
+                detail = "certificate verify failed: \(String(cString: text))" + (detail.isEmpty ? "" : " (\(detail))")
+            }
+            if detail.isEmpty { detail = errno != 0 ? Socket.errorText() : "connection closed during handshake" }
+            return .failed(detail)
+        }
+    }
+
+    func read(into buffer: UnsafeMutableRawBufferPointer) -> ReadResult {
+        ERR_clear_error()
+        let count = SSL_read(ssl, buffer.baseAddress, Int32(buffer.count))
+        if count > 0 { return .data(Int(count)) }
+        switch SSL_get_error(ssl, count) {
+        case SSL_ERROR_WANT_READ: return .wouldBlock
+        case SSL_ERROR_WANT_WRITE:
+            wantsWritable = true
+            return .wouldBlock
+        case SSL_ERROR_ZERO_RETURN: return .closed
+        case SSL_ERROR_SYSCALL:
+            let code = errno
+            let queued = OpenSSLErrors.drain()
+            if code == 0 && queued.isEmpty { return .closed }
+            return .failed(queued.isEmpty ? Socket.errorText(code) : queued)
+        default:
+            return .failed(OpenSSLErrors.describe("SSL_read"))
+        }
+    }
+
+    func append(_ bytes: UnsafePointer<UInt8>, count: Int) {
+        output.append(contentsOf: UnsafeBufferPointer(start: bytes, count: count))
+    }
+
+    /// Writes pending output until done or the socket is full.
+    func flush() -> Step {
+        wantsWritable = false
+        while outputStart < output.count {
+            ERR_clear_error()
+            let written = output.withUnsafeBytes { raw in
+                SSL_write(ssl, raw.baseAddress! + outputStart, Int32(output.count - outputStart))
+            }
+            if written > 0 {
+                outputStart += Int(written)
+                continue
+            }
+            switch SSL_get_error(ssl, written) {
+            case SSL_ERROR_WANT_WRITE:
+                wantsWritable = true
+                return .inProgress
+            case SSL_ERROR_WANT_READ:
+                return .inProgress
+            case SSL_ERROR_SYSCALL:
+                let queued = OpenSSLErrors.drain()
+                return .failed(queued.isEmpty ? Socket.errorText() : queued)
+            default:
+                return .failed(OpenSSLErrors.describe("SSL_write"))
+            }
+        }
+        output.removeAll(keepingCapacity: true)
+        outputStart = 0
+        return .done
+    }
+
+    /// Subject (RFC 2253) and DER of the peer's certificate, if it sent one.
+    func peerCertificate() -> (subject: String, der: [UInt8])? {
+        guard let certificate = SSL_get1_peer_certificate(ssl) else { return nil }
+        defer { X509_free(certificate) }
+        var subject = ""
+        if let name = X509_get_subject_name(certificate), let bio = BIO_new(BIO_s_mem()) {
+            defer { BIO_free(bio) }
+            if X509_NAME_print_ex(bio, name, 0, pgpush_XN_FLAG_RFC2253()) >= 0 {
+                var data: UnsafeMutablePointer<CChar>?
+                let length = pgpush_BIO_get_mem_data(bio, &data)
+                if let data, length > 0 {
+                    subject = String(decoding: UnsafeRawBufferPointer(start: data, count: length), as: UTF8.self)
+                }
+            }
+        }
+        var der: [UInt8] = []
+        var buffer: UnsafeMutablePointer<UInt8>?
+        let length = i2d_X509(certificate, &buffer)
+        if length > 0, let buffer {
+            der = Array(UnsafeBufferPointer(start: buffer, count: Int(length)))
+            pgpush_OPENSSL_free(buffer)
+        }
+        return (subject, der)
+    }
+
+    /// Sends close_notify if possible and releases the session and the socket.
+    func close() {
+        guard !isClosed else { return }
+        isClosed = true
+        ERR_clear_error()
+        if SSL_is_init_finished(ssl) == 1 { _ = SSL_shutdown(ssl) }
+        ERR_clear_error()
+        SSL_free(ssl)
+        Glibc.close(descriptor)
+        counter.tlsSessions.subtract(1, ordering: .relaxed)
+        counter.sockets.subtract(1, ordering: .relaxed)
+    }
+
+    deinit { close() }
+}

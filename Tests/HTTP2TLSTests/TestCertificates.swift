@@ -1,0 +1,96 @@
+import Foundation
+
+/// Certificates made with the `openssl` CLI once per test run, in a temporary directory:
+/// a CA with a server certificate for localhost/127.0.0.1, the same CA's certificate for
+/// another host name, and an unrelated CA with its own localhost certificate.
+struct TestCertificates: Sendable {
+    let directory: String
+    var caFile: String { directory + "/ca.pem" }
+    var serverCertificate: String { directory + "/server.pem" }
+    var serverKey: String { directory + "/server.key" }
+    var wrongHostCertificate: String { directory + "/wronghost.pem" }
+    var wrongHostKey: String { directory + "/wronghost.key" }
+    var otherCAFile: String { directory + "/otherca.pem" }
+    var otherCAServerCertificate: String { directory + "/otherserver.pem" }
+    var otherCAServerKey: String { directory + "/otherserver.key" }
+
+    static let shared: Result<TestCertificates, TestSetupError> = make()
+
+    static func get() throws -> TestCertificates { try shared.get() }
+
+    private static func make() -> Result<TestCertificates, TestSetupError> {
+        let directory = NSTemporaryDirectory() + "h2tls-certs-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            let run = { (arguments: [String]) throws in _ = try Tool.run("openssl", arguments, in: directory) }
+            for ca in ["ca", "otherca"] {
+                try run(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                         "-keyout", "\(ca).key", "-out", "\(ca).pem", "-days", "2", "-subj", "/CN=pgpush test \(ca)",
+                         "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign"])
+            }
+            for (name, ca, san) in [("server", "ca", "DNS:localhost,IP:127.0.0.1"),
+                                    ("wronghost", "ca", "DNS:wrong.example"),
+                                    ("otherserver", "otherca", "DNS:localhost,IP:127.0.0.1")] {
+                try "subjectAltName=\(san)\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth,clientAuth\n"
+                    .write(toFile: directory + "/\(name).ext", atomically: true, encoding: .utf8)
+                try run(["req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                         "-keyout", "\(name).key", "-out", "\(name).csr", "-subj", "/CN=\(name)"])
+                try run(["x509", "-req", "-in", "\(name).csr", "-CA", "\(ca).pem", "-CAkey", "\(ca).key", "-CAcreateserial",
+                         "-out", "\(name).pem", "-days", "2", "-extfile", "\(name).ext"])
+            }
+            return .success(TestCertificates(directory: directory))
+        } catch let error as TestSetupError {
+            return .failure(error)
+        } catch {
+            return .failure(TestSetupError(message: "\(error)"))
+        }
+    }
+}
+
+struct TestSetupError: Error, Sendable, CustomStringConvertible {
+    var message: String
+    var description: String { message }
+}
+
+/// Runs command-line tools (openssl, h2load, nghttpd) for tests.
+enum Tool {
+    static func path(_ name: String) -> String? {
+        for directory in ["/usr/bin", "/usr/sbin", "/usr/local/bin", "/bin"] {
+            let candidate = directory + "/" + name
+            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+        }
+        return nil
+    }
+
+    @discardableResult
+    static func run(_ name: String, _ arguments: [String], in directory: String? = nil) throws -> String {
+        guard let executable = path(name) else { throw TestSetupError(message: "\(name) not found") }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        let text = String(decoding: data, as: UTF8.self)
+        guard process.terminationStatus == 0 else {
+            throw TestSetupError(message: "\(name) \(arguments.joined(separator: " ")) failed: \(text)")
+        }
+        return text
+    }
+
+    /// Starts a long-running tool; the caller terminates it.
+    static func start(_ name: String, _ arguments: [String]) throws -> Process {
+        guard let executable = path(name) else { throw TestSetupError(message: "\(name) not found") }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        return process
+    }
+}

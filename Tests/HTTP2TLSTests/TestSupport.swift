@@ -1,0 +1,121 @@
+import Foundation
+import Glibc
+import HTTP2TLS
+import Synchronization
+
+/// A handler made of closures, for tests.
+final class ClosureHandler: HTTP2ServerHandler {
+    let onRequest: @Sendable (ServerRequest, ServerResponder) -> Void
+    let onOpen: @Sendable (ServerConnectionInfo) -> Void
+    let onClose: @Sendable (Int) -> Void
+
+    init(onOpen: @escaping @Sendable (ServerConnectionInfo) -> Void = { _ in },
+         onClose: @escaping @Sendable (Int) -> Void = { _ in },
+         onRequest: @escaping @Sendable (ServerRequest, ServerResponder) -> Void) {
+        self.onRequest = onRequest
+        self.onOpen = onOpen
+        self.onClose = onClose
+    }
+
+    func handle(_ request: ServerRequest, responder: ServerResponder) { onRequest(request, responder) }
+    func connectionOpened(_ connection: ServerConnectionInfo) { onOpen(connection) }
+    func connectionClosed(_ connectionID: Int) { onClose(connectionID) }
+}
+
+/// Answers 200 with the request body, echoing `apns-id` and adding `apns-unique-id`.
+let echoHandler = ClosureHandler { request, responder in
+    var headers = [HeaderField("apns-unique-id", "unique-\(request.streamID)")]
+    if let id = request.headers.value(of: "apns-id") { headers.append(HeaderField("apns-id", id)) }
+    responder.respond(status: 200, headers: headers, body: request.body)
+}
+
+func makeServer(_ handler: any HTTP2ServerHandler, maxConcurrentStreams: Int = 100,
+                certificate: String? = nil, key: String? = nil) throws -> HTTP2Server {
+    let certificates = try TestCertificates.get()
+    var configuration = HTTP2ServerConfiguration(certificateChain: .file(certificate ?? certificates.serverCertificate),
+                                                 privateKey: .file(key ?? certificates.serverKey))
+    configuration.maxConcurrentStreams = maxConcurrentStreams
+    return try HTTP2Server(configuration: configuration, handler: handler)
+}
+
+func clientConfiguration(trusting caFile: String? = nil) throws -> HTTP2ClientConfiguration {
+    let certificates = try TestCertificates.get()
+    return HTTP2ClientConfiguration(tls: try ClientTLSContext(extraCAFile: caFile ?? certificates.caFile))
+}
+
+func request(_ index: Int) -> HTTP2Request {
+    HTTP2Request(path: "/3/device/\(index)", headers: [HeaderField("apns-id", "id-\(index)")], body: Array("body-\(index)".utf8))
+}
+
+/// Waits for the connection's `.closed` event.
+func closeReason(of connection: HTTP2ClientConnection) async -> CloseReason? {
+    for await event in connection.events {
+        if case .closed(let reason) = event { return reason }
+    }
+    return nil
+}
+
+/// Lets a test hand the server to its own handler after creating both.
+final class ServerReference: Sendable {
+    private let server = Mutex<HTTP2Server?>(nil)
+    func set(_ value: HTTP2Server?) { server.withLock { $0 = value } }
+    var value: HTTP2Server? { server.withLock { $0 } }
+}
+
+/// A free TCP port on 127.0.0.1 (bound, then released) for external servers.
+func freePort() throws -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = 0
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let status = withUnsafeMutablePointer(to: &address) { pointer in
+        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+    }
+    guard status else { throw TestSetupError(message: "cannot find a free port") }
+    return Int(UInt16(bigEndian: address.sin_port))
+}
+
+/// Waits until something accepts TCP connections on 127.0.0.1:port (an external server starting up).
+func waitForListener(port: Int, timeout: Duration = .seconds(10)) async throws {
+    let clock = ContinuousClock()
+    let end = clock.now + timeout
+    while clock.now < end {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = UInt16(port).bigEndian
+        let connected = withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
+        close(fd)
+        if connected { return }
+        try await Task.sleep(for: .milliseconds(50))
+    }
+    throw TestSetupError(message: "nothing listening on port \(port)")
+}
+
+/// A Mutex in a class, so escaping closures and tasks can share it.
+final class Locked<Value: Sendable>: Sendable {
+    private let mutex: Mutex<Value>
+    init(_ value: Value) { mutex = Mutex(value) }
+    func withLock<T: Sendable>(_ body: (inout sending Value) -> sending T) -> T { mutex.withLock(body) }
+    var value: Value { mutex.withLock { $0 } }
+}
+
+/// `send` as a Result, for collecting outcomes from task groups.
+func outcome(of connection: HTTP2ClientConnection, _ request: HTTP2Request) async -> Result<HTTP2Response, RequestFailure> {
+    do throws(RequestFailure) {
+        return .success(try await connection.send(request))
+    } catch {
+        return .failure(error)
+    }
+}
+
+func failure(of connection: HTTP2ClientConnection, _ request: HTTP2Request) async -> RequestFailure? {
+    if case .failure(let failure) = await outcome(of: connection, request) { return failure }
+    return nil
+}
