@@ -523,6 +523,8 @@ final class ClientConnection {
         }
         phase = .closed
         closeReason = reason
+        // Visible before any request resolves, so a caller seeing a failure sees the close too.
+        setup.shared.update { $0.phase = .closed(reason) }
         if connectPending {
             connectPending = false
             setup.connected.resume(returning: .failure(.connectFailed(reason.description)))
@@ -552,7 +554,6 @@ final class ClientConnection {
         }
         tls = nil
         descriptor = -1
-        setup.shared.update { $0.phase = .closed(reason) }
         setup.shared.publish(.closed(reason))
     }
 }
