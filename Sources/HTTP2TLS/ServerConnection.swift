@@ -60,7 +60,7 @@ final class ServerConnection {
     var nextTimer: UInt64? { phase == .handshaking ? handshakeDeadline : nil }
 
     func handleTimers(now: UInt64) {
-        if phase == .handshaking && now >= handshakeDeadline { close() }
+        if phase == .handshaking && now >= handshakeDeadline { failHandshake() }
     }
 
     func handle(events: Int16, readBuffer: UnsafeMutableRawBufferPointer) {
@@ -81,11 +81,11 @@ final class ServerConnection {
     private func continueHandshake() {
         switch tls.handshake() {
         case .inProgress: return
-        case .failed: close()
+        case .failed: failHandshake()
         case .done:
             // The ALPN callback rejects clients offering other protocols; this catches clients offering none.
             guard ALPN.selected(by: tls.ssl) == "h2" else {
-                close()
+                failHandshake()
                 return
             }
             var created: OpaquePointer?
@@ -220,6 +220,11 @@ final class ServerConnection {
         stream.responseOffset += count
         if stream.responseOffset == stream.response.count { flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue }
         return count
+    }
+
+    private func failHandshake() {
+        environment.counters.handshakeFailures.add(1, ordering: .relaxed)
+        close()
     }
 
     /// Drops the connection at once (no GOAWAY).

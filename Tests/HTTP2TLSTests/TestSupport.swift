@@ -30,11 +30,13 @@ let echoHandler = ClosureHandler { request, responder in
 }
 
 func makeServer(_ handler: any HTTP2ServerHandler, maxConcurrentStreams: Int = 100,
-                certificate: String? = nil, key: String? = nil) throws -> HTTP2Server {
+                certificate: String? = nil, key: String? = nil,
+                clientCertificates: ClientCertificatePolicy = .none) throws -> HTTP2Server {
     let certificates = try TestCertificates.get()
     var configuration = HTTP2ServerConfiguration(certificateChain: .file(certificate ?? certificates.serverCertificate),
                                                  privateKey: .file(key ?? certificates.serverKey))
     configuration.maxConcurrentStreams = maxConcurrentStreams
+    configuration.clientCertificates = clientCertificates
     return try HTTP2Server(configuration: configuration, handler: handler)
 }
 
