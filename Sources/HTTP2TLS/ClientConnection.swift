@@ -480,6 +480,22 @@ final class ClientConnection {
         if !expired.isEmpty { needsSubmit = true }
     }
 
+    /// The caller's task was cancelled: withdraw the request if it is still open.
+    func cancel(token: UInt64) {
+        if let (streamID, stream) = streams.first(where: { $0.value.pending.token == token }) {
+            streams[streamID] = nil
+            if let session { _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID, NGHTTP2_CANCEL.rawValue) }
+            resolve(stream.pending, .failure(RequestFailure(stream.headersSent ? .possiblyProcessed : .notProcessed, .cancelled)))
+            needsSubmit = true
+            return
+        }
+        for index in queueHead..<queue.count where queue[index]?.token == token {
+            if let pending = queue[index] { resolve(pending, .failure(RequestFailure(.notProcessed, .cancelled))) }
+            queue[index] = nil
+            return
+        }
+    }
+
     // MARK: closing
 
     private var closeReason: CloseReason?

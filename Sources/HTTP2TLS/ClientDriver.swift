@@ -34,6 +34,8 @@ final class ClientDriver: EventLoopDriver {
             } else {
                 pending.resolve(.failure(RequestFailure(.notProcessed, .connectionClosed(.closedLocally))))
             }
+        case .cancel(let id, let token):
+            connections[id]?.cancel(token: token)
         case .close(let id, let graceful):
             connections[id]?.requestClose(graceful: graceful)
             removeIfClosed(id)

@@ -84,19 +84,25 @@ public final class HTTP2ClientConnection: Sendable {
     public var outstandingRequests: Int { shared.outstanding.load(ordering: .relaxed) }
 
     /// Sends one request; resolves exactly once with the answer or a `RequestFailure` that
-    /// says whether the server may have processed it.
+    /// says whether the server may have processed it. Cancelling the task resets the stream.
     public func send(_ request: HTTP2Request) async throws(RequestFailure) -> HTTP2Response {
+        if Task.isCancelled { throw RequestFailure(.notProcessed, .cancelled) }
         let deadline = MonotonicClock.now() &+ MonotonicClock.nanoseconds(request.timeout ?? requestTimeout)
-        shared.outstanding.add(1, ordering: .relaxed)
         let loop = self.loop
         let shared = self.shared
         let id = self.id
-        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<HTTP2Response, RequestFailure>, Never>) in
-            let pending = PendingRequest(request: request, deadline: deadline, continuation: continuation)
-            if !loop.post(.send(connectionID: id, pending)) {
-                shared.outstanding.subtract(1, ordering: .relaxed)
-                continuation.resume(returning: .failure(RequestFailure(.notProcessed, .connectionClosed(.closedLocally))))
+        let token = shared.nextToken.add(1, ordering: .relaxed).oldValue
+        shared.outstanding.add(1, ordering: .relaxed)
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Result<HTTP2Response, RequestFailure>, Never>) in
+                let pending = PendingRequest(token: token, request: request, deadline: deadline, continuation: continuation)
+                if !loop.post(.send(connectionID: id, pending)) {
+                    shared.outstanding.subtract(1, ordering: .relaxed)
+                    continuation.resume(returning: .failure(RequestFailure(.notProcessed, .connectionClosed(.closedLocally))))
+                }
             }
+        } onCancel: {
+            loop.post(.cancel(connectionID: id, token: token))
         }
         return try result.get()
     }

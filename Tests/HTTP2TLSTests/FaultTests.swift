@@ -181,4 +181,29 @@ struct FaultTests {
         #expect(try await inFlight.status == 200)
         #expect(await closeReason(of: connection) == .closedLocally)
     }
+
+    @Test("cancelling the calling task withdraws a request; the connection stays usable", .timeLimit(.minutes(1)))
+    func cancellation() async throws {
+        let arrived = AsyncStream<Void>.makeStream()
+        let server = try makeServer(ClosureHandler { request, responder in
+            if request.path == "/hold" { arrived.continuation.yield() } else { responder.respond(status: 200) }
+        })
+        defer { server.shutdown() }
+        let client = try HTTP2Client()
+        defer { client.shutdown() }
+        let connection = try await client.connect(host: "127.0.0.1", port: server.port, configuration: try clientConfiguration())
+        let task = Task { await failure(of: connection, HTTP2Request(path: "/hold")) }
+        var iterator = arrived.stream.makeAsyncIterator()
+        await iterator.next()
+        task.cancel()
+        #expect(await task.value == RequestFailure(.possiblyProcessed, .cancelled))
+        #expect(try await connection.send(request(1)).status == 200)
+        #expect(connection.outstandingRequests == 0)
+
+        let cancelledEarly = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return await failure(of: connection, request(2))
+        }
+        #expect(await cancelledEarly.value == RequestFailure(.notProcessed, .cancelled))
+    }
 }
