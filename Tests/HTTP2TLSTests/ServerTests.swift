@@ -98,4 +98,23 @@ struct ServerTests {
         #expect(info.peerCertificateDER?.isEmpty == false)
         #expect(info.peerAddress.hasPrefix("127.0.0.1:"))
     }
+
+    @Test("clients without ALPN h2 or below TLS 1.2 are turned away", .enabled(if: Tool.path("openssl") != nil),
+          .timeLimit(.minutes(1)),
+          arguments: [["-alpn", "http/1.1"], [], ["-tls1_1", "-cipher", "DEFAULT@SECLEVEL=0", "-alpn", "h2"]])
+    func refusedClients(options: [String]) async throws {
+        let server = try makeServer(echoHandler)
+        defer { server.shutdown() }
+        let certificates = try TestCertificates.get()
+        // s_client (stdin held open) exits only once the server has ended the connection.
+        let process = try Tool.start("openssl", ["s_client", "-connect", "127.0.0.1:\(server.port)", "-CAfile", certificates.caFile] + options)
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            Thread.detachNewThread {
+                process.waitUntilExit()
+                continuation.resume()
+            }
+        }
+        #expect(server.statistics.handshakeFailures == 1)
+        #expect(server.statistics.openConnections == 0)
+    }
 }

@@ -73,6 +73,7 @@ enum Tool {
         let output = Pipe()
         process.standardOutput = output
         process.standardError = output
+        process.standardInput = FileHandle.nullDevice
         try process.run()
         let data = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
