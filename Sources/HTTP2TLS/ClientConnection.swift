@@ -22,6 +22,7 @@ final class ClientConnection {
     private(set) var tls: TLSStream?
     private var session: OpaquePointer?
     private var connectPending = true
+    private var connectError: ConnectError?
 
     private var streams: [Int32: ClientStream] = [:]
     private var queue: [PendingRequest?] = []
@@ -162,8 +163,7 @@ final class ClientConnection {
 
     private func failConnect(_ error: ConnectError) {
         guard connectPending else { return }
-        connectPending = false
-        setup.connected.resume(returning: .failure(error))
+        connectError = error
         close(.ioError(error.description))
     }
 
@@ -246,7 +246,7 @@ final class ClientConnection {
         streams[streamID] = ClientStream(pending)
     }
 
-    fileprivate func readBody(streamID: Int32, into buffer: UnsafeMutablePointer<UInt8>, length: Int, flags: UnsafeMutablePointer<UInt32>) -> Int {
+    func readBody(streamID: Int32, into buffer: UnsafeMutablePointer<UInt8>, length: Int, flags: UnsafeMutablePointer<UInt32>) -> Int {
         guard let stream = streams[streamID] else { return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue) }
         let body = stream.pending.request.body
         let count = min(length, body.count - stream.bodyOffset)
@@ -265,7 +265,7 @@ final class ClientConnection {
 
     // MARK: nghttp2 callbacks
 
-    fileprivate func receivedHeader(streamID: Int32, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
+    func receivedHeader(streamID: Int32, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
         guard let stream = streams[streamID] else { return }
         if name.count == 7 && name.elementsEqual(":status".utf8) {
             stream.status = Int(String(decoding: value, as: UTF8.self))
@@ -274,11 +274,11 @@ final class ClientConnection {
         }
     }
 
-    fileprivate func receivedData(streamID: Int32, _ data: UnsafeBufferPointer<UInt8>) {
+    func receivedData(streamID: Int32, _ data: UnsafeBufferPointer<UInt8>) {
         streams[streamID]?.body.append(contentsOf: data)
     }
 
-    fileprivate func receivedFrame(_ frame: UnsafePointer<nghttp2_frame>) {
+    func receivedFrame(_ frame: UnsafePointer<nghttp2_frame>) {
         let header = frame.pointee.hd
         switch UInt32(header.type) {
         case NGHTTP2_HEADERS.rawValue, NGHTTP2_DATA.rawValue:
@@ -323,13 +323,13 @@ final class ClientConnection {
         }
     }
 
-    fileprivate func sentFrame(_ frame: UnsafePointer<nghttp2_frame>) {
+    func sentFrame(_ frame: UnsafePointer<nghttp2_frame>) {
         if UInt32(frame.pointee.hd.type) == NGHTTP2_HEADERS.rawValue {
             streams[frame.pointee.hd.stream_id]?.headersSent = true
         }
     }
 
-    fileprivate func frameNotSent(_ frame: UnsafePointer<nghttp2_frame>) {
+    func frameNotSent(_ frame: UnsafePointer<nghttp2_frame>) {
         // A request whose HEADERS never left (e.g. GOAWAY arrived first) was not processed.
         guard UInt32(frame.pointee.hd.type) == NGHTTP2_HEADERS.rawValue,
               let stream = streams.removeValue(forKey: frame.pointee.hd.stream_id) else { return }
@@ -339,7 +339,7 @@ final class ClientConnection {
         needsSubmit = true
     }
 
-    fileprivate func streamClosed(streamID: Int32, errorCode: UInt32) {
+    func streamClosed(streamID: Int32, errorCode: UInt32) {
         guard let stream = streams.removeValue(forKey: streamID) else { return }
         needsSubmit = true
         if stream.endStreamReceived, errorCode == NGHTTP2_NO_ERROR.rawValue, let status = stream.status {
@@ -541,10 +541,6 @@ final class ClientConnection {
         closeReason = reason
         // Visible before any request resolves, so a caller seeing a failure sees the close too.
         setup.shared.update { $0.phase = .closed(reason) }
-        if connectPending {
-            connectPending = false
-            setup.connected.resume(returning: .failure(.connectFailed(reason.description)))
-        }
         let open = streams
         streams.removeAll()
         for (streamID, stream) in open {
@@ -570,52 +566,11 @@ final class ClientConnection {
         }
         tls = nil
         descriptor = -1
+        // Resolved only after the socket is released, so a caller never sees a failed connect still holding it.
+        if connectPending {
+            connectPending = false
+            setup.connected.resume(returning: .failure(connectError ?? .connectFailed(reason.description)))
+        }
         setup.shared.publish(.closed(reason))
-    }
-}
-
-/// The nghttp2 callback table for client sessions; user_data is the `ClientConnection`,
-/// which outlives its session because it deletes the session before it goes away.
-enum ClientSessionCallbacks {
-    static func make() -> OpaquePointer? {
-        var callbacks: OpaquePointer?
-        guard nghttp2_session_callbacks_new(&callbacks) == 0, let callbacks else { return nil }
-        nghttp2_session_callbacks_set_on_header_callback(callbacks) { _, frame, name, nameLength, value, valueLength, _, userData in
-            guard let frame, let name, let value, let userData else { return 0 }
-            ClientSessionCallbacks.connection(userData).receivedHeader(streamID: frame.pointee.hd.stream_id,
-                                                name: UnsafeBufferPointer(start: name, count: nameLength),
-                                                value: UnsafeBufferPointer(start: value, count: valueLength))
-            return 0
-        }
-        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks) { _, _, streamID, data, length, userData in
-            guard let data, let userData else { return 0 }
-            ClientSessionCallbacks.connection(userData).receivedData(streamID: streamID, UnsafeBufferPointer(start: data, count: length))
-            return 0
-        }
-        nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks) { _, frame, userData in
-            guard let frame, let userData else { return 0 }
-            ClientSessionCallbacks.connection(userData).receivedFrame(frame)
-            return 0
-        }
-        nghttp2_session_callbacks_set_on_frame_send_callback(callbacks) { _, frame, userData in
-            guard let frame, let userData else { return 0 }
-            ClientSessionCallbacks.connection(userData).sentFrame(frame)
-            return 0
-        }
-        nghttp2_session_callbacks_set_on_frame_not_send_callback(callbacks) { _, frame, _, userData in
-            guard let frame, let userData else { return 0 }
-            ClientSessionCallbacks.connection(userData).frameNotSent(frame)
-            return 0
-        }
-        nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, streamID, errorCode, userData in
-            guard let userData else { return 0 }
-            ClientSessionCallbacks.connection(userData).streamClosed(streamID: streamID, errorCode: errorCode)
-            return 0
-        }
-        return callbacks
-    }
-
-    fileprivate static func connection(_ userData: UnsafeMutableRawPointer) -> ClientConnection {
-        Unmanaged<ClientConnection>.fromOpaque(userData).takeUnretainedValue()
     }
 }
