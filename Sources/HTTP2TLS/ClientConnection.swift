@@ -37,6 +37,7 @@ final class ClientConnection {
     private var needsSubmit = false
 
     private let connectDeadline: UInt64
+    private let defaultAuthority: String
     private var earliestDeadline: UInt64 = .max
     private var lastReceive: UInt64
     private var pingSentAt: UInt64?
@@ -48,6 +49,7 @@ final class ClientConnection {
         self.setup = setup
         self.callbacks = callbacks
         self.counter = counter
+        defaultAuthority = setup.port == 443 ? setup.host : "\(setup.host):\(setup.port)"
         let now = MonotonicClock.now()
         connectDeadline = now &+ MonotonicClock.nanoseconds(setup.configuration.connectTimeout)
         lastReceive = now
@@ -59,7 +61,12 @@ final class ClientConnection {
             nghttp2_session_del(session)
             counter.http2Sessions.subtract(1, ordering: .relaxed)
         }
-        tls?.close()
+        if let tls {
+            tls.close()
+        } else if descriptor >= 0 {
+            Glibc.close(descriptor)
+            counter.sockets.subtract(1, ordering: .relaxed)
+        }
     }
 
     // MARK: connecting
@@ -104,11 +111,16 @@ final class ClientConnection {
         }
         tls = stream
         let host = setup.host
+        // Without the expected name in place any certificate from a trusted CA would pass.
+        let nameSet: Bool
         if Self.isIPAddress(host) {
-            _ = X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(stream.ssl), host)
+            nameSet = X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(stream.ssl), host) == 1
         } else {
-            _ = pgpush_SSL_set_tlsext_host_name(stream.ssl, host)
-            _ = SSL_set1_host(stream.ssl, host)
+            nameSet = pgpush_SSL_set_tlsext_host_name(stream.ssl, host) == 1 && SSL_set1_host(stream.ssl, host) == 1
+        }
+        guard nameSet else {
+            failConnect(.tlsHandshakeFailed(OpenSSLErrors.describe("cannot set expected host name \(host)")))
+            return
         }
         phase = .handshaking
         continueHandshake()
@@ -219,7 +231,7 @@ final class ClientConnection {
         headerBlock.reset()
         headerBlock.add(":method", request.method)
         headerBlock.add(":scheme", "https")
-        headerBlock.add(":authority", request.authority ?? (setup.port == 443 ? setup.host : "\(setup.host):\(setup.port)"))
+        headerBlock.add(":authority", request.authority ?? defaultAuthority)
         headerBlock.add(":path", request.path)
         for field in request.headers { headerBlock.add(field.name, field.value, neverIndex: field.neverIndex) }
 

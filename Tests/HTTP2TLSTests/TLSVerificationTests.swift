@@ -94,6 +94,39 @@ struct TLSVerificationTests {
         }
     }
 
+    @Test("a listener that never completes the handshake hits the connect timeout", .timeLimit(.minutes(1)))
+    func connectTimeout() async throws {
+        let listener = try SilentListener()
+        defer { listener.close() }
+        var configuration = try clientConfiguration()
+        configuration.connectTimeout = .milliseconds(300)
+        let start = ContinuousClock.now
+        let error = try await connectError(host: "127.0.0.1", port: listener.port, configuration: configuration)
+        #expect(error == .timedOut)
+        #expect(ContinuousClock.now - start >= .milliseconds(290))
+    }
+
+    @Test("an unknown host name fails resolution")
+    func unresolvableHost() async throws {
+        let error = try await connectError(host: "nonexistent.invalid", port: 443, configuration: try clientConfiguration())
+        guard case .resolutionFailed(let host, _) = error else {
+            Issue.record("expected a resolution failure, got \(String(describing: error))")
+            return
+        }
+        #expect(host == "nonexistent.invalid")
+    }
+
+    @Test("nothing listening: connect fails at once")
+    func refusedConnect() async throws {
+        let port = try freePort()
+        let error = try await connectError(host: "127.0.0.1", port: port, configuration: try clientConfiguration())
+        guard case .connectFailed(let detail) = error else {
+            Issue.record("expected a connect failure, got \(String(describing: error))")
+            return
+        }
+        #expect(detail.contains("refused"))
+    }
+
     /// Runs `openssl s_server` with the test certificate on a free port for `body`.
     private func withOpenSSLServer<T>(_ extra: [String], _ body: (Int) async throws -> T) async throws -> T {
         let certificates = try TestCertificates.get()
