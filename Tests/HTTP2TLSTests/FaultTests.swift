@@ -206,4 +206,27 @@ struct FaultTests {
         }
         #expect(await cancelledEarly.value == RequestFailure(.notProcessed, .cancelled))
     }
+
+    @Test("GOAWAY to all connections after their last request: every connection closes with the reason", .timeLimit(.minutes(1)))
+    func goAwayToAll() async throws {
+        let server = try makeServer(echoHandler)
+        defer { server.shutdown() }
+        let client = try HTTP2Client()
+        defer { client.shutdown() }
+        var connections: [HTTP2ClientConnection] = []
+        for index in 0..<3 {
+            let connection = try await client.connect(host: "127.0.0.1", port: server.port, configuration: try clientConfiguration())
+            #expect(try await connection.send(request(index)).status == 200)
+            connections.append(connection)
+        }
+        server.sendGoAwayToAll(debugData: Array(#"{"reason":"IdleTimeout"}"#.utf8))
+        for connection in connections {
+            guard case .goAway(let goAway) = await closeReason(of: connection) else {
+                Issue.record("connection \(connection.id) did not close on GOAWAY")
+                continue
+            }
+            #expect(goAway.reason == "IdleTimeout")
+            #expect(goAway.lastStreamID == 1)
+        }
+    }
 }
