@@ -169,4 +169,24 @@ struct ConcurrencyTests {
         #expect(headers.contains(HeaderField("authorization", "bearer secret", neverIndex: true)))
         #expect(headers.contains(HeaderField("apns-topic", "com.example", neverIndex: false)))
     }
+
+    @Test("large bodies in both directions pass flow control intact")
+    func largeBodies() async throws {
+        let server = try makeServer(echoHandler)
+        defer { server.shutdown() }
+        let client = try HTTP2Client()
+        defer { client.shutdown() }
+        let connection = try await client.connect(host: "127.0.0.1", port: server.port, configuration: try clientConfiguration())
+        let intact = try await withThrowingTaskGroup(of: Bool.self) { group in
+            for index in 0..<24 {
+                group.addTask {
+                    let body = (0..<(700_000 + index * 1000)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ index) }
+                    let response = try await connection.send(HTTP2Request(path: "/big/\(index)", body: body))
+                    return response.status == 200 && response.body == body
+                }
+            }
+            return try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+        }
+        #expect(intact == 24)
+    }
 }
