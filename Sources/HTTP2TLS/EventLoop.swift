@@ -33,6 +33,7 @@ final class EventLoop<Command: Sendable>: Sendable {
     private let wakeDescriptor: Int32
     private let thread = Mutex<pthread_t?>(nil)
     private let counter: LiveObjectCounter
+    private let loopThread = Atomic<pthread_t>(0)
 
     init(name: String, counter: LiveObjectCounter, makeDriver: @escaping @Sendable (EventLoop<Command>) -> any EventLoopDriver<Command>) throws(LoopStartError) {
         // A write to a socket the peer reset must be an error, not a process-killing signal.
@@ -73,7 +74,8 @@ final class EventLoop<Command: Sendable>: Sendable {
             return inbox.commands.count == 1
         }
         guard let shouldWake else { return false }
-        if shouldWake { wake() }
+        // The loop thread itself looks at the inbox again before it sleeps.
+        if shouldWake && pthread_equal(pthread_self(), loopThread.load(ordering: .relaxed)) == 0 { wake() }
         return true
     }
 
@@ -101,6 +103,7 @@ final class EventLoop<Command: Sendable>: Sendable {
     }
 
     private func run(driver: any EventLoopDriver<Command>) {
+        loopThread.store(pthread_self(), ordering: .relaxed)
         var batch: [Command] = []
         var descriptors: [pollfd] = []
         while true {
@@ -118,7 +121,9 @@ final class EventLoop<Command: Sendable>: Sendable {
             descriptors.append(pollfd(fd: wakeDescriptor, events: Int16(POLLIN), revents: 0))
             let timer = driver.registerInterest(&descriptors)
             var timeout: Int32 = -1
-            if let timer {
+            if inbox.withLock({ !$0.commands.isEmpty }) {
+                timeout = 0
+            } else if let timer {
                 let now = MonotonicClock.now()
                 timeout = timer <= now ? 0 : Int32(min((timer - now + 999_999) / 1_000_000, 60_000))
             }
