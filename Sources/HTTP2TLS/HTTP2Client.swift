@@ -76,6 +76,7 @@ public final class HTTP2ClientConnection: Sendable {
     deinit { loop.post(.close(connectionID: id, graceful: false)) }
 
     /// Readiness, limit changes, GOAWAY and the final close, in order; ends after `.closed`.
+    /// One stream per connection: iterate it from a single task (the pool's watcher).
     public var events: AsyncStream<ConnectionEvent> { shared.events }
 
     public var status: ConnectionStatus { shared.status.withLock { $0 } }
