@@ -184,7 +184,6 @@ final class ClientConnection {
     func enqueue(_ pending: PendingRequest) {
         if isClosed {
             pending.resolve(.failure(RequestFailure(.notProcessed, .connectionClosed(closeReason ?? .closedLocally))))
-            setup.shared.outstanding.subtract(1, ordering: .relaxed)
             return
         }
         if let goAway {
@@ -271,7 +270,6 @@ final class ClientConnection {
     }
 
     private func resolve(_ pending: PendingRequest, _ result: Result<HTTP2Response, RequestFailure>) {
-        setup.shared.outstanding.subtract(1, ordering: .relaxed)
         pending.resolve(result)
     }
 

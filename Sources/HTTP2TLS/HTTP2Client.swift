@@ -98,13 +98,13 @@ public final class HTTP2ClientConnection: Sendable {
             await withCheckedContinuation { (continuation: CheckedContinuation<Result<HTTP2Response, RequestFailure>, Never>) in
                 let pending = PendingRequest(token: token, request: request, deadline: deadline, continuation: continuation)
                 if !loop.post(.send(connectionID: id, pending)) {
-                    shared.outstanding.subtract(1, ordering: .relaxed)
                     continuation.resume(returning: .failure(RequestFailure(.notProcessed, .connectionClosed(.closedLocally))))
                 }
             }
         } onCancel: {
             loop.post(.cancel(connectionID: id, token: token))
         }
+        shared.outstanding.subtract(1, ordering: .relaxed)
         return try result.get()
     }
 
