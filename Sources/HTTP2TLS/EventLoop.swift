@@ -47,6 +47,7 @@ final class EventLoop<Command: Sendable>: Sendable {
             run(driver: makeDriver(self))
         }
         let box = Unmanaged.passRetained(ThreadBody(body)).toOpaque()
+        counter.ioThreads.add(1, ordering: .relaxed)
         var handle = pthread_t()
         let status = pthread_create(&handle, nil, { argument in
             guard let argument else { return nil }
@@ -56,10 +57,10 @@ final class EventLoop<Command: Sendable>: Sendable {
         }, box)
         guard status == 0 else {
             Unmanaged<ThreadBody>.fromOpaque(box).release()
+            counter.ioThreads.subtract(1, ordering: .relaxed)
             close(descriptor)
             throw LoopStartError(detail: "pthread_create: \(Socket.errorText(status))")
         }
-        counter.ioThreads.add(1, ordering: .relaxed)
         thread.withLock { $0 = handle }
     }
 
