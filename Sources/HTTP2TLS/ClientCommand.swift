@@ -30,6 +30,8 @@ enum ClientCommand: Sendable {
     case send(connectionID: Int, PendingRequest)
     case cancel(connectionID: Int, token: UInt64)
     case close(connectionID: Int, graceful: Bool)
+    /// The last handle is gone: no further command will name this connection.
+    case release(connectionID: Int)
 }
 
 /// The part of a connection both the I/O thread and callers see: status and events.

@@ -508,7 +508,7 @@ final class ClientConnection {
 
     // MARK: closing
 
-    private var closeReason: CloseReason?
+    private(set) var closeReason: CloseReason?
 
     /// Graceful: GOAWAY to the server, queued requests fail as not processed, streams in
     /// flight finish, then the connection closes. Otherwise close at once.

@@ -73,7 +73,7 @@ public final class HTTP2ClientConnection: Sendable {
     }
 
     /// Closing when the last handle goes keeps a forgotten connection from living forever.
-    deinit { loop.post(.close(connectionID: id, graceful: false)) }
+    deinit { loop.post(.release(connectionID: id)) }
 
     /// Readiness, limit changes, GOAWAY and the final close, in order; ends after `.closed`.
     /// One stream per connection: iterate it from a single task (the pool's watcher).

@@ -54,8 +54,8 @@ struct FaultTests {
         }
         #expect(goAway.reason == "Shutdown")
         #expect(connection.status.goAway == goAway)
-        // A closed connection turns new requests away without trying them.
-        await #expect(throws: RequestFailure.self) { try await connection.send(request(99)) }
+        // A closed connection turns new requests away without trying them, naming why it closed.
+        #expect(await failure(of: connection, request(99)) == RequestFailure(.notProcessed, .connectionClosed(.goAway(goAway))))
     }
 
     @Test("RST_STREAM REFUSED_STREAM fails as not processed")
@@ -100,24 +100,35 @@ struct FaultTests {
         #expect(connection.outstandingRequests == 0)
     }
 
-    @Test("queued requests whose deadline passes before a stream frees up fail as not processed")
+    @Test("queued requests whose deadline passes before a stream frees up fail as not processed", .timeLimit(.minutes(1)))
     func deadlineWhileQueued() async throws {
-        let server = try makeServer(ClosureHandler { _, _ in }, maxConcurrentStreams: 1)
+        let held = Locked<ServerResponder?>(nil)
+        let arrived = AsyncStream<Void>.makeStream()
+        let server = try makeServer(ClosureHandler { _, responder in
+            held.withLock { $0 = responder }
+            arrived.continuation.yield()
+        }, maxConcurrentStreams: 1)
         defer { server.shutdown() }
         let client = try HTTP2Client()
         defer { client.shutdown() }
-        var configuration = try clientConfiguration()
-        configuration.requestTimeout = .milliseconds(300)
-        let connection = try await client.connect(host: "127.0.0.1", port: server.port, configuration: configuration)
+        let connection = try await client.connect(host: "127.0.0.1", port: server.port, configuration: try clientConfiguration())
+        async let occupying = connection.send(request(0))
+        var iterator = arrived.stream.makeAsyncIterator()
+        await iterator.next()
         let failures = await withTaskGroup(of: RequestFailure?.self) { group in
-            for index in 0..<3 {
-                group.addTask { await failure(of: connection, request(index)) }
+            for index in 1...2 {
+                group.addTask {
+                    var queued = request(index)
+                    queued.timeout = .milliseconds(300)
+                    return await failure(of: connection, queued)
+                }
             }
             return await group.reduce(into: [RequestFailure]()) { if let failure = $1 { $0.append(failure) } }
         }
-        #expect(failures.count == 3)
-        #expect(failures.filter { $0 == RequestFailure(.possiblyProcessed, .deadlineExceeded) }.count == 1)
-        #expect(failures.filter { $0 == RequestFailure(.notProcessed, .deadlineExceeded) }.count == 2)
+        #expect(failures == [RequestFailure(.notProcessed, .deadlineExceeded), RequestFailure(.notProcessed, .deadlineExceeded)])
+        try #require(held.value).respond(status: 200)
+        #expect(try await occupying.status == 200)
+        #expect(server.statistics.requestsReceived == 1)
     }
 
     @Test("server drops the connection: written requests may have been processed, queued ones were not", .timeLimit(.minutes(1)))

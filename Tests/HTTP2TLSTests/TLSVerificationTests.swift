@@ -85,8 +85,8 @@ struct TLSVerificationTests {
             let client = try HTTP2Client()
             defer { client.shutdown() }
             var configuration = try clientConfiguration()
-            configuration.pingInterval = .milliseconds(200)
-            configuration.pingTimeout = .milliseconds(300)
+            configuration.pingInterval = .seconds(1)
+            configuration.pingTimeout = .seconds(1)
             let connection = try await client.connect(host: "127.0.0.1", port: port, configuration: configuration)
             let failure = await failure(of: connection, request(1))
             #expect(failure == RequestFailure(.possiblyProcessed, .connectionClosed(.pingTimeout)))
