@@ -390,7 +390,7 @@ final class ClientConnection {
             continueHandshake()
         case .open:
             guard let session, let tls else { return }
-            if events & Int16(POLLIN | POLLHUP | POLLERR) != 0 {
+            if events & Int16(POLLIN | POLLHUP | POLLERR) != 0 || tls.readWaitsForWritable {
                 let outcome = HTTP2Wire.receive(session: session, tls: tls, buffer: readBuffer)
                 lastReceive = MonotonicClock.now()
                 if case .closed(let reason) = outcome {

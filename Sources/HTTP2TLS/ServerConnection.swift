@@ -68,7 +68,7 @@ final class ServerConnection {
         case .handshaking: continueHandshake()
         case .open:
             guard let session else { return }
-            if events & Int16(POLLIN | POLLHUP | POLLERR) != 0,
+            if events & Int16(POLLIN | POLLHUP | POLLERR) != 0 || tls.readWaitsForWritable,
                case .closed = HTTP2Wire.receive(session: session, tls: tls, buffer: readBuffer) {
                 close()
                 return
