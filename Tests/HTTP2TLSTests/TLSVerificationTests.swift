@@ -85,7 +85,8 @@ struct TLSVerificationTests {
             let client = try HTTP2Client()
             defer { client.shutdown() }
             var configuration = try clientConfiguration()
-            configuration.pingInterval = .seconds(1)
+            // The interval leaves the request ample time to go out first, even on a loaded machine.
+            configuration.pingInterval = .seconds(3)
             configuration.pingTimeout = .seconds(1)
             let connection = try await client.connect(host: "127.0.0.1", port: port, configuration: configuration)
             let failure = await failure(of: connection, request(1))
