@@ -149,11 +149,6 @@ final class EventLoop<Command: Sendable>: Sendable {
     }
 }
 
-public struct LoopStartError: Error, Sendable, CustomStringConvertible {
-    public var detail: String
-    public var description: String { "cannot start I/O thread: \(detail)" }
-}
-
 /// Carries the thread body through pthread_create's `void *`.
 private final class ThreadBody {
     let run: @Sendable () -> Void
