@@ -36,10 +36,13 @@ let package = Package(
             "PGPushCore", "Postgres", "EmbeddedPostgres", "PushQueue", "APNsClient", "APNsSimulator", "PushWorker",
         ]),
 
+        // Shared by the test targets: the throwaway PostgreSQL cluster and fresh databases.
+        .target(name: "PGPushTestSupport", dependencies: ["Postgres", "EmbeddedPostgres", "PushQueue"]),
+
         // Tests mirror the modules.
         .testTarget(name: "PGPushCoreTests", dependencies: ["PGPushCore"]),
-        .testTarget(name: "PostgresTests", dependencies: ["Postgres", "EmbeddedPostgres"]),
-        .testTarget(name: "PushQueueTests", dependencies: ["PushQueue", "Postgres", "EmbeddedPostgres", "PGPushCore"]),
+        .testTarget(name: "PostgresTests", dependencies: ["Postgres", "PGPushTestSupport"]),
+        .testTarget(name: "PushQueueTests", dependencies: ["PushQueue", "Postgres", "PGPushTestSupport", "PGPushCore"]),
         .testTarget(name: "HTTP2TLSTests", dependencies: ["HTTP2TLS"]),
         .testTarget(name: "APNsClientTests", dependencies: ["APNsClient", "APNsSimulator", "HTTP2TLS", "PGPushCore"]),
         .testTarget(name: "APNsSimulatorTests", dependencies: ["APNsSimulator", "HTTP2TLS", "PGPushCore"]),

@@ -11,6 +11,7 @@
 #include <openssl/ecdsa.h>
 #include <openssl/bn.h>
 #include <openssl/rand.h>
+#include <openssl/provider.h>
 
 // Function-like macros Swift cannot import, as static inline functions.
 static inline long pgpush_SSL_CTX_set_min_proto_version(SSL_CTX *ctx, int version) { return SSL_CTX_set_min_proto_version(ctx, version); }

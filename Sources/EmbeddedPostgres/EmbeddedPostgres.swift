@@ -1,0 +1,179 @@
+import Foundation
+import Postgres
+
+/// A throwaway PostgreSQL cluster in a temporary folder, for tests and `pgpush demo`.
+///
+/// The server listens on a Unix socket inside its own folder only, so clusters
+/// never compete for TCP ports. PostgreSQL refuses to run as root; when pgpush
+/// runs as root the server binaries run as the `postgres` OS user. A watchdog
+/// process stops the server and removes the folder if this process dies
+/// without calling `stop()`, so a crashed test run leaves nothing behind.
+public final class EmbeddedPostgres: Sendable {
+    public let directory: String
+    public let port: Int
+    private let binDirectory: String
+    private let runAsUser: String?
+    private let watchdogPID: Int32
+
+    public var dataDirectory: String { directory + "/data" }
+    public var logFile: String { directory + "/server.log" }
+
+    /// Connection string for `database` (default `postgres`) as the superuser `pgpush`.
+    public func conninfo(database: String = "postgres") -> String {
+        "host=\(directory) port=\(port) user=pgpush dbname=\(database)"
+    }
+
+    /// Creates, initializes and starts a new cluster.
+    public static func start() throws -> EmbeddedPostgres {
+        let bin = try findServerBinaries()
+        let runAs: String? = getuid() == 0 ? "postgres" : nil
+        if let runAs { try ensureSystemUser(runAs) }
+
+        var template = Array("/tmp/pgpush-pg-XXXXXX".utf8CString)
+        guard let created = mkdtemp(&template) else {
+            throw EmbeddedPostgresError("could not create a temporary folder: errno \(errno)")
+        }
+        let directory = String(cString: created)
+        if let runAs {
+            try run("/bin/chown", [runAs, directory])
+        }
+        let port = Int.random(in: 20_000...60_000)
+        do {
+            try runServerCommand(bin + "/initdb", [
+                "-D", directory + "/data", "-U", "pgpush", "--auth=trust", "-E", "UTF8", "--no-locale", "--no-sync",
+            ], as: runAs, log: directory + "/initdb.log")
+            let watchdog = try startWatchdog(directory: directory, bin: bin, runAs: runAs)
+            let cluster = EmbeddedPostgres(directory: directory, port: port, binDirectory: bin, runAsUser: runAs, watchdogPID: watchdog)
+            try cluster.startServer()
+            return cluster
+        } catch {
+            try? FileManager.default.removeItem(atPath: directory)
+            throw error
+        }
+    }
+
+    private init(directory: String, port: Int, binDirectory: String, runAsUser: String?, watchdogPID: Int32) {
+        self.directory = directory
+        self.port = port
+        self.binDirectory = binDirectory
+        self.runAsUser = runAsUser
+        self.watchdogPID = watchdogPID
+    }
+
+    /// Starts the server of an initialized cluster (again, after `stopServer`).
+    public func startServer() throws {
+        // fsync and synchronous_commit off: a throwaway cluster trades durability for speed.
+        let options = "-p \(port) -k \(directory) -c listen_addresses= -c fsync=off -c synchronous_commit=off "
+            + "-c full_page_writes=off -c max_connections=300"
+        try Self.runServerCommand(binDirectory + "/pg_ctl", [
+            "-D", dataDirectory, "-l", logFile, "-w", "-t", "60", "-o", options, "start",
+        ], as: runAsUser, log: directory + "/pg_ctl.log")
+    }
+
+    /// Stops the server but keeps the cluster (to test outages and restarts).
+    public func stopServer(mode: String = "fast") throws {
+        try Self.runServerCommand(binDirectory + "/pg_ctl", ["-D", dataDirectory, "-m", mode, "-w", "stop"],
+                                  as: runAsUser, log: directory + "/pg_ctl.log")
+    }
+
+    /// `pg_ctl restart -m fast`: every session is terminated, the server comes back on the same socket.
+    public func restartServer() throws {
+        try stopServer()
+        try startServer()
+    }
+
+    /// Stops the server and removes the cluster's folder.
+    public func stop() {
+        try? stopServer()
+        kill(watchdogPID, SIGKILL)
+        var status: Int32 = 0
+        waitpid(watchdogPID, &status, 0)
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// Creates an empty database and returns its connection string. Names are
+    /// `[a-z0-9_]` only, so the identifier needs no quoting.
+    public func createDatabase(_ name: String) throws -> String {
+        guard !name.isEmpty, name.utf8.allSatisfy({ ($0 >= 97 && $0 <= 122) || ($0 >= 48 && $0 <= 57) || $0 == 95 }) else {
+            throw EmbeddedPostgresError("database names are [a-z0-9_]: \(name)")
+        }
+        let admin = try PostgresConnection(conninfo: conninfo())
+        try admin.execute(script: "CREATE DATABASE \(name)")
+        return conninfo(database: name)
+    }
+
+    // MARK: Processes
+
+    private static func findServerBinaries() throws -> String {
+        let environment = ProcessInfo.processInfo.environment
+        if let configured = environment["PGPUSH_PG_BIN"] { return configured }
+        let root = "/usr/lib/postgresql"
+        let versions = (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []
+        let newest = versions.compactMap(Int.init).sorted().last
+        if let newest, FileManager.default.isExecutableFile(atPath: "\(root)/\(newest)/bin/initdb") {
+            return "\(root)/\(newest)/bin"
+        }
+        throw EmbeddedPostgresError(
+            "PostgreSQL server binaries not found under \(root) (install them: apt-get install -y postgresql), "
+                + "or set PGPUSH_PG_BIN to the folder holding initdb and pg_ctl")
+    }
+
+    private static func ensureSystemUser(_ user: String) throws {
+        if getpwnam(user) != nil { return }
+        try run("/usr/sbin/useradd", ["--system", "--user-group", "--no-create-home", "--shell", "/usr/sbin/nologin", user])
+    }
+
+    private static func runServerCommand(_ executable: String, _ arguments: [String], as user: String?, log: String) throws {
+        if let user {
+            try run("/usr/sbin/runuser", ["-u", user, "--", executable] + arguments, log: log)
+        } else {
+            try run(executable, arguments, log: log)
+        }
+    }
+
+    private static func run(_ executable: String, _ arguments: [String], log: String? = nil) throws {
+        let pid = try spawn(executable, arguments, output: log ?? "/dev/null")
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 {
+            guard errno == EINTR else { throw EmbeddedPostgresError("waitpid failed for \(executable): errno \(errno)") }
+        }
+        let exited = status & 0x7f == 0
+        let code = (status >> 8) & 0xff
+        guard exited && code == 0 else {
+            let tail = log.flatMap { try? String(contentsOfFile: $0, encoding: .utf8) }?
+                .split(separator: "\n").suffix(5).joined(separator: "\n") ?? ""
+            let how = exited ? "exited with \(code)" : "was killed by signal \(status & 0x7f)"
+            throw EmbeddedPostgresError("\(executable) \(how)\(tail.isEmpty ? "" : ":\n" + tail)")
+        }
+    }
+
+    /// posix_spawn with stdin from /dev/null and stdout+stderr appended to `output`.
+    /// (Foundation's Process was seen to hang in waitUntilExit here; plain waitpid does not.)
+    private static func spawn(_ executable: String, _ arguments: [String], output: String) throws -> pid_t {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_APPEND, 0o666)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var pid: pid_t = 0
+        let result = posix_spawn(&pid, executable, &actions, nil, argv, environ)
+        guard result == 0 else { throw EmbeddedPostgresError("could not start \(executable): errno \(result)") }
+        return pid
+    }
+
+    /// A shell loop that outlives us only long enough to clean up after us.
+    private static func startWatchdog(directory: String, bin: String, runAs: String?) throws -> Int32 {
+        let stop = (runAs.map { "/usr/sbin/runuser -u \($0) -- " } ?? "")
+            + "\(bin)/pg_ctl -D \(directory)/data -m immediate -w stop"
+        let script = "while kill -0 \(getpid()) 2>/dev/null; do sleep 1; done; \(stop) >/dev/null 2>&1; rm -rf \(directory)"
+        return try spawn("/bin/sh", ["-c", script], output: "/dev/null")
+    }
+}
+
+public struct EmbeddedPostgresError: Error, CustomStringConvertible, Sendable {
+    public let description: String
+    init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,22 @@
+import COpenSSL
+
+/// ES256 means ECDSA on P-256 with SHA-256; APNs rejects anything else, so a key
+/// of another type or curve is refused when it is loaded rather than at the first push.
+enum ES256KeyCheck {
+    static func requireP256(_ key: OpaquePointer, source: String) throws(CredentialError) {
+        guard EVP_PKEY_get_base_id(key) == EVP_PKEY_EC else {
+            let typeName = EVP_PKEY_get0_type_name(key).map { String(cString: $0) } ?? "non-EC"
+            throw .wrongKeyType(source: source, found: typeName)
+        }
+        var name = [CChar](repeating: 0, count: 80)
+        var nameLength = 0
+        guard EVP_PKEY_get_group_name(key, &name, name.count, &nameLength) == 1 else {
+            _ = CredentialError.takeOpenSSLErrors()
+            throw .wrongCurve(source: source, found: "unnamed (explicit parameters)")
+        }
+        let curve = String(decoding: name.prefix(nameLength).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        guard OBJ_txt2nid(curve) == NID_X9_62_prime256v1 else {
+            throw .wrongCurve(source: source, found: curve)
+        }
+    }
+}

@@ -1,0 +1,108 @@
+import COpenSSL
+
+/// An EC P-256 private key that signs APNs provider tokens (ES256), usually an
+/// Apple `.p8` file (unencrypted PKCS#8 PEM).
+///
+/// `@unchecked Sendable`: the EVP_PKEY is never mutated after loading, and OpenSSL 3
+/// allows concurrent EVP_DigestSign on one key with a separate EVP_MD_CTX per call.
+public final class ES256PrivateKey: @unchecked Sendable, CustomStringConvertible {
+    private let key: OpaquePointer
+
+    private init(owning key: OpaquePointer) {
+        self.key = key
+    }
+
+    deinit {
+        EVP_PKEY_free(key)
+    }
+
+    /// Loads a `.p8` file.
+    public convenience init(contentsOfFile path: String) throws(CredentialError) {
+        let bytes = try CredentialFile.contents(of: path)
+        try self.init(pemBytes: bytes, source: path)
+    }
+
+    /// Loads PEM text; `source` names it in errors.
+    public convenience init(pemEncoded pem: String, source: String = "PEM data") throws(CredentialError) {
+        try self.init(pemBytes: Array(pem.utf8), source: source)
+    }
+
+    private convenience init(pemBytes bytes: [UInt8], source: String) throws(CredentialError) {
+        if PEMCodec.containsEncryptedKey(bytes) {
+            throw .encryptedPrivateKey(source: source)
+        }
+        let loaded = try PEMCodec.reading(bytes) { bio in
+            PEM_read_bio_PrivateKey(bio, nil, PEMCodec.refusePassphrase, nil)
+        }
+        guard let loaded else {
+            _ = CredentialError.takeOpenSSLErrors()
+            throw .notAPrivateKey(source: source)
+        }
+        do {
+            try ES256KeyCheck.requireP256(loaded, source: source)
+        } catch {
+            EVP_PKEY_free(loaded)
+            throw error
+        }
+        // Decoders queue errors for the formats they tried first; the TLS layer must not see them.
+        ERR_clear_error()
+        self.init(owning: loaded)
+    }
+
+    /// A fresh random key, for the simulator and the demo.
+    public static func generate() throws(CredentialError) -> ES256PrivateKey {
+        ES256PrivateKey(owning: try ECKeyGenerator.generateP256())
+    }
+
+    /// The signature of `message` with ECDSA P-256 / SHA-256, as raw r‖s (64 bytes).
+    public func sign(_ message: some Collection<UInt8>) throws(CredentialError) -> [UInt8] {
+        let bytes = Array(message)
+        guard let context = EVP_MD_CTX_new() else { throw CredentialError.openSSL("EVP_MD_CTX_new") }
+        defer { EVP_MD_CTX_free(context) }
+        guard EVP_DigestSignInit(context, nil, EVP_sha256(), nil, key) == 1 else {
+            throw CredentialError.openSSL("EVP_DigestSignInit")
+        }
+        var capacity = 0
+        guard EVP_DigestSign(context, nil, &capacity, bytes, bytes.count) == 1 else {
+            throw CredentialError.openSSL("EVP_DigestSign")
+        }
+        var der = [UInt8](repeating: 0, count: capacity)
+        var length = capacity
+        guard EVP_DigestSign(context, &der, &length, bytes, bytes.count) == 1 else {
+            throw CredentialError.openSSL("EVP_DigestSign")
+        }
+        return try ECDSASignatureEncoding.raw(fromDER: Array(der.prefix(length)))
+    }
+
+    /// The key as unencrypted PKCS#8 PEM (the `.p8` form). This is secret material.
+    public func pkcs8PEM() throws(CredentialError) -> String {
+        try PEMCodec.writing("PEM_write_bio_PrivateKey") { bio in
+            PEM_write_bio_PrivateKey(bio, key, nil, nil, 0, nil, nil) == 1
+        }
+    }
+
+    /// Writes the key as a `.p8` file readable by its owner only (mode 0600).
+    public func writePKCS8(toFile path: String) throws(CredentialError) {
+        try CredentialFile.writeSecret(pkcs8PEM(), to: path)
+    }
+
+    /// The public half as `-----BEGIN PUBLIC KEY-----` PEM.
+    public func publicKeyPEM() throws(CredentialError) -> String {
+        try PEMCodec.writing("PEM_write_bio_PUBKEY") { bio in
+            PEM_write_bio_PUBKEY(bio, key) == 1
+        }
+    }
+
+    /// The public half, holding no private material.
+    public func publicKey() throws(CredentialError) -> ES256PublicKey {
+        try ES256PublicKey(pemEncoded: publicKeyPEM(), source: "derived public key")
+    }
+
+    /// Names the algorithm only; key material never appears in logs.
+    public var description: String { "ES256PrivateKey(P-256)" }
+
+    /// For code in this module that hands the key to OpenSSL (certificate signing).
+    func withEVPKey<Result>(_ body: (OpaquePointer) throws(CredentialError) -> Result) throws(CredentialError) -> Result {
+        try body(key)
+    }
+}

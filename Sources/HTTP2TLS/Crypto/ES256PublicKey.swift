@@ -1,0 +1,80 @@
+import COpenSSL
+
+/// An EC P-256 public key that checks ES256 signatures (the simulator's JWT check).
+///
+/// `@unchecked Sendable`: the EVP_PKEY is never mutated after loading, and OpenSSL 3
+/// allows concurrent EVP_DigestVerify on one key with a separate EVP_MD_CTX per call.
+public final class ES256PublicKey: @unchecked Sendable, CustomStringConvertible {
+    private let key: OpaquePointer
+
+    private init(owning key: OpaquePointer) {
+        self.key = key
+    }
+
+    deinit {
+        EVP_PKEY_free(key)
+    }
+
+    /// Loads `-----BEGIN PUBLIC KEY-----` PEM text; `source` names it in errors.
+    public convenience init(pemEncoded pem: String, source: String = "PEM data") throws(CredentialError) {
+        let loaded = try PEMCodec.reading(Array(pem.utf8)) { bio in
+            PEM_read_bio_PUBKEY(bio, nil, PEMCodec.refusePassphrase, nil)
+        }
+        guard let loaded else {
+            _ = CredentialError.takeOpenSSLErrors()
+            throw .notAPublicKey(source: source)
+        }
+        do {
+            try ES256KeyCheck.requireP256(loaded, source: source)
+        } catch {
+            EVP_PKEY_free(loaded)
+            throw error
+        }
+        // Decoders queue errors for the formats they tried first; the TLS layer must not see them.
+        ERR_clear_error()
+        self.init(owning: loaded)
+    }
+
+    /// Loads a PEM public key file, or the public half of a `.p8` private key file,
+    /// so the simulator can be pointed at the same key file as the worker.
+    public convenience init(contentsOfFile path: String) throws(CredentialError) {
+        let bytes = try CredentialFile.contents(of: path)
+        let text = String(decoding: bytes, as: UTF8.self)
+        if text.contains("PRIVATE KEY-----") {
+            let derived = try ES256PrivateKey(pemEncoded: text, source: path).publicKeyPEM()
+            try self.init(pemEncoded: derived, source: path)
+        } else {
+            try self.init(pemEncoded: text, source: path)
+        }
+    }
+
+    /// The public key of the private key in a `.p8` file.
+    public static func fromPrivateKeyFile(_ path: String) throws(CredentialError) -> ES256PublicKey {
+        try ES256PrivateKey(contentsOfFile: path).publicKey()
+    }
+
+    /// True when `rawSignature` (r‖s, 64 bytes) is a valid ES256 signature of `message`.
+    /// Any malformed input is simply "not valid".
+    public func verify(message: some Collection<UInt8>, rawSignature: some Collection<UInt8>) -> Bool {
+        guard let der = try? ECDSASignatureEncoding.der(fromRaw: Array(rawSignature)) else {
+            _ = CredentialError.takeOpenSSLErrors()
+            return false
+        }
+        let bytes = Array(message)
+        guard let context = EVP_MD_CTX_new() else { return false }
+        defer { EVP_MD_CTX_free(context) }
+        let valid = EVP_DigestVerifyInit(context, nil, EVP_sha256(), nil, key) == 1
+            && EVP_DigestVerify(context, der, der.count, bytes, bytes.count) == 1
+        if !valid { _ = CredentialError.takeOpenSSLErrors() }
+        return valid
+    }
+
+    /// `-----BEGIN PUBLIC KEY-----` PEM.
+    public func pemEncoded() throws(CredentialError) -> String {
+        try PEMCodec.writing("PEM_write_bio_PUBKEY") { bio in
+            PEM_write_bio_PUBKEY(bio, key) == 1
+        }
+    }
+
+    public var description: String { "ES256PublicKey(P-256)" }
+}

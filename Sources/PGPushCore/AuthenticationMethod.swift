@@ -1,0 +1,8 @@
+/// How an app authenticates to APNs (apns-reference §5, §6). Validation needs it
+/// because some push types are refused on certificate connections.
+public enum AuthenticationMethod: Sendable, Equatable {
+    /// A provider token (ES256 JWT from a .p8 key), sent in `authorization`.
+    case token
+    /// A TLS client certificate; no `authorization` header.
+    case certificate
+}

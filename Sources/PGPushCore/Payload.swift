@@ -1,0 +1,48 @@
+/// A notification body ready to send: valid JSON, a top-level object, compact,
+/// within its push type's size limit (apns-reference §3; SPEC §2).
+///
+/// - Compact means no insignificant whitespace; strings and numbers stay exactly
+///   as written, so the size APNs measures is the size checked here.
+/// - A background push must carry `"aps": {"content-available": 1}` and no
+///   `alert`, `badge` or `sound` (apns-reference §3: "send no alert, badge or sound
+///   with it"). Such a push is rejected rather than silently sent, because APNs
+///   may accept it and then throttle or drop it on the device (§2 [Unconfirmed]).
+public struct Payload: Equatable, Sendable {
+    /// The compact UTF-8 JSON body.
+    public let bytes: [UInt8]
+
+    public init(validating text: some Collection<UInt8>, for pushType: PushType) throws(ValidationFailure) {
+        let isBackground = pushType == .background
+        let scanned: JSONScanner.Result
+        do {
+            scanned = try JSONScanner.scan(text, compacting: true, buildingValue: isBackground)
+        } catch {
+            throw ValidationFailure(.invalidPayload, "payload is not valid JSON: \(error)")
+        }
+        guard scanned.compact.first == UInt8(ascii: "{") else {
+            throw ValidationFailure(.invalidPayload, "payload must be a JSON object")
+        }
+        guard scanned.compact.count <= pushType.payloadLimit else {
+            throw ValidationFailure(.payloadTooLarge,
+                "payload is \(scanned.compact.count) bytes compact; \(pushType.rawValue) allows \(pushType.payloadLimit)")
+        }
+        if isBackground, let root = scanned.value {
+            try Self.checkBackground(root)
+        }
+        bytes = scanned.compact
+    }
+
+    private static func checkBackground(_ root: JSONValue) throws(ValidationFailure) {
+        guard let aps = root["aps"], case .object = aps else {
+            throw ValidationFailure(.badBackgroundPayload, #"a background push needs "aps": {"content-available": 1}"#)
+        }
+        guard aps["content-available"]?.numberValue == 1 else {
+            throw ValidationFailure(.badBackgroundPayload, #"a background push needs "content-available": 1 in "aps""#)
+        }
+        let forbidden = ["alert", "badge", "sound"].filter { aps[$0] != nil }
+        guard forbidden.isEmpty else {
+            throw ValidationFailure(.badBackgroundPayload,
+                "a background push must not carry \(forbidden.joined(separator: ", ")) in \"aps\"")
+        }
+    }
+}

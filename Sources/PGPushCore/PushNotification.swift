@@ -1,0 +1,127 @@
+import Foundation
+
+/// One row of `pgpush.notifications` as the worker reads it, not yet validated
+/// (SPEC §2). Fields hold what the row says, so that anything SQL could not
+/// reject becomes a `ValidationFailure` with a stable `last_reason` instead of
+/// an APNs request that is bound to fail.
+///
+/// Named `PushNotification` rather than `Notification` so it does not collide
+/// with Foundation's `Notification` in files that import both.
+public struct PushNotification: Equatable, Sendable {
+    public var id: Int64
+    /// Which configured APNs app sends it.
+    public var app: String
+    /// Hex as inserted, any case.
+    public var deviceToken: String
+    /// `push_type` text, e.g. `"alert"`.
+    public var pushType: String
+    /// nil derives the push type's default.
+    public var priority: Int?
+    /// nil derives the app's bundle id plus the push type's suffix.
+    public var topic: String?
+    /// The JSON body as stored (jsonb text output, with its spaces).
+    public var payload: [UInt8]
+    public var collapseID: String?
+    /// Absolute UNIX seconds for `apns-expiration`; 0 means "try once, do not store".
+    public var expiration: Int64?
+    public var apnsID: UUID
+
+    public init(
+        id: Int64, app: String = "default", deviceToken: String, pushType: String = PushType.alert.rawValue,
+        priority: Int? = nil, topic: String? = nil, payload: [UInt8], collapseID: String? = nil,
+        expiration: Int64? = nil, apnsID: UUID = UUID()
+    ) {
+        self.id = id
+        self.app = app
+        self.deviceToken = deviceToken
+        self.pushType = pushType
+        self.priority = priority
+        self.topic = topic
+        self.payload = payload
+        self.collapseID = collapseID
+        self.expiration = expiration
+        self.apnsID = apnsID
+    }
+}
+
+extension PushNotification {
+    /// Largest `apns-collapse-id` APNs accepts, in UTF-8 bytes (apns-reference §2).
+    public static let maximumCollapseIDLength = 64
+
+    /// Applies every rule APNs would check (apns-reference §2, §3) and returns the
+    /// request to send.
+    ///
+    /// Topic: an explicit topic is used exactly as given, even without the push
+    /// type's suffix — it is the caller's override (certificate topics, MDM UIDs,
+    /// apps whose topic differs from the configured bundle id), and APNs is the
+    /// authority on whether it fits. Without one, the topic is `bundleID` plus the
+    /// push type's suffix.
+    ///
+    /// - Parameters:
+    ///   - bundleID: the app's bundle id; nil when the app configures none.
+    ///   - authentication: how the app connects; location and liveactivity need token auth.
+    public func validated(bundleID: String?, authentication: AuthenticationMethod) throws(ValidationFailure) -> APNsRequest {
+        guard let type = PushType(rawValue: pushType) else {
+            throw ValidationFailure(.invalidPushType, "unknown push type \"\(pushType.prefix(40))\"")
+        }
+        let token = try DeviceToken(validating: deviceToken)
+        let resolvedPriority = try Self.priority(priority, for: type)
+        let resolvedTopic = try Self.topic(explicit: topic, bundleID: bundleID, for: type)
+        if type.requiresTokenAuthentication, authentication != .token {
+            throw ValidationFailure(.tokenAuthenticationRequired,
+                "\(type.rawValue) pushes need token authentication; this app uses a certificate")
+        }
+        if let collapseID { try Self.checkCollapseID(collapseID) }
+        if let expiration, expiration < 0 {
+            throw ValidationFailure(.badExpirationDate, "expiration must be absolute UNIX seconds (0 or more), got \(expiration)")
+        }
+        let body = try Payload(validating: payload, for: type)
+        return APNsRequest(
+            notificationID: id, deviceToken: token, pushType: type, priority: resolvedPriority, topic: resolvedTopic,
+            apnsID: apnsID, expiration: expiration, collapseID: collapseID, body: body.bytes)
+    }
+
+    private static func priority(_ requested: Int?, for type: PushType) throws(ValidationFailure) -> APNsPriority {
+        guard let requested else { return type.defaultPriority }
+        guard let priority = APNsPriority(rawValue: requested) else {
+            throw ValidationFailure(.badPriority, "priority must be 10, 5 or 1, got \(requested)")
+        }
+        guard type.allowedPriorities.contains(priority) else {
+            let allowed = type.allowedPriorities.map(\.headerValue).joined(separator: " or ")
+            throw ValidationFailure(.badPriority, "\(type.rawValue) pushes allow priority \(allowed), got \(requested)")
+        }
+        return priority
+    }
+
+    private static func topic(explicit: String?, bundleID: String?, for type: PushType) throws(ValidationFailure) -> String {
+        let topic: String
+        if let explicit {
+            topic = explicit
+        } else if let bundleID, let derived = type.derivedTopic(bundleID: bundleID) {
+            topic = derived
+        } else if type.topicRule == .explicitOnly {
+            throw ValidationFailure(.missingTopic, "\(type.rawValue) pushes need an explicit topic")
+        } else {
+            throw ValidationFailure(.missingTopic, "no topic given and the app has no bundle id to derive one")
+        }
+        // A bundle id is letters, digits, '-' and '.'; MDM topics add a few more.
+        // Visible ASCII keeps every real topic and rules out header injection;
+        // 255 bytes is far above any bundle id and keeps a bad row from making a huge header.
+        guard !topic.isEmpty, topic.utf8.count <= 255, topic.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
+            throw ValidationFailure(.badTopic, "topic must be 1 to 255 visible ASCII characters")
+        }
+        return topic
+    }
+
+    private static func checkCollapseID(_ collapseID: String) throws(ValidationFailure) {
+        let length = collapseID.utf8.count
+        guard length >= 1, length <= maximumCollapseIDLength else {
+            throw ValidationFailure(.badCollapseID,
+                "collapse id must be 1 to \(maximumCollapseIDLength) bytes of UTF-8, got \(length)")
+        }
+        // Control characters cannot travel in an HTTP/2 header value.
+        guard !collapseID.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) else {
+            throw ValidationFailure(.badCollapseID, "collapse id must not contain control characters")
+        }
+    }
+}

@@ -1,0 +1,92 @@
+/// The `apns-push-type` values and the per-type rules pgpush enforces before
+/// spending an APNs request (apns-reference §2 "Push types and topic suffixes", §3 size).
+///
+/// - Topic: APNs expects `<bundle id><suffix>`; `mdm` uses the UID from the MDM
+///   certificate, which no bundle id can produce, so it needs an explicit topic.
+/// - Priorities: a background push may only use 5 ("10 is an error"); every other
+///   type accepts 10, 5 and 1 (Apple does not restrict them; priority 1 support per
+///   type is unconfirmed, so it is allowed rather than guessed away).
+/// - Default priority: 10, which is what APNs itself assumes when the header is
+///   omitted, so a row without a priority behaves as if sent by a client that omits
+///   it — except background, where 10 is forbidden and 5 is the only choice.
+///   (For alert, voip, location and pushtotalk "the user or an answer is waiting"
+///   is the documented reason for 10; liveactivity 10 counts toward its budget,
+///   which the sender opts out of by writing 5.)
+/// - Payload limit: 4096 bytes of compact JSON, 5120 for voip.
+/// - Authentication: location and liveactivity work with token auth only.
+public enum PushType: String, CaseIterable, Sendable {
+    case alert
+    case background
+    case voip
+    case complication
+    case fileprovider
+    case mdm
+    case location
+    case liveactivity
+    case pushtotalk
+    case widgets
+    case controls
+
+    /// What `apns-topic` must be for this type when the row gives none.
+    public enum TopicRule: Equatable, Sendable {
+        /// The app's bundle id followed by `suffix` (empty for alert and background).
+        case bundleID(suffix: String)
+        /// No topic can be derived; the notification must carry one (mdm).
+        case explicitOnly
+    }
+
+    public var topicRule: TopicRule {
+        switch self {
+        case .alert, .background: .bundleID(suffix: "")
+        case .voip: .bundleID(suffix: ".voip")
+        case .complication: .bundleID(suffix: ".complication")
+        case .fileprovider: .bundleID(suffix: ".pushkit.fileprovider")
+        case .mdm: .explicitOnly
+        case .location: .bundleID(suffix: ".location-query")
+        case .liveactivity: .bundleID(suffix: ".push-type.liveactivity")
+        case .pushtotalk: .bundleID(suffix: ".voip-ptt")
+        case .widgets: .bundleID(suffix: ".push-type.widgets")
+        case .controls: .bundleID(suffix: ".push-type.controls")
+        }
+    }
+
+    /// The topic derived from a bundle id, or nil when this type cannot derive one.
+    public func derivedTopic(bundleID: String) -> String? {
+        switch topicRule {
+        case .bundleID(let suffix): bundleID + suffix
+        case .explicitOnly: nil
+        }
+    }
+
+    /// Priorities APNs accepts for this type, highest first.
+    public var allowedPriorities: [APNsPriority] {
+        switch self {
+        case .background: [.powerAware]
+        default: [.immediate, .powerAware, .powerFirst]
+        }
+    }
+
+    /// The priority sent when the notification does not name one.
+    public var defaultPriority: APNsPriority {
+        switch self {
+        case .background: .powerAware
+        default: .immediate
+        }
+    }
+
+    /// Largest compact JSON body APNs accepts for this type, in bytes.
+    public var payloadLimit: Int {
+        switch self {
+        case .voip: 5120
+        default: 4096
+        }
+    }
+
+    /// Whether APNs accepts this type only on a token-authenticated (JWT) connection.
+    public var requiresTokenAuthentication: Bool {
+        switch self {
+        case .location, .liveactivity: true
+        default: false
+        }
+    }
+}

@@ -1,0 +1,182 @@
+import CLibPQ
+import CShims
+import Foundation
+
+/// One libpq connection. Owns its `PGconn`, which is closed in `deinit`.
+///
+/// Blocking by design: pgpush gives each connection its own thread (or uses it
+/// from one task at a time), never the HTTP/2 I/O loop. Not Sendable: hand it
+/// to another thread by moving it (`sending`), never by sharing it.
+public final class PostgresConnection {
+    private var handle: OpaquePointer
+    private var listeningChannels: [String] = []
+    public let conninfo: String
+
+    /// Connects with a libpq connection string or URI. An empty string means
+    /// "from the PG* environment variables", as in psql.
+    public init(conninfo: String) throws {
+        guard let connection = PQconnectdb(conninfo) else {
+            throw PostgresError(kind: .connection, message: "libpq could not allocate a connection")
+        }
+        // Checked before `self` owns the handle: once every property is set, a throw would run deinit.
+        guard PQstatus(connection) == CONNECTION_OK else {
+            let message = PostgresError.connectionMessage(connection)
+            PQfinish(connection)
+            throw PostgresError(kind: .connection, message: message)
+        }
+        Self.silenceNotices(connection)
+        self.conninfo = conninfo
+        handle = connection
+    }
+
+    /// `DATABASE_URL` when set, otherwise libpq's PG* variables.
+    public static func conninfoFromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+        environment["DATABASE_URL"] ?? ""
+    }
+
+    deinit { PQfinish(handle) }
+
+    public var isConnected: Bool { PQstatus(handle) == CONNECTION_OK }
+
+    /// Server process id of this session (for tests that terminate it, and for logs).
+    public var backendPID: Int32 { PQbackendPID(handle) }
+
+    /// Runs one statement with parameters sent separately from the SQL text.
+    @discardableResult
+    public func query(_ sql: String, _ parameters: [(any PostgresParameter)?] = []) throws -> PostgresResult {
+        let result = withCStringArray(parameters.map { $0?.postgresText }) { values in
+            PQexecParams(handle, sql, Int32(parameters.count), nil, values, nil, nil, 0)
+        }
+        return try check(result)
+    }
+
+    /// Runs SQL text that may hold several statements and takes no parameters
+    /// (migration files shipped with pgpush, fixed maintenance statements).
+    public func execute(script sql: String) throws {
+        _ = try check(PQexec(handle, sql))
+    }
+
+    /// Runs `body` inside BEGIN/COMMIT, rolling back when it throws.
+    public func transaction<T>(_ body: () throws -> T) throws -> T {
+        try execute(script: "BEGIN")
+        do {
+            let value = try body()
+            try execute(script: "COMMIT")
+            return value
+        } catch {
+            if isConnected { try? execute(script: "ROLLBACK") }
+            throw error
+        }
+    }
+
+    // MARK: LISTEN/NOTIFY
+
+    public func listen(_ channel: String) throws {
+        try execute(script: "LISTEN \(try quotedIdentifier(channel))")
+        if !listeningChannels.contains(channel) { listeningChannels.append(channel) }
+    }
+
+    /// Waits until a notification arrives, `wakeDescriptor` becomes readable, or
+    /// the timeout passes, and returns the notifications received (maybe none).
+    public func waitForNotifications(timeout: Duration, wakeDescriptor: Int32? = nil) throws -> [PostgresNotification] {
+        var pending = try drainNotifications()
+        guard pending.isEmpty else { return pending }
+        let socket = PQsocket(handle)
+        guard socket >= 0 else { throw PostgresError(kind: .connection, message: "connection has no socket") }
+        var descriptors = [pollfd(fd: socket, events: Int16(POLLIN), revents: 0)]
+        if let wakeDescriptor { descriptors.append(pollfd(fd: wakeDescriptor, events: Int16(POLLIN), revents: 0)) }
+        let milliseconds = Int32(clamping: timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
+        let ready = poll(&descriptors, nfds_t(descriptors.count), milliseconds)
+        if ready < 0 && errno != EINTR {
+            throw PostgresError(kind: .connection, message: "poll failed: errno \(errno)")
+        }
+        if descriptors[0].revents != 0 {
+            guard PQconsumeInput(handle) == 1 else {
+                throw PostgresError(kind: .connection, message: PostgresError.connectionMessage(handle))
+            }
+            pending = try drainNotifications()
+        }
+        return pending
+    }
+
+    private func drainNotifications() throws -> [PostgresNotification] {
+        guard PQconsumeInput(handle) == 1 else {
+            throw PostgresError(kind: .connection, message: PostgresError.connectionMessage(handle))
+        }
+        var received: [PostgresNotification] = []
+        while let raw = PQnotifies(handle) {
+            let notify = raw.pointee
+            received.append(PostgresNotification(
+                channel: String(cString: notify.relname),
+                payload: String(cString: notify.extra),
+                senderPID: notify.be_pid
+            ))
+            PQfreemem(raw)
+        }
+        return received
+    }
+
+    // MARK: Recovery
+
+    /// Reconnects with the same parameters (after a server restart) and
+    /// listens again on every channel this connection listened on.
+    public func reconnect() throws {
+        PQreset(handle)
+        guard PQstatus(handle) == CONNECTION_OK else {
+            throw PostgresError(kind: .connection, message: PostgresError.connectionMessage(handle))
+        }
+        Self.silenceNotices(handle)
+        for channel in listeningChannels {
+            try execute(script: "LISTEN \(try quotedIdentifier(channel))")
+        }
+    }
+
+    // MARK: Helpers
+
+    private func check(_ result: OpaquePointer?) throws -> PostgresResult {
+        guard let result else {
+            throw PostgresError(kind: .connection, message: PostgresError.connectionMessage(handle))
+        }
+        switch PQresultStatus(result) {
+        case PGRES_TUPLES_OK, PGRES_COMMAND_OK, PGRES_EMPTY_QUERY:
+            return PostgresResult(owning: result)
+        default:
+            let error = PostgresError.fromResult(result, connection: handle)
+            PQclear(result)
+            throw error
+        }
+    }
+
+    private func quotedIdentifier(_ name: String) throws -> String {
+        guard let escaped = PQescapeIdentifier(handle, name, name.utf8.count) else {
+            throw PostgresError(kind: .server, message: "invalid identifier")
+        }
+        defer { PQfreemem(escaped) }
+        return String(cString: escaped)
+    }
+
+    /// libpq prints NOTICEs to stderr by default ("… does not exist, skipping"); pgpush logs its own way.
+    private static func silenceNotices(_ connection: OpaquePointer) {
+        PQsetNoticeProcessor(connection, { _, _ in }, nil)
+    }
+}
+
+public struct PostgresNotification: Sendable, Equatable {
+    public let channel: String
+    public let payload: String
+    public let senderPID: Int32
+
+    public init(channel: String, payload: String, senderPID: Int32) {
+        self.channel = channel
+        self.payload = payload
+        self.senderPID = senderPID
+    }
+}
+
+/// Calls `body` with a C array of NUL-terminated copies of `strings` (nil stays NULL);
+/// the copies live exactly for the call.
+private func withCStringArray<T>(_ strings: [String?], _ body: ([UnsafePointer<CChar>?]) -> T) -> T {
+    let copies: [UnsafeMutablePointer<CChar>?] = strings.map { $0.flatMap { strdup($0) } }
+    defer { copies.forEach { free($0) } }
+    return body(copies.map { $0.map { UnsafePointer($0) } })
+}

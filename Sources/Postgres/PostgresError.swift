@@ -1,0 +1,72 @@
+import CLibPQ
+import Foundation
+
+/// A failure reported by libpq or by the PostgreSQL server.
+///
+/// Server errors carry the SQLSTATE and, for constraint violations, the
+/// constraint's name: pgpush names its constraints so that the name says what
+/// was wrong with the row.
+public struct PostgresError: Error, Sendable, CustomStringConvertible {
+    public enum Kind: Sendable, Equatable {
+        /// Could not connect, or the connection broke (server restart, network).
+        case connection
+        /// The server rejected the statement.
+        case server
+    }
+
+    public let kind: Kind
+    public let message: String
+    /// Five-character SQLSTATE (e.g. `23514` check violation), when the server sent one.
+    public let sqlState: String?
+    public let constraint: String?
+    public let detail: String?
+
+    public init(kind: Kind, message: String, sqlState: String? = nil, constraint: String? = nil, detail: String? = nil) {
+        self.kind = kind
+        self.message = message
+        self.sqlState = sqlState
+        self.constraint = constraint
+        self.detail = detail
+    }
+
+    /// True when retrying on a fresh connection may succeed (connection lost, server shutting down or starting).
+    public var isConnectionProblem: Bool {
+        if kind == .connection { return true }
+        guard let sqlState else { return false }
+        // Class 08: connection exception; 57P01–57P03: admin shutdown, crash shutdown, cannot connect now.
+        return sqlState.hasPrefix("08") || ["57P01", "57P02", "57P03"].contains(sqlState)
+    }
+
+    public var description: String {
+        var text = "PostgreSQL error"
+        if let sqlState { text += " \(sqlState)" }
+        text += ": \(message)"
+        if let constraint { text += " (constraint \(constraint))" }
+        if let detail { text += " — \(detail)" }
+        return text
+    }
+
+    static func fromResult(_ result: OpaquePointer, connection: OpaquePointer) -> PostgresError {
+        func field(_ code: Int32) -> String? {
+            guard let value = PQresultErrorField(result, code) else { return nil }
+            return String(cString: value)
+        }
+        let primary = field(Int32(UInt8(ascii: "M"))) ?? Self.connectionMessage(connection)
+        let state = field(Int32(UInt8(ascii: "C")))
+        let isServerError = state != nil && PQstatus(connection) == CONNECTION_OK
+        return PostgresError(
+            kind: isServerError ? .server : .connection,
+            message: primary,
+            sqlState: state,
+            constraint: field(Int32(UInt8(ascii: "n"))),
+            detail: field(Int32(UInt8(ascii: "D")))
+        )
+    }
+
+    static func connectionMessage(_ connection: OpaquePointer?) -> String {
+        guard let connection, let raw = PQerrorMessage(connection) else { return "unknown libpq error" }
+        let text = String(cString: raw).trimmingCharacters(in: .whitespacesAndNewlines)
+        return text.isEmpty ? "unknown libpq error" : text
+    }
+}
+

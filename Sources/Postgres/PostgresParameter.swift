@@ -1,0 +1,65 @@
+import Foundation
+
+/// A value sent as a statement parameter, in PostgreSQL's text format.
+///
+/// pgpush sends every value as a parameter, never spliced into SQL. Arrays use
+/// PostgreSQL's array literal syntax so a whole batch travels as one parameter
+/// (`unnest($1::bigint[], …)`).
+public protocol PostgresParameter: Sendable {
+    var postgresText: String { get }
+}
+
+extension String: PostgresParameter { public var postgresText: String { self } }
+extension Int: PostgresParameter { public var postgresText: String { String(self) } }
+extension Int64: PostgresParameter { public var postgresText: String { String(self) } }
+extension Int32: PostgresParameter { public var postgresText: String { String(self) } }
+extension Int16: PostgresParameter { public var postgresText: String { String(self) } }
+extension Bool: PostgresParameter { public var postgresText: String { self ? "t" : "f" } }
+extension Double: PostgresParameter { public var postgresText: String { String(self) } }
+extension UUID: PostgresParameter { public var postgresText: String { uuidString.lowercased() } }
+
+/// Elements of an array parameter: how one element is written inside `{…}`.
+public protocol PostgresArrayElement: Sendable {
+    func appendArrayElement(to text: inout String)
+}
+
+extension Int: PostgresArrayElement { public func appendArrayElement(to text: inout String) { text += String(self) } }
+extension Int64: PostgresArrayElement { public func appendArrayElement(to text: inout String) { text += String(self) } }
+extension Int32: PostgresArrayElement { public func appendArrayElement(to text: inout String) { text += String(self) } }
+extension Double: PostgresArrayElement { public func appendArrayElement(to text: inout String) { text += String(self) } }
+extension Bool: PostgresArrayElement { public func appendArrayElement(to text: inout String) { text += self ? "t" : "f" } }
+extension UUID: PostgresArrayElement { public func appendArrayElement(to text: inout String) { text += uuidString.lowercased() } }
+
+extension String: PostgresArrayElement {
+    /// Always quoted, so empty strings, `NULL`, commas and braces stay data.
+    public func appendArrayElement(to text: inout String) {
+        text.append("\"")
+        for scalar in unicodeScalars {
+            if scalar == "\"" || scalar == "\\" { text.append("\\") }
+            text.unicodeScalars.append(scalar)
+        }
+        text.append("\"")
+    }
+}
+
+extension Optional: PostgresArrayElement where Wrapped: PostgresArrayElement {
+    public func appendArrayElement(to text: inout String) {
+        switch self {
+        case .none: text += "NULL"
+        case .some(let value): value.appendArrayElement(to: &text)
+        }
+    }
+}
+
+extension Array: PostgresParameter where Element: PostgresArrayElement {
+    public var postgresText: String {
+        var text = "{"
+        text.reserveCapacity(count * 8 + 2)
+        for (index, element) in enumerated() {
+            if index > 0 { text.append(",") }
+            element.appendArrayElement(to: &text)
+        }
+        text.append("}")
+        return text
+    }
+}

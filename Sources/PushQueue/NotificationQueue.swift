@@ -1,0 +1,215 @@
+import Foundation
+import PGPushCore
+import Postgres
+
+/// The queue operations on `pgpush.notifications`, one SQL statement each.
+///
+/// Every state change states its precondition in its WHERE clause: a claim
+/// takes only `queued` rows that are due; an outcome applies only to a row
+/// still `sending` under this worker's lease and this claim. That is what
+/// makes a worker whose lease was taken over harmless: its late writes match
+/// no row. Blocking; give the queue a thread of its own.
+public final class NotificationQueue {
+    public let connection: PostgresConnection
+    public let workerID: String
+
+    public init(connection: PostgresConnection, workerID: String) {
+        self.connection = connection
+        self.workerID = workerID
+    }
+
+    // MARK: Claim
+
+    /// Claims up to `limit` due rows of `app`, oldest first, skipping rows
+    /// other workers hold. Rows past `expires_at` become `expired` instead.
+    public func claim(app: String, limit: Int, lease: Duration) throws -> ClaimResult {
+        let result = try connection.query(Self.claimSQL, [workerID, app, limit, lease.seconds])
+        var claimed: [ClaimedNotification] = []
+        claimed.reserveCapacity(result.rowCount)
+        var expired: [Int64] = []
+        for row in 0..<result.rowCount {
+            guard let id = result.int64(row, 0) else { continue }
+            if result.string(row, 1) == "expired" {
+                expired.append(id)
+                continue
+            }
+            let notification = PushNotification(
+                id: id,
+                app: app,
+                deviceToken: result.string(row, 4) ?? "",
+                pushType: result.string(row, 5) ?? "",
+                priority: result.int(row, 6),
+                topic: result.string(row, 7),
+                payload: result.bytes(row, 8) ?? [],
+                collapseID: result.string(row, 9),
+                expiration: result.int64(row, 10),
+                apnsID: result.uuid(row, 11) ?? UUID()
+            )
+            claimed.append(ClaimedNotification(
+                notification: notification, claimCount: result.int(row, 2) ?? 0, attempts: result.int(row, 3) ?? 0))
+        }
+        claimed.sort { $0.id < $1.id }
+        return ClaimResult(claimed: claimed, expiredIDs: expired)
+    }
+
+    static let claimSQL = """
+        WITH due AS (
+            SELECT id FROM pgpush.notifications
+             WHERE status = 'queued' AND app = $2 AND send_after <= now()
+             ORDER BY send_after, id
+             LIMIT $3
+             FOR UPDATE SKIP LOCKED
+        ), claimed AS (
+            UPDATE pgpush.notifications n SET
+                status       = CASE WHEN n.expires_at <= now() THEN 'expired' ELSE 'sending' END,
+                attempts     = n.attempts + CASE WHEN n.expires_at <= now() THEN 0 ELSE 1 END,
+                claim_count  = n.claim_count + 1,
+                locked_by    = CASE WHEN n.expires_at <= now() THEN NULL ELSE $1 END,
+                locked_until = CASE WHEN n.expires_at <= now() THEN NULL ELSE now() + make_interval(secs => $4) END,
+                last_reason  = CASE WHEN n.expires_at <= now() THEN 'Expired' ELSE n.last_reason END,
+                finished_at  = CASE WHEN n.expires_at <= now() THEN now() END,
+                updated_at   = now()
+              FROM due
+             WHERE n.id = due.id
+            RETURNING n.id, n.status, n.claim_count, n.attempts, n.device_token, n.push_type, n.priority, n.topic,
+                      n.payload, n.collapse_id, floor(extract(epoch FROM n.expires_at))::bigint, n.apns_id
+        )
+        SELECT * FROM claimed
+        """
+
+    // MARK: Outcomes
+
+    /// Writes a batch of outcomes in one round trip: row statuses, error rows
+    /// and invalid tokens. Returns the ids whose lease still held; the others
+    /// were taken over (or cancelled) and are left as they are.
+    @discardableResult
+    public func complete(_ outcomes: [Outcome]) throws -> Set<Int64> {
+        guard !outcomes.isEmpty else { return [] }
+        var ids: [Int64] = [], claims: [Int] = [], statuses: [String] = [], httpStatuses: [Int?] = []
+        var reasons: [String?] = [], delays: [Double?] = [], refunds: [Int] = [], answered: [Bool] = []
+        var recordsError: [Bool] = [], invalidates: [Bool] = [], appleTimestamps: [Double?] = []
+        for outcome in outcomes {
+            ids.append(outcome.id)
+            claims.append(outcome.claimCount)
+            switch outcome.disposition {
+            case .delivered: statuses.append("delivered"); delays.append(nil); refunds.append(0)
+            case .failed: statuses.append("failed"); delays.append(nil); refunds.append(0)
+            case .expired: statuses.append("expired"); delays.append(nil); refunds.append(0)
+            case .retry(let delay, let counts):
+                statuses.append("queued"); delays.append(delay.seconds); refunds.append(counts ? 0 : 1)
+            }
+            // A release without an answer keeps the previous attempt's status and reason.
+            let isSilentRelease = outcome.disposition == .retry(after: .zero, countsAsAttempt: false)
+                && outcome.httpStatus == nil && outcome.reason == nil
+            answered.append(!isSilentRelease)
+            httpStatuses.append(outcome.httpStatus)
+            reasons.append(outcome.reason)
+            recordsError.append(outcome.recordsError)
+            invalidates.append(outcome.invalidatesToken)
+            appleTimestamps.append(outcome.appleTimestamp?.timeIntervalSince1970)
+        }
+        let result = try connection.query(Self.completeSQL, [
+            workerID, ids, claims, statuses, httpStatuses, reasons, delays, refunds, answered,
+            recordsError, invalidates, appleTimestamps,
+        ])
+        var written = Set<Int64>(minimumCapacity: result.rowCount)
+        for row in 0..<result.rowCount {
+            if let id = result.int64(row, 0) { written.insert(id) }
+        }
+        return written
+    }
+
+    static let completeSQL = """
+        WITH outcome AS (
+            SELECT * FROM unnest($2::bigint[], $3::int[], $4::text[], $5::int[], $6::text[], $7::float8[],
+                                 $8::int[], $9::bool[], $10::bool[], $11::bool[], $12::float8[])
+                AS o(id, claim_count, status, http_status, reason, delay, refund, answered, records_error,
+                     invalidates_token, apple_timestamp)
+        ), written AS (
+            UPDATE pgpush.notifications n SET
+                status       = o.status,
+                last_status  = CASE WHEN o.answered THEN o.http_status ELSE n.last_status END,
+                last_reason  = CASE WHEN o.answered THEN o.reason ELSE n.last_reason END,
+                send_after   = CASE WHEN o.status = 'queued' THEN now() + make_interval(secs => o.delay)
+                                    ELSE n.send_after END,
+                attempts     = n.attempts - o.refund,
+                finished_at  = CASE WHEN o.status = 'queued' THEN NULL ELSE now() END,
+                locked_by    = NULL,
+                locked_until = NULL,
+                updated_at   = now()
+              FROM outcome o
+             WHERE n.id = o.id AND n.status = 'sending' AND n.locked_by = $1 AND n.claim_count = o.claim_count
+            RETURNING n.id, n.app, n.device_token, n.apns_id, n.attempts + o.refund AS attempt
+        ), errors AS (
+            INSERT INTO pgpush.delivery_errors (notification_id, app, device_token, apns_id, attempt, status, reason, worker_id)
+            SELECT w.id, w.app, w.device_token, w.apns_id, w.attempt, o.http_status, coalesce(o.reason, 'Unknown'), $1
+              FROM written w JOIN outcome o ON o.id = w.id
+             WHERE o.records_error
+        ), tokens AS (
+            INSERT INTO pgpush.invalid_tokens (app, device_token, reason, apple_timestamp)
+            SELECT DISTINCT ON (w.app, lower(w.device_token))
+                   w.app, lower(w.device_token), coalesce(o.reason, 'Unknown'), to_timestamp(o.apple_timestamp)
+              FROM written w JOIN outcome o ON o.id = w.id
+             WHERE o.invalidates_token
+             ORDER BY w.app, lower(w.device_token), o.apple_timestamp DESC NULLS LAST
+            ON CONFLICT (app, device_token) DO UPDATE SET
+                reason          = EXCLUDED.reason,
+                apple_timestamp = greatest(pgpush.invalid_tokens.apple_timestamp, EXCLUDED.apple_timestamp),
+                last_seen       = now(),
+                times_seen      = pgpush.invalid_tokens.times_seen + 1
+        )
+        SELECT id FROM written
+        """
+
+    // MARK: Leases
+
+    /// Extends the lease of rows still in flight; returns the ids still held.
+    @discardableResult
+    public func renewLeases(ids: [Int64], lease: Duration) throws -> Set<Int64> {
+        guard !ids.isEmpty else { return [] }
+        let result = try connection.query("""
+            UPDATE pgpush.notifications SET locked_until = now() + make_interval(secs => $3)
+             WHERE id = ANY($2::bigint[]) AND status = 'sending' AND locked_by = $1
+            RETURNING id
+            """, [workerID, ids, lease.seconds])
+        return Set((0..<result.rowCount).compactMap { result.int64($0, 0) })
+    }
+
+    /// Takes back rows whose lease ended (their worker died or hung): back to
+    /// `queued`, or `failed` with `LeaseExpired` once `maxAttempts` claims were
+    /// spent on them (a row that kills every worker must not loop forever),
+    /// or `expired`. Returns how many rows it took back.
+    @discardableResult
+    public func rescueExpiredLeases(maxAttempts: Int, limit: Int = 1000) throws -> Int {
+        let result = try connection.query("""
+            WITH stale AS (
+                SELECT id FROM pgpush.notifications
+                 WHERE status = 'sending' AND locked_until < now()
+                 ORDER BY locked_until
+                 LIMIT $2
+                 FOR UPDATE SKIP LOCKED
+            )
+            UPDATE pgpush.notifications n SET
+                status       = CASE WHEN n.expires_at <= now() THEN 'expired'
+                                    WHEN n.attempts >= $1 THEN 'failed'
+                                    ELSE 'queued' END,
+                last_reason  = CASE WHEN n.expires_at <= now() THEN 'Expired'
+                                    WHEN n.attempts >= $1 THEN 'LeaseExpired'
+                                    ELSE n.last_reason END,
+                finished_at  = CASE WHEN n.expires_at <= now() OR n.attempts >= $1 THEN now() END,
+                locked_by    = NULL,
+                locked_until = NULL,
+                updated_at   = now()
+              FROM stale
+             WHERE n.id = stale.id
+            """, [maxAttempts, limit])
+        return result.affectedRows
+    }
+}
+
+extension Duration {
+    /// Seconds as a Double, for `make_interval(secs => …)`.
+    var seconds: Double {
+        Double(components.seconds) + Double(components.attoseconds) / 1e18
+    }
+}

@@ -1,0 +1,51 @@
+import Foundation
+
+/// The result of one attempt at one claimed row, as the queue records it.
+public struct Outcome: Sendable, Equatable {
+    public enum Disposition: Sendable, Equatable {
+        /// APNs accepted it (200).
+        case delivered
+        /// Final failure: APNs rejected it, retries ran out, or pgpush refused it before sending.
+        case failed
+        /// Past `expires_at` before it could be sent.
+        case expired
+        /// Back to `queued`, due after `delay`. `countsAsAttempt: false` gives
+        /// the claim's attempt back (request certainly not processed, fresh
+        /// JWT needed, app paused, worker shutting down).
+        case retry(after: Duration, countsAsAttempt: Bool)
+    }
+
+    public var id: Int64
+    public var claimCount: Int
+    public var disposition: Disposition
+    /// HTTP status of the answer; nil when none came (or none was asked for).
+    public var httpStatus: Int?
+    /// APNs reason or pgpush reason; nil with `delivered`.
+    public var reason: String?
+    /// Add a `pgpush.delivery_errors` row for this attempt.
+    public var recordsError: Bool
+    /// Upsert the row's token into `pgpush.invalid_tokens`, with Apple's timestamp when known.
+    public var invalidatesToken: Bool
+    public var appleTimestamp: Date?
+
+    public init(id: Int64, claimCount: Int, disposition: Disposition, httpStatus: Int? = nil, reason: String? = nil,
+                recordsError: Bool = false, invalidatesToken: Bool = false, appleTimestamp: Date? = nil) {
+        self.id = id
+        self.claimCount = claimCount
+        self.disposition = disposition
+        self.httpStatus = httpStatus
+        self.reason = reason
+        self.recordsError = recordsError
+        self.invalidatesToken = invalidatesToken
+        self.appleTimestamp = appleTimestamp
+    }
+
+    public static func delivered(_ row: ClaimedNotification) -> Outcome {
+        Outcome(id: row.id, claimCount: row.claimCount, disposition: .delivered, httpStatus: 200)
+    }
+
+    /// Back to the queue at once without spending an attempt, keeping the last answer as it was.
+    public static func released(_ row: ClaimedNotification) -> Outcome {
+        Outcome(id: row.id, claimCount: row.claimCount, disposition: .retry(after: .zero, countsAsAttempt: false))
+    }
+}

@@ -1,0 +1,97 @@
+import Foundation
+import PGPushTestSupport
+import Postgres
+import Testing
+
+@Suite struct PostgresConnectionTests {
+    @Test func parametersTravelSeparatelyFromSQL() throws {
+        let connection = try PostgresConnection(conninfo: try TestDatabase.empty())
+        let hostile = "'); DROP TABLE x; --"
+        let result = try connection.query("SELECT $1::text AS text, $2::bigint AS number, $3::text IS NULL AS missing",
+                                          [hostile, Int64(9_007_199_254_740_993), nil])
+        #expect(result.rowCount == 1)
+        #expect(result.string(0, 0) == hostile)
+        #expect(result.int64(0, 1) == 9_007_199_254_740_993)
+        #expect(result.bool(0, 2) == true)
+    }
+
+    @Test func arrayParametersKeepEveryElementIntact() throws {
+        let connection = try PostgresConnection(conninfo: try TestDatabase.empty())
+        let texts: [String?] = ["plain", "", "NULL", "with,comma", "with \"quote\"", "back\\slash", "{brace}", nil, "ünï😀"]
+        let result = try connection.query("SELECT t, t IS NULL FROM unnest($1::text[]) WITH ORDINALITY AS u(t, n) ORDER BY n", [texts])
+        #expect(result.rowCount == texts.count)
+        for (index, text) in texts.enumerated() {
+            #expect(result.string(index, 0) == text)
+            #expect(result.bool(index, 1) == (text == nil))
+        }
+        let numbers = try connection.query("SELECT sum(x) FROM unnest($1::bigint[]) AS x", [[Int64(1), 2, 3, Int64.max - 6]])
+        #expect(numbers.int64(0, 0) == Int64.max)
+    }
+
+    @Test func serverErrorsCarrySQLStateAndConstraint() throws {
+        let connection = try PostgresConnection(conninfo: try TestDatabase.empty())
+        try connection.execute(script: "CREATE TABLE t (n int CONSTRAINT n_is_positive CHECK (n > 0))")
+        let error = try #require(throws: PostgresError.self) { try connection.query("INSERT INTO t VALUES ($1)", [-1]) }
+        #expect(error.kind == .server)
+        #expect(error.sqlState == "23514")
+        #expect(error.constraint == "n_is_positive")
+        #expect(!error.isConnectionProblem)
+        let syntax = try #require(throws: PostgresError.self) { try connection.query("SELEC 1") }
+        #expect(syntax.sqlState == "42601")
+        // The connection is still usable after errors.
+        #expect(try connection.query("SELECT 1").int(0, 0) == 1)
+    }
+
+    @Test func connectingToNothingIsAClearConnectionError() throws {
+        let error = try #require(throws: PostgresError.self) {
+            try PostgresConnection(conninfo: "host=/nonexistent-pgpush port=1 user=x dbname=x connect_timeout=2")
+        }
+        #expect(error.kind == .connection)
+        #expect(error.isConnectionProblem)
+    }
+
+    @Test func transactionRollsBackWhenBodyThrows() throws {
+        let connection = try PostgresConnection(conninfo: try TestDatabase.empty())
+        try connection.execute(script: "CREATE TABLE t (n int)")
+        struct Abort: Error {}
+        #expect(throws: Abort.self) {
+            try connection.transaction {
+                try connection.query("INSERT INTO t VALUES (1)")
+                throw Abort()
+            }
+        }
+        #expect(try connection.query("SELECT count(*) FROM t").int(0, 0) == 0)
+    }
+
+    @Test func notifyReachesListener() throws {
+        let conninfo = try TestDatabase.empty()
+        let listener = try PostgresConnection(conninfo: conninfo)
+        let sender = try PostgresConnection(conninfo: conninfo)
+        try listener.listen("pgpush test")
+        #expect(try listener.waitForNotifications(timeout: .milliseconds(10)).isEmpty)
+        try sender.query("SELECT pg_notify($1, $2)", ["pgpush test", "hello"])
+        var received: [PostgresNotification] = []
+        for _ in 0..<50 where received.isEmpty {
+            received = try listener.waitForNotifications(timeout: .seconds(1))
+        }
+        #expect(received == [PostgresNotification(channel: "pgpush test", payload: "hello", senderPID: sender.backendPID)])
+    }
+
+    @Test func reconnectAfterSessionIsTerminatedListensAgain() throws {
+        let conninfo = try TestDatabase.empty()
+        let connection = try PostgresConnection(conninfo: conninfo)
+        let admin = try PostgresConnection(conninfo: conninfo)
+        try connection.listen("wake")
+        try admin.query("SELECT pg_terminate_backend($1)", [connection.backendPID])
+        let lost = try #require(throws: PostgresError.self) { try connection.query("SELECT 1") }
+        #expect(lost.isConnectionProblem)
+        try connection.reconnect()
+        #expect(try connection.query("SELECT 1").int(0, 0) == 1)
+        try admin.query("SELECT pg_notify('wake', 'again')")
+        var received: [PostgresNotification] = []
+        for _ in 0..<50 where received.isEmpty {
+            received = try connection.waitForNotifications(timeout: .seconds(1))
+        }
+        #expect(received.map(\.payload) == ["again"])
+    }
+}

@@ -1,0 +1,233 @@
+import Foundation
+import PGPushCore
+import PGPushTestSupport
+import Postgres
+import PushQueue
+import Testing
+
+@Suite struct NotificationQueueTests {
+    static let token = String(repeating: "ef", count: 32)
+
+    private func insert(_ connection: PostgresConnection, count: Int, app: String = "default",
+                        sendAfter: String = "now()", expiresAt: String = "NULL") throws -> [Int64] {
+        let result = try connection.query("""
+            INSERT INTO pgpush.notifications (app, device_token, payload, send_after, expires_at)
+            SELECT $1, $2, jsonb_build_object('aps', jsonb_build_object('alert', 'n' || i)), \(sendAfter), \(expiresAt)
+              FROM generate_series(1, $3) AS i
+            RETURNING id
+            """, [app, Self.token, count])
+        return (0..<result.rowCount).compactMap { result.int64($0, 0) }
+    }
+
+    private func statuses(_ connection: PostgresConnection) throws -> [String: Int] {
+        let result = try connection.query("SELECT status, count(*) FROM pgpush.notifications GROUP BY status")
+        var counts: [String: Int] = [:]
+        for row in 0..<result.rowCount { counts[result.string(row, 0) ?? "?"] = result.int(row, 1) }
+        return counts
+    }
+
+    @Test func claimsDueRowsOldestFirstWithALease() throws {
+        let conninfo = try TestDatabase.migrated()
+        let connection = try PostgresConnection(conninfo: conninfo)
+        let later = try insert(connection, count: 3, sendAfter: "now() + interval '1 hour'")
+        let older = try insert(connection, count: 3, sendAfter: "now() - interval '1 minute'")
+        let newer = try insert(connection, count: 3)
+        let otherApp = try insert(connection, count: 2, app: "other")
+        let queue = NotificationQueue(connection: try PostgresConnection(conninfo: conninfo), workerID: "w1")
+
+        let first = try queue.claim(app: "default", limit: 4, lease: .seconds(30))
+        #expect(first.claimed.map(\.id) == older + [newer[0]])
+        #expect(first.claimed.allSatisfy { $0.attempts == 1 && $0.claimCount == 1 })
+        let claimedRow = try #require(first.claimed.first)
+        #expect(claimedRow.notification.deviceToken == Self.token)
+        #expect(claimedRow.notification.pushType == "alert")
+        #expect(claimedRow.notification.app == "default")
+        #expect(try Payload(validating: claimedRow.notification.payload, for: .alert).bytes.count > 0)
+
+        let second = try queue.claim(app: "default", limit: 100, lease: .seconds(30))
+        #expect(second.claimed.map(\.id) == Array(newer.dropFirst()))
+        #expect(try queue.claim(app: "default", limit: 100, lease: .seconds(30)).claimed.isEmpty)
+
+        let lease = try connection.query("""
+            SELECT count(*) FILTER (WHERE locked_by = 'w1' AND locked_until > now() + interval '20 seconds'),
+                   count(*) FILTER (WHERE status = 'queued')
+              FROM pgpush.notifications
+            """)
+        #expect(lease.int(0, 0) == 6)
+        #expect(lease.int(0, 1) == later.count + otherApp.count)
+    }
+
+    @Test func rowsPastExpiryBecomeExpiredInsteadOfClaimed() throws {
+        let conninfo = try TestDatabase.migrated()
+        let connection = try PostgresConnection(conninfo: conninfo)
+        let stale = try insert(connection, count: 2, expiresAt: "now() - interval '1 second'")
+        let fresh = try insert(connection, count: 2, expiresAt: "now() + interval '1 hour'")
+        let queue = NotificationQueue(connection: connection, workerID: "w1")
+        let result = try queue.claim(app: "default", limit: 10, lease: .seconds(30))
+        #expect(result.claimed.map(\.id) == fresh)
+        #expect(result.expiredIDs.sorted() == stale)
+        #expect(result.claimed.allSatisfy { $0.notification.expiration != nil })
+        let expired = try connection.query("""
+            SELECT count(*) FROM pgpush.notifications
+             WHERE status = 'expired' AND attempts = 0 AND finished_at IS NOT NULL AND last_reason = 'Expired' AND locked_by IS NULL
+            """)
+        #expect(expired.int(0, 0) == 2)
+    }
+
+    @Test func concurrentClaimersNeverShareARow() async throws {
+        let conninfo = try TestDatabase.migrated()
+        let setup = try PostgresConnection(conninfo: conninfo)
+        let total = 3000
+        _ = try insert(setup, count: total)
+        let perWorker = try await withThrowingTaskGroup(of: [Int64].self) { group in
+            for worker in 0..<3 {
+                group.addTask {
+                    let queue = NotificationQueue(connection: try PostgresConnection(conninfo: conninfo), workerID: "w\(worker)")
+                    var mine: [Int64] = []
+                    while true {
+                        let batch = try queue.claim(app: "default", limit: 25, lease: .seconds(60))
+                        if batch.claimed.isEmpty { return mine }
+                        mine += batch.claimed.map(\.id)
+                        try queue.complete(batch.claimed.map { .delivered($0) })
+                    }
+                }
+            }
+            return try await group.reduce(into: [[Int64]]()) { $0.append($1) }
+        }
+        let all = perWorker.flatMap { $0 }
+        #expect(all.count == total)
+        #expect(Set(all).count == total)
+        #expect(try statuses(setup) == ["delivered": total])
+    }
+
+    @Test func expiredLeaseGoesToAnotherWorkerAndTheStaleWriteIsRefused() throws {
+        let conninfo = try TestDatabase.migrated()
+        let connection = try PostgresConnection(conninfo: conninfo)
+        let ids = try insert(connection, count: 2)
+        let stale = NotificationQueue(connection: try PostgresConnection(conninfo: conninfo), workerID: "dying")
+        let rescuer = NotificationQueue(connection: try PostgresConnection(conninfo: conninfo), workerID: "alive")
+
+        // A zero lease ends with the claim's transaction: the next statement sees it expired.
+        let lost = try stale.claim(app: "default", limit: 10, lease: .zero).claimed
+        #expect(lost.map(\.id) == ids)
+        #expect(try rescuer.claim(app: "default", limit: 10, lease: .seconds(30)).claimed.isEmpty)
+        #expect(try rescuer.rescueExpiredLeases(maxAttempts: 5) == 2)
+
+        let taken = try rescuer.claim(app: "default", limit: 10, lease: .seconds(30)).claimed
+        #expect(taken.map(\.id) == ids)
+        #expect(taken.allSatisfy { $0.claimCount == 2 && $0.attempts == 2 })
+
+        // The stale worker finishes late, before and after the new holder writes: both refused.
+        let lateFailure = lost.map { Outcome(id: $0.id, claimCount: $0.claimCount, disposition: .failed, httpStatus: 400,
+                                             reason: "BadDeviceToken", recordsError: true, invalidatesToken: true) }
+        #expect(try stale.complete([lateFailure[0]]).isEmpty)
+        #expect(try rescuer.complete(taken.map { .delivered($0) }) == Set(ids))
+        #expect(try stale.complete(lateFailure).isEmpty)
+        #expect(try statuses(connection) == ["delivered": 2])
+        #expect(try connection.query("SELECT count(*) FROM pgpush.delivery_errors").int(0, 0) == 0)
+        #expect(try connection.query("SELECT count(*) FROM pgpush.invalid_tokens").int(0, 0) == 0)
+    }
+
+    @Test func sameWorkerReclaimingRefusesItsOwnOlderClaim() throws {
+        let conninfo = try TestDatabase.migrated()
+        let connection = try PostgresConnection(conninfo: conninfo)
+        _ = try insert(connection, count: 1)
+        let queue = NotificationQueue(connection: connection, workerID: "w1")
+        let firstClaim = try #require(try queue.claim(app: "default", limit: 1, lease: .zero).claimed.first)
+        try queue.rescueExpiredLeases(maxAttempts: 5)
+        let secondClaim = try #require(try queue.claim(app: "default", limit: 1, lease: .seconds(30)).claimed.first)
+        #expect(try queue.complete([Outcome(id: firstClaim.id, claimCount: firstClaim.claimCount, disposition: .failed,
+                                            httpStatus: 500, reason: "InternalServerError")]).isEmpty)
+        #expect(try queue.complete([.delivered(secondClaim)]) == [secondClaim.id])
+    }
+
+    @Test func rescueFailsRowsThatUsedAllTheirAttemptsAndExpiresStaleOnes() throws {
+        let conninfo = try TestDatabase.migrated()
+        let connection = try PostgresConnection(conninfo: conninfo)
+        let poison = try insert(connection, count: 1)
+        let queue = NotificationQueue(connection: connection, workerID: "w1")
+        for _ in 0..<3 {
+            #expect(try queue.claim(app: "default", limit: 1, lease: .zero).claimed.map(\.id) == poison)
+            try queue.rescueExpiredLeases(maxAttempts: 3)
+        }
+        let row = try connection.query("SELECT status, last_reason, attempts, finished_at IS NOT NULL FROM pgpush.notifications")
+        #expect(row.string(0, 0) == "failed")
+        #expect(row.string(0, 1) == "LeaseExpired")
+        #expect(row.int(0, 2) == 3)
+        #expect(row.bool(0, 3) == true)
+
+        let expiring = try insert(connection, count: 1, expiresAt: "now() + interval '50 milliseconds'")
+        #expect(try queue.claim(app: "default", limit: 1, lease: .zero).claimed.map(\.id) == expiring)
+        try connection.query("UPDATE pgpush.notifications SET expires_at = now() - interval '1 second' WHERE id = $1", [expiring[0]])
+        try queue.rescueExpiredLeases(maxAttempts: 3)
+        #expect(try connection.query("SELECT status FROM pgpush.notifications WHERE id = $1", [expiring[0]]).string(0, 0) == "expired")
+    }
+
+    @Test func completesTenThousandOutcomesInOneCall() throws {
+        let conninfo = try TestDatabase.migrated()
+        let connection = try PostgresConnection(conninfo: conninfo)
+        _ = try insert(connection, count: 10_000)
+        let queue = NotificationQueue(connection: connection, workerID: "bulk")
+        let claimed = try queue.claim(app: "default", limit: 10_000, lease: .seconds(60)).claimed
+        #expect(claimed.count == 10_000)
+        let outcomes: [Outcome] = claimed.enumerated().map { index, row in
+            switch index % 4 {
+            case 0: return .delivered(row)
+            case 1: return Outcome(id: row.id, claimCount: row.claimCount, disposition: .failed, httpStatus: 410,
+                                   reason: "Unregistered", recordsError: true, invalidatesToken: true,
+                                   appleTimestamp: Date(timeIntervalSince1970: 1_700_000_000 + Double(index)))
+            case 2: return Outcome(id: row.id, claimCount: row.claimCount, disposition: .retry(after: .seconds(3), countsAsAttempt: true),
+                                   httpStatus: 503, reason: "ServiceUnavailable", recordsError: true)
+            default: return .released(row)
+            }
+        }
+        let written = try queue.complete(outcomes)
+        #expect(written.count == 10_000)
+        #expect(try statuses(connection) == ["delivered": 2500, "failed": 2500, "queued": 5000])
+        let retried = try connection.query("""
+            SELECT count(*) FROM pgpush.notifications
+             WHERE status = 'queued' AND last_status = 503 AND attempts = 1 AND send_after > now() + interval '2 seconds'
+            """)
+        #expect(retried.int(0, 0) == 2500)
+        let released = try connection.query("""
+            SELECT count(*) FROM pgpush.notifications
+             WHERE status = 'queued' AND last_status IS NULL AND attempts = 0 AND send_after <= now() AND locked_by IS NULL
+            """)
+        #expect(released.int(0, 0) == 2500)
+        #expect(try connection.query("SELECT count(*) FROM pgpush.delivery_errors").int(0, 0) == 5000)
+        // Every row had the same token: one invalid-token row, with Apple's latest timestamp.
+        let invalid = try connection.query("SELECT device_token, reason, extract(epoch FROM apple_timestamp)::bigint FROM pgpush.invalid_tokens")
+        #expect(invalid.rowCount == 1)
+        #expect(invalid.string(0, 0) == Self.token)
+        #expect(invalid.string(0, 1) == "Unregistered")
+        #expect(invalid.int64(0, 2) == Int64(1_700_009_997))
+    }
+
+    @Test func renewingKeepsOnlyLeasesStillHeld() throws {
+        let conninfo = try TestDatabase.migrated()
+        let connection = try PostgresConnection(conninfo: conninfo)
+        _ = try insert(connection, count: 3)
+        let queue = NotificationQueue(connection: connection, workerID: "w1")
+        let claimed = try queue.claim(app: "default", limit: 3, lease: .seconds(1)).claimed
+        try queue.complete([.delivered(claimed[0])])
+        let renewed = try queue.renewLeases(ids: claimed.map(\.id), lease: .seconds(120))
+        #expect(renewed == Set(claimed.dropFirst().map(\.id)))
+        let held = try connection.query("SELECT count(*) FROM pgpush.notifications WHERE locked_until > now() + interval '100 seconds'")
+        #expect(held.int(0, 0) == 2)
+    }
+
+    @Test func hostileRowContentNeverBreaksTheClaimForOthers() throws {
+        let conninfo = try TestDatabase.migrated()
+        let connection = try PostgresConnection(conninfo: conninfo)
+        try connection.query("""
+            INSERT INTO pgpush.notifications (device_token, payload, topic, collapse_id, push_type, priority)
+            VALUES ($1, $2::jsonb, $3, $4, 'alert', 1)
+            """, [Self.token, #"{"aps":{"alert":"'); DROP TABLE pgpush.notifications; --\u0001?\u001b[31m"},"n":1e400}"#,
+                  "com.example\u{7}\r\n'; SELECT 1", "\u{1b}[2J"])
+        _ = try insert(connection, count: 2)
+        let claimed = try NotificationQueue(connection: connection, workerID: "w1").claim(app: "default", limit: 10, lease: .seconds(30))
+        #expect(claimed.claimed.count == 3)
+        #expect(claimed.claimed[0].notification.topic == "com.example\u{7}\r\n'; SELECT 1")
+        #expect(claimed.claimed[0].notification.collapseID == "\u{1b}[2J")
+    }
+}

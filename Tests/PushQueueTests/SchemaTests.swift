@@ -1,0 +1,215 @@
+import Foundation
+import PGPushTestSupport
+import Postgres
+import PushQueue
+import Testing
+
+@Suite struct MigrationTests {
+    @Test func migratesFromEmptyAndSecondRunChangesNothing() throws {
+        let connection = try PostgresConnection(conninfo: try TestDatabase.empty())
+        let runner = MigrationRunner(migrations: try Migration.load(directory: TestDatabase.sqlDirectory))
+        let first = try runner.migrate(connection)
+        #expect(first == runner.migrations.map(\.version))
+        #expect(first.first == 1)
+        let schemaBefore = try schemaFingerprint(connection)
+        #expect(try runner.migrate(connection).isEmpty)
+        #expect(try schemaFingerprint(connection) == schemaBefore)
+        let versions = try connection.query("SELECT count(*) FROM pgpush.schema_migrations")
+        #expect(versions.int(0, 0) == runner.migrations.count)
+    }
+
+    @Test func concurrentMigrationsApplyEachVersionOnce() async throws {
+        let conninfo = try TestDatabase.empty()
+        let migrations = try Migration.load(directory: TestDatabase.sqlDirectory)
+        let applied = try await withThrowingTaskGroup(of: [Int].self) { group in
+            for _ in 0..<4 {
+                group.addTask {
+                    let connection = try PostgresConnection(conninfo: conninfo)
+                    return try MigrationRunner(migrations: migrations).migrate(connection)
+                }
+            }
+            return try await group.reduce(into: [Int]()) { $0 += $1 }
+        }
+        #expect(applied.sorted() == migrations.map(\.version))
+    }
+
+    @Test func editedMigrationIsRefused() throws {
+        let connection = try PostgresConnection(conninfo: try TestDatabase.empty())
+        var migrations = try Migration.load(directory: TestDatabase.sqlDirectory)
+        try MigrationRunner(migrations: migrations).migrate(connection)
+        migrations[0] = Migration(version: migrations[0].version, name: migrations[0].name, sql: migrations[0].sql + "\n-- edited")
+        let error = try #require(throws: MigrationError.self) { try MigrationRunner(migrations: migrations).migrate(connection) }
+        #expect(error.description.contains("changed after it was applied"))
+    }
+
+    @Test func failingMigrationLeavesNothingBehind() throws {
+        let connection = try PostgresConnection(conninfo: try TestDatabase.empty())
+        let broken = [Migration(version: 1, name: "broken", sql: "CREATE TABLE pgpush.half (x int); SELECT 1/0;")]
+        #expect(throws: MigrationError.self) { try MigrationRunner(migrations: broken).migrate(connection) }
+        let table = try connection.query("SELECT to_regclass('pgpush.half') IS NULL")
+        #expect(table.bool(0, 0) == true)
+        #expect(try connection.query("SELECT count(*) FROM pgpush.schema_migrations").int(0, 0) == 0)
+    }
+
+    private func schemaFingerprint(_ connection: PostgresConnection) throws -> [String] {
+        let result = try connection.query("""
+            SELECT c.relkind::text || ':' || c.relname FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace
+             WHERE s.nspname = 'pgpush' ORDER BY 1
+            """)
+        return (0..<result.rowCount).compactMap { result.string($0, 0) }
+    }
+}
+
+@Suite struct BadInputTests {
+    static let token = String(repeating: "ab", count: 32)
+
+    /// Each invalid row and the constraint whose name says what is wrong.
+    static let cases: [(columns: String, values: [String?], constraint: String)] = [
+        ("device_token, payload", ["xyz0", #"{"aps":{}}"#], "notifications_device_token_not_hex"),
+        ("device_token, payload", ["abc", #"{"aps":{}}"#], "notifications_device_token_bad_length"),
+        ("device_token, payload", ["", #"{"aps":{}}"#], "notifications_device_token_bad_length"),
+        ("device_token, payload", [String(repeating: "a", count: 402), #"{"aps":{}}"#], "notifications_device_token_bad_length"),
+        ("device_token, payload, push_type", [token, #"{"aps":{}}"#, "email"], "notifications_push_type_unknown"),
+        ("device_token, payload, priority", [token, #"{"aps":{}}"#, "7"], "notifications_priority_not_1_5_10"),
+        ("device_token, payload, push_type, priority",
+         [token, #"{"aps":{"content-available":1}}"#, "background", "10"], "notifications_background_priority_must_be_5"),
+        ("device_token, payload, push_type", [token, #"{"aps":{"alert":"hi"}}"#, "background"],
+         "notifications_background_needs_content_available"),
+        ("device_token, payload", [token, #"[1,2]"#], "notifications_payload_not_object"),
+        ("device_token, payload", [token, #""text""#], "notifications_payload_not_object"),
+        ("device_token, payload", [token, #"{"aps":{"alert":"\#(String(repeating: "x", count: 4090))"}}"#],
+         "notifications_payload_too_large"),
+        ("device_token, payload, push_type", [token, #"{"aps":{"alert":"\#(String(repeating: "x", count: 5110))"}}"#, "voip"],
+         "notifications_payload_too_large"),
+        ("device_token, payload, collapse_id", [token, #"{"aps":{}}"#, String(repeating: "c", count: 65)],
+         "notifications_collapse_id_too_long"),
+        ("device_token, payload, collapse_id", [token, #"{"aps":{}}"#, String(repeating: "é", count: 33)],
+         "notifications_collapse_id_too_long"),
+        ("device_token, payload, push_type", [token, #"{"aps":{}}"#, "mdm"], "notifications_mdm_needs_topic"),
+        ("device_token, payload, topic", [token, #"{"aps":{}}"#, ""], "notifications_topic_empty"),
+        ("device_token, payload, status", [token, #"{"aps":{}}"#, "done"], "notifications_status_unknown"),
+    ]
+
+    @Test(arguments: 0..<cases.count)
+    func invalidInsertIsRejectedByNamedConstraint(index: Int) throws {
+        let connection = try PostgresConnection(conninfo: try TestDatabase.migrated())
+        let bad = Self.cases[index]
+        let placeholders = (1...bad.values.count).map { "$\($0)" }.joined(separator: ", ")
+        let error = try #require(throws: PostgresError.self) {
+            try connection.query("INSERT INTO pgpush.notifications (\(bad.columns)) VALUES (\(placeholders))", bad.values)
+        }
+        #expect(error.sqlState == "23514")
+        #expect(error.constraint == bad.constraint)
+        #expect(try connection.query("SELECT count(*) FROM pgpush.notifications").int(0, 0) == 0)
+    }
+
+    @Test func payloadLimitCountsCompactBytesNotJsonbText() throws {
+        let connection = try PostgresConnection(conninfo: try TestDatabase.migrated())
+        // jsonb prints a blank after every ':' and ',', so this payload's text form
+        // is over 4096 bytes while its compact form (what APNs gets) is exactly 4096.
+        let keys = (0..<400).map { String(format: "\"k%03d\":1", $0) }.joined(separator: ",")
+        let prefix = "{\"aps\":{\"alert\":\"\",\"x\":{" + keys + "}}"
+        let filler = 4096 - prefix.utf8.count - "}".utf8.count
+        let payload = prefix.replacingOccurrences(of: "\"alert\":\"\"", with: "\"alert\":\"" + String(repeating: "y", count: filler) + "\"") + "}"
+        #expect(payload.utf8.count == 4096)
+        let id = try connection.query("SELECT pgpush.enqueue(device_token => $1, payload => $2::jsonb)", [Self.token, payload])
+        #expect(id.int64(0, 0) != nil)
+        let lengths = try connection.query("SELECT octet_length(payload::text), pgpush.compact_json_length(payload) FROM pgpush.notifications")
+        #expect((lengths.int(0, 0) ?? 0) > 4096)
+        #expect(lengths.int(0, 1) == 4096)
+        let oneMore = payload.replacingOccurrences(of: "\"alert\":\"y", with: "\"alert\":\"yy")
+        let error = try #require(throws: PostgresError.self) {
+            try connection.query("SELECT pgpush.enqueue(device_token => $1, payload => $2::jsonb)", [Self.token, oneMore])
+        }
+        #expect(error.constraint == "notifications_payload_too_large")
+    }
+
+    @Test func enqueueRaisesTheSameNamedErrors() throws {
+        let connection = try PostgresConnection(conninfo: try TestDatabase.migrated())
+        let error = try #require(throws: PostgresError.self) {
+            try connection.query("SELECT pgpush.enqueue(device_token => $1, payload => '{}', priority => 3)", [Self.token])
+        }
+        #expect(error.constraint == "notifications_priority_not_1_5_10")
+        let badToken = try #require(throws: PostgresError.self) {
+            try connection.query("SELECT pgpush.enqueue_many(device_tokens => $1, payload => '{}')", [[Self.token, "nothex"]])
+        }
+        #expect(badToken.constraint == "notifications_device_token_not_hex")
+        #expect(try connection.query("SELECT count(*) FROM pgpush.notifications").int(0, 0) == 0)
+    }
+
+    @Test func validRowsTakeTheirDefaults() throws {
+        let connection = try PostgresConnection(conninfo: try TestDatabase.migrated())
+        try connection.query("INSERT INTO pgpush.notifications (device_token, payload) VALUES ($1, '{\"aps\":{\"alert\":\"hi\"}}')",
+                             [Self.token.uppercased()])
+        let row = try connection.query("""
+            SELECT app, push_type, priority IS NULL, topic IS NULL, status, attempts, apns_id IS NOT NULL,
+                   send_after <= now(), finished_at IS NULL
+              FROM pgpush.notifications
+            """)
+        #expect(row.string(0, 0) == "default")
+        #expect(row.string(0, 1) == "alert")
+        #expect(row.bool(0, 2) == true)
+        #expect(row.bool(0, 3) == true)
+        #expect(row.string(0, 4) == "queued")
+        #expect(row.int(0, 5) == 0)
+        #expect(row.bool(0, 6) == true)
+        #expect(row.bool(0, 7) == true)
+        #expect(row.bool(0, 8) == true)
+    }
+}
+
+@Suite struct EnqueueTests {
+    static let token = String(repeating: "cd", count: 32)
+
+    @Test func idempotencyKeyNeverProducesASecondRow() throws {
+        let connection = try PostgresConnection(conninfo: try TestDatabase.migrated())
+        let sql = "SELECT pgpush.enqueue(device_token => $1, payload => '{\"aps\":{\"alert\":\"a\"}}', idempotency_key => $2, app => $3)"
+        let first = try connection.query(sql, [Self.token, "order-42", "shop"]).int64(0, 0)
+        let second = try connection.query(sql, [Self.token, "order-42", "shop"]).int64(0, 0)
+        #expect(first != nil)
+        #expect(first == second)
+        // Same key for another app is another notification.
+        let otherApp = try connection.query(sql, [Self.token, "order-42", "news"]).int64(0, 0)
+        #expect(otherApp != first)
+        // A plain INSERT with a used key is rejected.
+        let error = try #require(throws: PostgresError.self) {
+            try connection.query("""
+                INSERT INTO pgpush.notifications (app, device_token, payload, idempotency_key)
+                VALUES ('shop', $1, '{}', 'order-42')
+                """, [Self.token])
+        }
+        #expect(error.sqlState == "23505")
+        #expect(try connection.query("SELECT count(*) FROM pgpush.notifications").int(0, 0) == 2)
+    }
+
+    @Test func enqueueManyInsertsOneRowPerTokenAndHonoursKeys() throws {
+        let connection = try PostgresConnection(conninfo: try TestDatabase.migrated())
+        let tokens = (0..<50).map { String(format: "%064x", $0 + 1) }
+        let sql = "SELECT pgpush.enqueue_many(device_tokens => $1, payload => '{\"aps\":{\"alert\":\"x\"}}', push_type => 'alert', idempotency_key => 'campaign-7')"
+        let ids = try connection.query(sql, [tokens])
+        #expect(ids.rowCount == 50)
+        let again = try connection.query(sql, [tokens + [String(format: "%064x", 999)]])
+        #expect(again.rowCount == 1)
+        #expect(try connection.query("SELECT count(*) FROM pgpush.notifications").int(0, 0) == 51)
+    }
+
+    @Test func insertWakesListenersOncePerStatementPerApp() throws {
+        let conninfo = try TestDatabase.migrated()
+        let listener = try PostgresConnection(conninfo: conninfo)
+        let app = try PostgresConnection(conninfo: conninfo)
+        try listener.listen("pgpush_queued")
+        try app.query("""
+            INSERT INTO pgpush.notifications (app, device_token, payload)
+            SELECT CASE WHEN i % 2 = 0 THEN 'news' ELSE 'shop' END, $1, '{}' FROM generate_series(1, 100) AS i
+            """, [Self.token])
+        // Scheduled for later: no wake-up.
+        try app.query("INSERT INTO pgpush.notifications (app, device_token, payload, send_after) VALUES ('later', $1, '{}', now() + interval '1 hour')", [Self.token])
+        var received: [PostgresNotification] = []
+        for _ in 0..<20 {
+            received += try listener.waitForNotifications(timeout: .milliseconds(100))
+            if received.count >= 2 { _ = try listener.waitForNotifications(timeout: .milliseconds(200)).map { received.append($0) }; break }
+        }
+        #expect(Set(received.map(\.payload)) == ["news", "shop"])
+        #expect(received.count == 2)
+    }
+}
