@@ -135,9 +135,22 @@ enum ClientTestValues {
         return try notification.validated(bundleID: bundleID, authentication: authentication)
     }
 
-    static func tokenCache() throws -> ProviderTokenCache {
+    static func tokenCache(key: ES256PrivateKey? = nil) throws -> ProviderTokenCache {
         let identity = try ProviderTokenIdentity(keyID: "KEY1234567", teamID: "TEAM123456")
-        return ProviderTokenCache(signer: ProviderTokenSigner(key: try ES256PrivateKey.generate(), identity: identity))
+        return ProviderTokenCache(signer: ProviderTokenSigner(key: try key ?? ES256PrivateKey.generate(), identity: identity))
+    }
+
+    /// Sends `count` requests at once and returns them with their results, in request order.
+    static func sendAll(_ client: APNsClient, count: Int, authentication: AuthenticationMethod = .token) async throws
+        -> [(request: APNsRequest, result: DeliveryResult)] {
+        let requests = try (0..<count).map { try request(Int64($0), authentication: authentication) }
+        let results = await withTaskGroup(of: (Int, DeliveryResult).self) { group in
+            for (index, request) in requests.enumerated() {
+                group.addTask { (index, await client.send(request)) }
+            }
+            return await group.reduce(into: [Int: DeliveryResult]()) { $0[$1.0] = $1.1 }
+        }
+        return requests.indices.compactMap { index in results[index].map { (requests[index], $0) } }
     }
 
     /// A client of the fake server with quick reconnects, so tests do not wait on backoff.

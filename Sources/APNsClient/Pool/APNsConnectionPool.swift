@@ -87,12 +87,13 @@ final class APNsConnectionPool: Sendable {
     /// The best connection for a new request, with its start instant reserved. A slot named
     /// in `avoiding` (where the request just failed) is taken only when nothing else is open.
     func lease(avoiding avoided: Int? = nil) -> LeaseAttempt {
-        state.withLock { state -> LeaseAttempt in
+        let now = clock.now
+        return state.withLock { state -> LeaseAttempt in
             if state.shuttingDown { return .shutDown }
             var best: (slot: Int, start: ContinuousClock.Instant, load: Int, avoided: Bool)?
             for index in state.slots.indices {
                 guard let connection = state.slots[index].connection, connection.status.acceptsRequests else { continue }
-                let candidate = (slot: index, start: limiters[index].earliestStart(), load: state.slots[index].inFlight,
+                let candidate = (slot: index, start: limiters[index].earliestStart(at: now), load: state.slots[index].inFlight,
                                  avoided: index == avoided)
                 guard let current = best else { best = candidate; continue }
                 if Self.isBetter(candidate, than: current) { best = candidate }
@@ -101,7 +102,7 @@ final class APNsConnectionPool: Sendable {
                 return .unavailable(generation: state.generation)
             }
             state.slots[best.slot].inFlight += 1
-            let start = limiters[best.slot].reserve()
+            let start = limiters[best.slot].reserve(at: now)
             return .leased(ConnectionLease(slot: best.slot, connection: connection, start: start, limiter: limiters[best.slot]))
         }
     }

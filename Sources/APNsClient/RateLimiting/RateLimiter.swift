@@ -21,15 +21,16 @@ public final class RateLimiter<C: Clock>: Sendable where C.Duration == Duration,
         state.withLock { $0.setLimit(limit) }
     }
 
-    /// When a send asked for now could start (for picking the connection that frees first).
-    public func earliestStart() -> C.Instant {
-        let now = clock.now
+    /// When a send asked for at `now` (default: the clock's now) could start; for picking
+    /// the connection that frees first, compare several limiters at one `now`.
+    public func earliestStart(at now: C.Instant? = nil) -> C.Instant {
+        let now = now ?? clock.now
         return state.withLock { $0.earliestStart(at: now) }
     }
 
     /// Reserves a start instant without waiting; pair with `wait(until:)`.
-    public func reserve() -> C.Instant {
-        let now = clock.now
+    public func reserve(at now: C.Instant? = nil) -> C.Instant {
+        let now = now ?? clock.now
         return state.withLock { $0.reserve(at: now) }
     }
 
