@@ -72,6 +72,48 @@ struct ClientDeliveryTests {
         await client.shutdown()
     }
 
+    @Test("a request goes to the connection whose rate limiter frees first: no waits while another has room")
+    func picksFreeConnection() async throws {
+        let pki = try ClientTestPKI()
+        let server = try FakeAPNsServer(pki: pki)
+        defer { server.stop() }
+        let client = try ClientTestValues.client(port: server.port, pki: pki,
+                                                 authentication: .token(try ClientTestValues.tokenCache()), connections: 2, rate: 5)
+        await client.start()
+        for id in 0..<10 {
+            #expect(await client.send(try ClientTestValues.request(Int64(id))).status == 200)
+        }
+        let perConnection = Dictionary(grouping: server.handler.arrivals.value, by: \.connectionID).mapValues(\.count)
+        #expect(perConnection.values.sorted() == [5, 5])
+        #expect(client.statistics.rateLimiterWaits == 0)
+        #expect(await client.send(try ClientTestValues.request(10)).status == 200)
+        #expect(client.statistics.rateLimiterWaits == 1)
+        await client.shutdown()
+    }
+
+    @Test("429 TooManyRequests is returned, not retried; when 429s spread the connection slows down")
+    func tooManyRequests() async throws {
+        let pki = try ClientTestPKI()
+        let handler = FakeAPNs { request, responder, _ in
+            FakeAPNs.reject(request, responder, status: 429, reason: "TooManyRequests")
+        }
+        let server = try FakeAPNsServer(pki: pki, handler: handler)
+        defer { server.stop() }
+        let client = try ClientTestValues.client(port: server.port, pki: pki,
+                                                 authentication: .token(try ClientTestValues.tokenCache()), connections: 1, rate: 100)
+        for id in 0..<10 {
+            let result = await client.send(try ClientTestValues.request(Int64(id)))
+            #expect(result.status == 429)
+            #expect(result.outcomeClass == .backOffTooManyRequests)
+            #expect(result.resends == 0)
+        }
+        #expect(client.statistics.throttledConnections == 0, "10 of 10 answers is not yet more than 10")
+        _ = await client.send(try ClientTestValues.request(10))
+        #expect(client.statistics.throttledConnections == 1)
+        #expect(handler.arrivals.value.count == 11)
+        await client.shutdown()
+    }
+
     @Test("token auth: authorization carries the cached JWT, and one stream until the first answer")
     func tokenAuthentication() async throws {
         let pki = try ClientTestPKI()
