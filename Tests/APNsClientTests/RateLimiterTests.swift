@@ -1,4 +1,4 @@
-@testable import APNsClient
+import APNsClient
 import PGPushCore
 import Synchronization
 import Testing

@@ -161,21 +161,22 @@ final class APNsConnectionPool: Sendable {
         }
     }
 
-    /// Ends a lease. `answer` is the HTTP status when one arrived; a 429 TooManyRequests
-    /// feeds the slot's throttle.
+    /// Ends a lease. `answer` is the HTTP status when one arrived; 429 TooManyRequests
+    /// answers feed the slot's throttle, which may change the slot's rate.
     func finish(_ lease: ConnectionLease, answer: Int?, reason: String?) {
-        let newRate = state.withLock { state -> Int?? in
+        let now = clock.now
+        let newRate = state.withLock { state -> Int? in
             state.slots[lease.slot].inFlight -= 1
             guard let answer else { return nil }
             if state.slots[lease.slot].connection === lease.connection { state.slots[lease.slot].answeredSinceConnect = true }
-            let tooMany = answer == 429 && reason != "TooManyProviderTokenUpdates"
             guard var throttle = state.slots[lease.slot].throttle else { return nil }
-            let change = throttle.record(tooManyRequests: tooMany, at: clock.now)
+            let tooManyRequests = answer == 429 && reason != "TooManyProviderTokenUpdates"
+            let change = throttle.record(tooManyRequests: tooManyRequests, at: now)
             state.slots[lease.slot].throttle = throttle
-            return .some(change)
+            return change
         }
-        if case .some(.some(let rate)) = newRate {
-            lease.limiter.setLimit(rate)
+        if let newRate {
+            lease.limiter.setLimit(newRate)
             updateThrottleCount()
         }
     }
