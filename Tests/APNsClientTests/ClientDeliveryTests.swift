@@ -14,8 +14,8 @@ struct ClientDeliveryTests {
         let pki = try ClientTestPKI()
         let server = try FakeAPNsServer(pki: pki)
         defer { server.stop() }
-        let client = try ClientTestValues.client(port: server.port, pki: pki,
-                                                 authentication: .token(try ClientTestValues.tokenCache()), connections: 3)
+        let cache = try ClientTestValues.tokenCache()
+        let client = try ClientTestValues.client(port: server.port, pki: pki, authentication: .token(cache), connections: 3)
         await client.start()
         #expect(client.statistics.liveConnections == 3)
         let sent = try await ClientTestValues.sendAll(client, count: 90)
@@ -31,6 +31,8 @@ struct ClientDeliveryTests {
         let perConnection = Dictionary(grouping: server.handler.arrivals.value, by: \.connectionID).mapValues(\.count)
         #expect(perConnection.count == 3, "requests went to \(perConnection)")
         #expect(perConnection.values.allSatisfy { $0 >= 10 }, "spread: \(perConnection)")
+        #expect(cache.tokensSigned == 1, "one JWT shared by every connection")
+        #expect(Set(server.handler.arrivals.value.compactMap(\.authorization)).count == 1)
         let statistics = client.statistics
         #expect(statistics.requestsSent == 90)
         #expect(statistics.answersByStatus == [200: 90])
@@ -318,6 +320,58 @@ struct ClientDeliveryTests {
         let result = await client.send(try ClientTestValues.request(1))
         #expect(result.status == 200)
         #expect(result.resends == 1)
+        let arrivals = handler.arrivals.value
+        #expect(arrivals.count == 2)
+        if arrivals.count == 2 { #expect(arrivals[0].connectionID != arrivals[1].connectionID) }
+        #expect(client.statistics.reconnects == 1)
+        await client.shutdown()
+    }
+
+    @Test("the server's MAX_CONCURRENT_STREAMS is never exceeded")
+    func streamLimit() async throws {
+        let pki = try ClientTestPKI()
+        let handler = FakeAPNs { request, responder, _ in
+            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(20)) { FakeAPNs.accept(request, responder) }
+        }
+        let server = try FakeAPNsServer(pki: pki, handler: handler, maxConcurrentStreams: 3)
+        defer { server.stop() }
+        let client = try ClientTestValues.client(port: server.port, pki: pki,
+                                                 authentication: .token(try ClientTestValues.tokenCache()), connections: 1)
+        await client.start()
+        let sent = try await ClientTestValues.sendAll(client, count: 30)
+        #expect(sent.count == 30)
+        #expect(sent.allSatisfy { $0.result.status == 200 })
+        #expect(server.server.statistics.peakConcurrentStreams == 3)
+        await client.shutdown()
+    }
+
+    @Test("a connection lost after writing: may have been processed, not resent; the next request gets a new connection")
+    func connectionLost() async throws {
+        let pki = try ClientTestPKI()
+        let serverReference = Guarded<HTTP2Server?>(nil)
+        let handler = FakeAPNs { request, responder, index in
+            if index == 0 {
+                serverReference.value?.dropConnection(request.connectionID)
+            } else {
+                FakeAPNs.accept(request, responder)
+            }
+        }
+        let server = try FakeAPNsServer(pki: pki, handler: handler)
+        serverReference.withLock { $0 = server.server }
+        defer {
+            serverReference.withLock { $0 = nil }
+            server.stop()
+        }
+        let client = try ClientTestValues.client(port: server.port, pki: pki,
+                                                 authentication: .token(try ClientTestValues.tokenCache()), connections: 1)
+        let lost = await client.send(try ClientTestValues.request(1))
+        #expect(lost.status == nil)
+        #expect(lost.failure?.processing == .mayHaveBeenProcessed)
+        #expect(lost.failure?.cause == .connectionLost)
+        #expect(lost.outcomeClass == .retryServerError)
+        #expect(lost.resends == 0)
+        let next = await client.send(try ClientTestValues.request(2))
+        #expect(next.status == 200)
         let arrivals = handler.arrivals.value
         #expect(arrivals.count == 2)
         if arrivals.count == 2 { #expect(arrivals[0].connectionID != arrivals[1].connectionID) }
