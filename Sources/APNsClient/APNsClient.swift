@@ -182,6 +182,12 @@ public final class APNsClient: Sendable {
                 return .failure(DeliveryFailure(processing: .notProcessed, cause: .clientShutDown, detail: "APNs client is shut down"))
             case .unavailable(let generation):
                 if clock.now >= deadline {
+                    let open = pool.liveConnections
+                    if open > 0 {
+                        return .failure(DeliveryFailure(
+                            processing: .notProcessed, cause: .noFreeStream,
+                            detail: "every stream of the \(open) connection(s) to \(configuration.endpoint) stayed busy for \(configuration.requestTimeout)"))
+                    }
                     let why = pool.lastConnectError.map { ": \($0)" } ?? ""
                     return .failure(DeliveryFailure(
                         processing: .notProcessed, cause: .couldNotConnect,

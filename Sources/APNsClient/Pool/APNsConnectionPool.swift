@@ -14,6 +14,13 @@ final class APNsConnectionPool: Sendable {
     /// a server that accepts and drops connections is not hammered (apns-reference §7).
     static let healthyLifetime: Duration = .seconds(10)
 
+    /// The rate window the limiters use: a second plus a margin. The limiter spaces send
+    /// *starts*; APNs sees arrivals, and a burst's arrivals spread by a few milliseconds of
+    /// scheduling and I/O jitter that the next burst need not repeat. Measured on loopback,
+    /// a 1 s spacing let the server count up to N + 20 in some second; 20 ms of margin
+    /// (2% of throughput) keeps every server-side window within N.
+    static let rateWindow: Duration = .milliseconds(1020)
+
     private struct Waiter {
         let continuation: CheckedContinuation<Void, Never>
         var timer: Task<Void, Never>?
@@ -26,6 +33,10 @@ final class APNsConnectionPool: Sendable {
         /// Bumped whenever a connection is installed or shutdown begins.
         var generation = 0
         var waiters: [Int: Waiter] = [:]
+        /// Waiter ids in arrival order (ids already woken are skipped): a freed stream
+        /// wakes the longest waiting request only.
+        var waitOrder: [Int] = []
+        var waitOrderHead = 0
         var nextWaiterID = 0
         var keepers: [Task<Void, Never>] = []
         var startWaiters: [CheckedContinuation<Void, Never>] = []
@@ -38,6 +49,8 @@ final class APNsConnectionPool: Sendable {
     private let transport: HTTP2Client
     private let connectionConfiguration: HTTP2ClientConfiguration
     private let backoff: ReconnectBackoff
+    private let localStreamCap: Int
+    private let oneStreamUntilFirstAnswer: Bool
     private let limiters: [RateLimiter<ContinuousClock>]
     private let statistics: StatisticsRecorder
     private let state: Mutex<State>
@@ -50,11 +63,14 @@ final class APNsConnectionPool: Sendable {
         self.connectionConfiguration = connectionConfiguration
         self.backoff = backoff
         self.statistics = statistics
-        limiters = (0..<connections).map { _ in RateLimiter(limit: ratePerConnection) }
+        localStreamCap = connectionConfiguration.maxConcurrentStreams
+        oneStreamUntilFirstAnswer = connectionConfiguration.singleStreamUntilFirstResponse
+        limiters = (0..<connections).map { _ in RateLimiter(limit: ratePerConnection, window: Self.rateWindow) }
         state = Mutex(State(slots: (0..<connections).map { _ in PoolSlot(ratePerConnection: ratePerConnection) }))
     }
 
     var lastConnectError: String? { state.withLock { $0.lastConnectError } }
+    var liveConnections: Int { state.withLock { state in state.slots.count { $0.connection != nil } } }
     var isShuttingDown: Bool { state.withLock { $0.shuttingDown } }
 
     // MARK: starting
@@ -92,7 +108,10 @@ final class APNsConnectionPool: Sendable {
             if state.shuttingDown { return .shutDown }
             var best: (slot: Int, start: ContinuousClock.Instant, load: Int, avoided: Bool)?
             for index in state.slots.indices {
-                guard let connection = state.slots[index].connection, connection.status.acceptsRequests else { continue }
+                let slot = state.slots[index]
+                guard let connection = slot.connection, connection.status.acceptsRequests,
+                      slot.inFlight < slot.streamLimit(localCap: localStreamCap, oneStreamUntilFirstAnswer: oneStreamUntilFirstAnswer)
+                else { continue }
                 let candidate = (slot: index, start: limiters[index].earliestStart(at: now), load: state.slots[index].inFlight,
                                  avoided: index == avoided)
                 guard let current = best else { best = candidate; continue }
@@ -114,8 +133,8 @@ final class APNsConnectionPool: Sendable {
         return candidate.load < current.load
     }
 
-    /// Waits until the pool changes after `generation` (a connection came up, or shutdown),
-    /// or until `deadline`.
+    /// Waits until the pool changes after `generation` (a connection came up, a stream was
+    /// freed, a stream limit rose, or shutdown), or until `deadline`.
     func waitForChange(after generation: Int, until deadline: ContinuousClock.Instant) async {
         guard clock.now < deadline else { return }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
@@ -124,6 +143,7 @@ final class APNsConnectionPool: Sendable {
                 let id = state.nextWaiterID
                 state.nextWaiterID += 1
                 state.waiters[id] = Waiter(continuation: continuation, timer: nil)
+                state.waitOrder.append(id)
                 return id
             }
             guard let id = registered else {
@@ -151,7 +171,27 @@ final class APNsConnectionPool: Sendable {
     private static func takeWaiters(_ state: inout State) -> [Waiter] {
         let waiters = Array(state.waiters.values)
         state.waiters.removeAll()
+        state.waitOrder.removeAll(keepingCapacity: true)
+        state.waitOrderHead = 0
         return waiters
+    }
+
+    private static func takeLongestWaiter(_ state: inout State) -> Waiter? {
+        defer {
+            if state.waitOrderHead == state.waitOrder.count {
+                state.waitOrder.removeAll(keepingCapacity: true)
+                state.waitOrderHead = 0
+            } else if state.waitOrderHead > 1024 && state.waitOrderHead * 2 > state.waitOrder.count {
+                state.waitOrder.removeFirst(state.waitOrderHead)
+                state.waitOrderHead = 0
+            }
+        }
+        while state.waitOrderHead < state.waitOrder.count {
+            let id = state.waitOrder[state.waitOrderHead]
+            state.waitOrderHead += 1
+            if let waiter = state.waiters.removeValue(forKey: id) { return waiter }
+        }
+        return nil
     }
 
     private static func wake(_ waiters: [Waiter]) {
@@ -165,16 +205,28 @@ final class APNsConnectionPool: Sendable {
     /// answers feed the slot's throttle, which may change the slot's rate.
     func finish(_ lease: ConnectionLease, answer: Int?, reason: String?) {
         let now = clock.now
-        let newRate = state.withLock { state -> Int? in
-            state.slots[lease.slot].inFlight -= 1
-            guard let answer else { return nil }
-            if state.slots[lease.slot].connection === lease.connection { state.slots[lease.slot].answeredSinceConnect = true }
-            guard var throttle = state.slots[lease.slot].throttle else { return nil }
+        let (newRate, freed) = state.withLock { state -> (Int?, [Waiter]) in
+            let current = state.slots[lease.slot].connection === lease.connection
+            var freed: [Waiter] = []
+            if current {
+                state.slots[lease.slot].inFlight -= 1
+                let firstAnswer = answer != nil && !state.slots[lease.slot].answeredSinceConnect
+                if answer != nil { state.slots[lease.slot].answeredSinceConnect = true }
+                state.generation += 1
+                // The first answer of a token connection opens it to many streams.
+                if firstAnswer && oneStreamUntilFirstAnswer {
+                    freed = Self.takeWaiters(&state)
+                } else if let waiter = Self.takeLongestWaiter(&state) {
+                    freed = [waiter]
+                }
+            }
+            guard let answer, var throttle = state.slots[lease.slot].throttle else { return (nil, freed) }
             let tooManyRequests = answer == 429 && reason != "TooManyProviderTokenUpdates"
             let change = throttle.record(tooManyRequests: tooManyRequests, at: now)
             state.slots[lease.slot].throttle = throttle
-            return change
+            return (change, freed)
         }
+        Self.wake(freed)
         if let newRate {
             lease.limiter.setLimit(newRate)
             updateThrottleCount()
@@ -246,6 +298,7 @@ final class APNsConnectionPool: Sendable {
             state.slots[slot].connection = connection
             state.slots[slot].connectedAt = now
             state.slots[slot].answeredSinceConnect = false
+            state.slots[slot].inFlight = 0
             state.generation += 1
             let starters = Self.markFirstAttemptDone(slot: slot, &state)
             let live = state.slots.count { $0.connection != nil }
@@ -270,10 +323,19 @@ final class APNsConnectionPool: Sendable {
             case .goAwayReceived, .closed:
                 connectionStopped(slot: slot, connection: connection)
             case .ready, .maxConcurrentStreamsChanged:
-                break
+                streamLimitChanged(slot: slot, connection: connection)
             }
         }
         connectionStopped(slot: slot, connection: connection)
+    }
+
+    private func streamLimitChanged(slot: Int, connection: HTTP2ClientConnection) {
+        let waiters = state.withLock { state -> [Waiter] in
+            guard state.slots[slot].connection === connection else { return [] }
+            state.generation += 1
+            return Self.takeWaiters(&state)
+        }
+        Self.wake(waiters)
     }
 
     private func connectionStopped(slot: Int, connection: HTTP2ClientConnection) {
@@ -284,6 +346,7 @@ final class APNsConnectionPool: Sendable {
             let healthy = state.slots[slot].answeredSinceConnect || lived >= Self.healthyLifetime
             state.slots[slot].connection = nil
             state.slots[slot].connectedAt = nil
+            state.slots[slot].inFlight = 0
             state.slots[slot].lastConnectionWasHealthy = healthy
             let waiter = state.slots[slot].replacementWaiter
             state.slots[slot].replacementWaiter = nil
