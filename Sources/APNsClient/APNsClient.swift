@@ -1,0 +1,250 @@
+import Foundation
+import HTTP2TLS
+import PGPushCore
+
+/// Sends notifications of one app to APNs over a pool of HTTP/2 connections (SPEC §4).
+///
+/// `send` never throws: every outcome, answered or not, is a `DeliveryResult`. Inside, the
+/// client resends what APNs certainly did not process (refused streams, streams above a
+/// GOAWAY's last_stream_id, requests never written; at most twice), and what it must after
+/// an auth answer (403 ExpiredProviderToken: new JWT, new connection; 429
+/// TooManyProviderTokenUpdates: new connection; each at most once). It never resends a
+/// request APNs may have processed, and leaves every other answer to the caller's policy.
+public final class APNsClient: Sendable {
+    public let configuration: APNsClientConfiguration
+    private let pool: APNsConnectionPool
+    private let transport: HTTP2Client
+    private let recorder = StatisticsRecorder()
+    private let clock = ContinuousClock()
+
+    static let maximumUnprocessedResends = 2
+
+    /// Checks the configuration, builds the TLS context (system trust store plus the extra
+    /// CA file; the client certificate for certificate auth) and the I/O thread. No
+    /// connection is opened until `start()` or the first `send`.
+    public init(configuration: APNsClientConfiguration) throws(APNsClientConfigurationError) {
+        try configuration.validate()
+        self.configuration = configuration
+        let tls: ClientTLSContext
+        do {
+            switch configuration.authentication {
+            case .token: tls = try ClientTLSContext(extraCAFile: configuration.extraCAFile)
+            case .certificate(let identity): tls = try ClientTLSContext(extraCAFile: configuration.extraCAFile, identity: identity)
+            }
+        } catch {
+            throw APNsClientConfigurationError(setting: "TLS (PGPUSH_CA_FILE / PGPUSH_CERT_FILE)", error.description,
+                                               app: configuration.appName)
+        }
+        var connection = HTTP2ClientConfiguration(tls: tls)
+        connection.requestTimeout = configuration.requestTimeout
+        connection.connectTimeout = configuration.connectTimeout
+        if case .token = configuration.authentication {
+            // APNs allows one stream until it has seen a valid JWT (apns-reference §7).
+            connection.singleStreamUntilFirstResponse = true
+        }
+        do {
+            transport = try HTTP2Client(threadName: "apns-\(configuration.appName.prefix(10))")
+        } catch {
+            throw APNsClientConfigurationError(setting: "I/O thread", error.description, app: configuration.appName)
+        }
+        pool = APNsConnectionPool(endpoint: configuration.endpoint, connections: configuration.connections,
+                                  ratePerConnection: configuration.effectiveRatePerConnection,
+                                  backoff: configuration.reconnectBackoff, transport: transport,
+                                  connectionConfiguration: connection, statistics: recorder)
+    }
+
+    deinit { transport.shutdown() }
+
+    /// Opens the connections; returns once each has connected or failed its first attempt
+    /// (failed ones keep retrying with backoff in the background).
+    public func start() async {
+        await pool.start()
+    }
+
+    /// Stops taking requests (new `send`s return `clientShutDown`), lets requests in flight
+    /// finish for up to `timeout`, then closes every connection.
+    public func shutdown(timeout: Duration = .seconds(10)) async {
+        await pool.shutdown(timeout: timeout)
+    }
+
+    public var statistics: APNsClientStatistics { recorder.snapshot }
+
+    /// The last connect error (for `pgpush doctor` and logs), nil if none happened.
+    public var lastConnectError: String? { pool.lastConnectError }
+
+    /// Sends one notification and returns what happened to it.
+    public func send(_ request: APNsRequest) async -> DeliveryResult {
+        let started = clock.now
+        guard pool.admit() else {
+            return failed(.init(processing: .notProcessed, cause: .clientShutDown, detail: "APNs client is shut down"),
+                          resends: 0, since: started)
+        }
+        defer { pool.leave() }
+        pool.startKeepersIfNeeded()
+
+        var resends = 0
+        var unprocessedResends = 0
+        var refreshedExpiredToken = false
+        var resentAfterTokenUpdates = false
+        var avoidedSlot: Int?
+        while true {
+            let token: ProviderToken?
+            switch providerToken() {
+            case .success(let current): token = current
+            case .failure(let failure): return failed(failure, resends: resends, since: started)
+            }
+            let lease: ConnectionLease
+            switch await acquireConnection(avoiding: avoidedSlot) {
+            case .success(let granted): lease = granted
+            case .failure(let failure): return failed(failure, resends: resends, since: started)
+            }
+            let waited = await lease.limiter.wait(until: lease.start)
+            recorder.update {
+                $0.requestsSent += 1
+                if waited > .zero {
+                    $0.rateLimiterWaits += 1
+                    $0.rateLimiterWaitTime += waited
+                }
+            }
+            let outcome: Result<HTTP2Response, RequestFailure>
+            do throws(RequestFailure) {
+                outcome = .success(try await lease.connection.send(http2Request(for: request, token: token)))
+            } catch {
+                outcome = .failure(error)
+            }
+
+            switch outcome {
+            case .success(let response):
+                var result = answered(response, resends: resends, since: started)
+                pool.finish(lease, answer: response.status, reason: result.reason)
+                recorder.update { $0.answersByStatus[response.status, default: 0] += 1 }
+                if case .token(let cache) = configuration.authentication, let token,
+                   response.status == 403, result.reason == APNsReason.expiredProviderToken.rawValue, !refreshedExpiredToken {
+                    // Not counted as an attempt (SPEC §4); the connection is closed as Pushy does,
+                    // since APNs may keep it wedged on the old token.
+                    refreshedExpiredToken = true
+                    do {
+                        _ = try cache.refreshAfterExpired(previous: token)
+                    } catch {
+                        result.resends = resends
+                        return result
+                    }
+                    recorder.update { $0.providerTokenRefreshes += 1 }
+                    pool.retire(lease)
+                    resends += 1
+                    recorder.update { $0.resends += 1 }
+                    avoidedSlot = lease.slot
+                    continue
+                }
+                if response.status == 429, result.reason == APNsReason.tooManyProviderTokenUpdates.rawValue, !resentAfterTokenUpdates {
+                    resentAfterTokenUpdates = true
+                    pool.retire(lease)
+                    resends += 1
+                    recorder.update { $0.resends += 1 }
+                    avoidedSlot = lease.slot
+                    continue
+                }
+                return result
+
+            case .failure(let failure):
+                pool.finish(lease, answer: nil, reason: nil)
+                if Self.isResendable(failure), unprocessedResends < Self.maximumUnprocessedResends, !pool.isShuttingDown {
+                    unprocessedResends += 1
+                    resends += 1
+                    recorder.update { $0.resends += 1 }
+                    avoidedSlot = lease.slot
+                    continue
+                }
+                return failed(deliveryFailure(from: failure), resends: resends, since: started)
+            }
+        }
+    }
+
+    // MARK: pieces of send
+
+    private func providerToken() -> Result<ProviderToken?, DeliveryFailure> {
+        guard case .token(let cache) = configuration.authentication else { return .success(nil) }
+        do throws(ProviderTokenError) {
+            return .success(try cache.currentToken())
+        } catch {
+            return .failure(DeliveryFailure(processing: .notProcessed, cause: .credentials, detail: error.description))
+        }
+    }
+
+    /// A connection for the next try, waiting up to the request timeout for one to open.
+    private func acquireConnection(avoiding avoided: Int?) async -> Result<ConnectionLease, DeliveryFailure> {
+        let deadline = clock.now.advanced(by: configuration.requestTimeout)
+        while true {
+            switch pool.lease(avoiding: avoided) {
+            case .leased(let lease):
+                return .success(lease)
+            case .shutDown:
+                return .failure(DeliveryFailure(processing: .notProcessed, cause: .clientShutDown, detail: "APNs client is shut down"))
+            case .unavailable(let generation):
+                if clock.now >= deadline {
+                    let open = pool.liveConnections
+                    if open > 0 {
+                        return .failure(DeliveryFailure(
+                            processing: .notProcessed, cause: .noFreeStream,
+                            detail: "every stream of the \(open) connection(s) to \(configuration.endpoint) stayed busy for \(configuration.requestTimeout)"))
+                    }
+                    let why = pool.lastConnectError.map { ": \($0)" } ?? ""
+                    return .failure(DeliveryFailure(
+                        processing: .notProcessed, cause: .couldNotConnect,
+                        detail: "no connection to \(configuration.endpoint) within \(configuration.requestTimeout)\(why)"))
+                }
+                await pool.waitForChange(after: generation, until: deadline)
+            }
+        }
+    }
+
+    private func http2Request(for request: APNsRequest, token: ProviderToken?) -> HTTP2Request {
+        let endpoint = configuration.endpoint
+        // The transport writes the pseudo-headers itself from method, path and authority.
+        let fields = request.headerFields(authority: endpoint.authority, providerToken: token?.jwt)
+            .filter { !$0.name.hasPrefix(":") }
+            .map { HTTP2TLS.HeaderField($0.name, $0.value, neverIndex: $0.neverIndex) }
+        return HTTP2Request(method: "POST", path: request.path, authority: endpoint.authority, headers: fields,
+                            body: request.body, timeout: configuration.requestTimeout)
+    }
+
+    /// Only failures APNs certainly did not process, and that another try could fix.
+    private static func isResendable(_ failure: RequestFailure) -> Bool {
+        guard failure.processing == .notProcessed else { return false }
+        switch failure.cause {
+        case .refusedStream, .goAway, .connectionClosed: return true
+        case .deadlineExceeded, .streamReset, .invalidRequest: return false
+        }
+    }
+
+    private func deliveryFailure(from failure: RequestFailure) -> DeliveryFailure {
+        let processing: DeliveryFailure.Processing = failure.processing == .notProcessed ? .notProcessed : .mayHaveBeenProcessed
+        let cause: DeliveryFailure.Cause
+        switch failure.cause {
+        case .refusedStream: cause = .refusedStream
+        case .goAway: cause = .goAway
+        case .deadlineExceeded: cause = .deadlineExceeded
+        case .connectionClosed(.closedLocally) where pool.isShuttingDown: cause = .clientShutDown
+        case .connectionClosed: cause = .connectionLost
+        case .streamReset: cause = .streamReset
+        case .invalidRequest: cause = .invalidRequest
+        }
+        return DeliveryFailure(processing: processing, cause: cause, detail: failure.description)
+    }
+
+    private func answered(_ response: HTTP2Response, resends: Int, since started: ContinuousClock.Instant) -> DeliveryResult {
+        let success = (200..<300).contains(response.status)
+        let body = success || response.body.isEmpty ? nil : APNsErrorBody.parse(response.body)
+        return DeliveryResult(status: response.status, reason: body?.reason, timestamp: body?.timestamp,
+                              apnsID: response.headers.value(of: "apns-id"),
+                              apnsUniqueID: response.headers.value(of: "apns-unique-id"),
+                              resends: resends, latency: started.duration(to: clock.now))
+    }
+
+    private func failed(_ failure: DeliveryFailure, resends: Int, since started: ContinuousClock.Instant) -> DeliveryResult {
+        recorder.update {
+            if failure.processing == .notProcessed { $0.failuresNotProcessed += 1 } else { $0.failuresMayHaveBeenProcessed += 1 }
+        }
+        return DeliveryResult(status: nil, failure: failure, resends: resends, latency: started.duration(to: clock.now))
+    }
+}

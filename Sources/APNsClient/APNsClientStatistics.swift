@@ -1,0 +1,29 @@
+/// Counters of one `APNsClient` since it was created (for the `workers` row, logs and tests).
+public struct APNsClientStatistics: Sendable, Equatable {
+    /// HTTP/2 requests written or attempted, resends included.
+    public var requestsSent = 0
+    /// Answers received, by HTTP status.
+    public var answersByStatus: [Int: Int] = [:]
+    /// Results returned without an answer, by processing kind.
+    public var failuresNotProcessed = 0
+    public var failuresMayHaveBeenProcessed = 0
+    /// Invisible resends (refused, GOAWAY, ExpiredProviderToken, TooManyProviderTokenUpdates).
+    public var resends = 0
+    /// Provider tokens re-signed after 403 ExpiredProviderToken.
+    public var providerTokenRefreshes = 0
+    /// Sends that had to wait for the rate limiter, and for how long in total.
+    public var rateLimiterWaits = 0
+    public var rateLimiterWaitTime: Duration = .zero
+    /// Connections opened successfully, and those that replaced an earlier one.
+    public var connectionsOpened = 0
+    public var reconnects = 0
+    public var connectFailures = 0
+    /// Connections currently taking requests.
+    public var liveConnections = 0
+    /// Connections whose rate is currently lowered because 429s spread (SPEC §4).
+    public var throttledConnections = 0
+
+    public init() {}
+
+    public var answers: Int { answersByStatus.values.reduce(0, +) }
+}

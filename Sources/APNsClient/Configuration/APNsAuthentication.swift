@@ -1,0 +1,19 @@
+import HTTP2TLS
+import PGPushCore
+
+/// How an app proves itself to APNs (apns-reference §5, §6).
+public enum APNsAuthentication: Sendable {
+    /// `authorization: bearer <jwt>` from a cache shared by every connection of the key,
+    /// so a JWT is signed once per ~50 minutes however many connections there are.
+    case token(ProviderTokenCache)
+    /// A TLS client certificate; requests carry no `authorization` header.
+    case certificate(ClientIdentity)
+
+    /// The core's view, for `PushNotification.validated(bundleID:authentication:)`.
+    public var method: AuthenticationMethod {
+        switch self {
+        case .token: return .token
+        case .certificate: return .certificate
+        }
+    }
+}

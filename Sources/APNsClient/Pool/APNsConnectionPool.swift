@@ -1,0 +1,452 @@
+import HTTP2TLS
+import Synchronization
+
+/// Keeps an app's HTTP/2 connections to APNs open and hands them out to requests.
+///
+/// Each slot has a keeper task that connects, waits until the connection stops taking
+/// requests (GOAWAY, close, or retired after an auth error), and connects again: at once
+/// after a healthy connection, otherwise after the reconnect backoff with jitter. The
+/// transport resolves DNS afresh at each connect (apns-reference §1). Requests go to the
+/// connection whose rate limiter frees first, then to the least loaded.
+final class APNsConnectionPool: Sendable {
+    /// A connection that answered, or lived this long, counts as healthy: its successor
+    /// connects without backoff. One that died younger and silent counts as a failure, so
+    /// a server that accepts and drops connections is not hammered (apns-reference §7).
+    static let healthyLifetime: Duration = .seconds(10)
+
+    /// The rate window the limiters use: a second plus a margin. The limiter spaces send
+    /// *starts*; APNs sees arrivals, and a burst's arrivals spread by a few milliseconds of
+    /// scheduling and I/O jitter that the next burst need not repeat. Measured on loopback,
+    /// a 1 s spacing let the server count up to N + 20 in some second; 20 ms of margin
+    /// (2% of throughput) keeps every server-side window within N.
+    static let rateWindow: Duration = .milliseconds(1020)
+
+    private struct Waiter {
+        let continuation: CheckedContinuation<Void, Never>
+        var timer: Task<Void, Never>?
+    }
+
+    private struct State {
+        var slots: [PoolSlot]
+        var started = false
+        var shuttingDown = false
+        /// Bumped whenever a connection is installed or shutdown begins.
+        var generation = 0
+        var waiters: [Int: Waiter] = [:]
+        /// Waiter ids in arrival order (ids already woken are skipped): a freed stream
+        /// wakes the longest waiting request only.
+        var waitOrder: [Int] = []
+        var waitOrderHead = 0
+        var nextWaiterID = 0
+        var keepers: [Task<Void, Never>] = []
+        var startWaiters: [CheckedContinuation<Void, Never>] = []
+        var lastConnectError: String?
+        var activeRequests = 0
+        var idleWaiters: [CheckedContinuation<Void, Never>] = []
+    }
+
+    let endpoint: APNsEndpoint
+    private let transport: HTTP2Client
+    private let connectionConfiguration: HTTP2ClientConfiguration
+    private let backoff: ReconnectBackoff
+    private let localStreamCap: Int
+    private let oneStreamUntilFirstAnswer: Bool
+    private let limiters: [RateLimiter<ContinuousClock>]
+    private let statistics: StatisticsRecorder
+    private let state: Mutex<State>
+    private let clock = ContinuousClock()
+
+    init(endpoint: APNsEndpoint, connections: Int, ratePerConnection: Int?, backoff: ReconnectBackoff,
+         transport: HTTP2Client, connectionConfiguration: HTTP2ClientConfiguration, statistics: StatisticsRecorder) {
+        self.endpoint = endpoint
+        self.transport = transport
+        self.connectionConfiguration = connectionConfiguration
+        self.backoff = backoff
+        self.statistics = statistics
+        localStreamCap = connectionConfiguration.maxConcurrentStreams
+        oneStreamUntilFirstAnswer = connectionConfiguration.singleStreamUntilFirstResponse
+        limiters = (0..<connections).map { _ in RateLimiter(limit: ratePerConnection, window: Self.rateWindow) }
+        state = Mutex(State(slots: (0..<connections).map { _ in PoolSlot(ratePerConnection: ratePerConnection) }))
+    }
+
+    var lastConnectError: String? { state.withLock { $0.lastConnectError } }
+    var liveConnections: Int { state.withLock { state in state.slots.count { $0.connection != nil } } }
+    var isShuttingDown: Bool { state.withLock { $0.shuttingDown } }
+
+    // MARK: starting
+
+    /// Starts the keepers (once) and returns when every slot's first connect attempt ended.
+    func start() async {
+        startKeepersIfNeeded()
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let done = state.withLock { state -> Bool in
+                if state.shuttingDown || state.slots.allSatisfy(\.firstAttemptDone) { return true }
+                state.startWaiters.append(continuation)
+                return false
+            }
+            if done { continuation.resume() }
+        }
+    }
+
+    func startKeepersIfNeeded() {
+        state.withLock { state in
+            guard !state.started, !state.shuttingDown else { return }
+            state.started = true
+            for slot in state.slots.indices {
+                state.keepers.append(Task { [self] in await keep(slot: slot) })
+            }
+        }
+    }
+
+    // MARK: leasing
+
+    /// The best connection for a new request, with its start instant reserved. A slot named
+    /// in `avoiding` (where the request just failed) is taken only when nothing else is open.
+    func lease(avoiding avoided: Int? = nil) -> LeaseAttempt {
+        let now = clock.now
+        return state.withLock { state -> LeaseAttempt in
+            if state.shuttingDown { return .shutDown }
+            var best: (slot: Int, start: ContinuousClock.Instant, load: Int, avoided: Bool)?
+            for index in state.slots.indices {
+                let slot = state.slots[index]
+                guard let connection = slot.connection, connection.status.acceptsRequests,
+                      slot.inFlight < slot.streamLimit(localCap: localStreamCap, oneStreamUntilFirstAnswer: oneStreamUntilFirstAnswer)
+                else { continue }
+                let candidate = (slot: index, start: limiters[index].earliestStart(at: now), load: state.slots[index].inFlight,
+                                 avoided: index == avoided)
+                guard let current = best else { best = candidate; continue }
+                if Self.isBetter(candidate, than: current) { best = candidate }
+            }
+            guard let best, let connection = state.slots[best.slot].connection else {
+                return .unavailable(generation: state.generation)
+            }
+            state.slots[best.slot].inFlight += 1
+            let start = limiters[best.slot].reserve(at: now)
+            return .leased(ConnectionLease(slot: best.slot, connection: connection, start: start, limiter: limiters[best.slot]))
+        }
+    }
+
+    private static func isBetter(_ candidate: (slot: Int, start: ContinuousClock.Instant, load: Int, avoided: Bool),
+                                 than current: (slot: Int, start: ContinuousClock.Instant, load: Int, avoided: Bool)) -> Bool {
+        if candidate.avoided != current.avoided { return !candidate.avoided }
+        if candidate.start != current.start { return candidate.start < current.start }
+        return candidate.load < current.load
+    }
+
+    /// Waits until the pool changes after `generation` (a connection came up, a stream was
+    /// freed, a stream limit rose, or shutdown), or until `deadline`.
+    func waitForChange(after generation: Int, until deadline: ContinuousClock.Instant) async {
+        guard clock.now < deadline else { return }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let registered = state.withLock { state -> Int? in
+                if state.generation != generation || state.shuttingDown { return nil }
+                let id = state.nextWaiterID
+                state.nextWaiterID += 1
+                state.waiters[id] = Waiter(continuation: continuation, timer: nil)
+                state.waitOrder.append(id)
+                return id
+            }
+            guard let id = registered else {
+                continuation.resume()
+                return
+            }
+            let timer = Task { [self] in
+                try? await Task.sleep(until: deadline, clock: .continuous)
+                expireWaiter(id)
+            }
+            let orphaned = state.withLock { state -> Bool in
+                guard state.waiters[id] != nil else { return true }
+                state.waiters[id]?.timer = timer
+                return false
+            }
+            if orphaned { timer.cancel() }
+        }
+    }
+
+    private func expireWaiter(_ id: Int) {
+        let waiter = state.withLock { $0.waiters.removeValue(forKey: id) }
+        waiter?.continuation.resume()
+    }
+
+    private static func takeWaiters(_ state: inout State) -> [Waiter] {
+        let waiters = Array(state.waiters.values)
+        state.waiters.removeAll()
+        state.waitOrder.removeAll(keepingCapacity: true)
+        state.waitOrderHead = 0
+        return waiters
+    }
+
+    private static func takeLongestWaiter(_ state: inout State) -> Waiter? {
+        defer {
+            if state.waitOrderHead == state.waitOrder.count {
+                state.waitOrder.removeAll(keepingCapacity: true)
+                state.waitOrderHead = 0
+            } else if state.waitOrderHead > 1024 && state.waitOrderHead * 2 > state.waitOrder.count {
+                state.waitOrder.removeFirst(state.waitOrderHead)
+                state.waitOrderHead = 0
+            }
+        }
+        while state.waitOrderHead < state.waitOrder.count {
+            let id = state.waitOrder[state.waitOrderHead]
+            state.waitOrderHead += 1
+            if let waiter = state.waiters.removeValue(forKey: id) { return waiter }
+        }
+        return nil
+    }
+
+    private static func wake(_ waiters: [Waiter]) {
+        for waiter in waiters {
+            waiter.timer?.cancel()
+            waiter.continuation.resume()
+        }
+    }
+
+    /// Ends a lease. `answer` is the HTTP status when one arrived; 429 TooManyRequests
+    /// answers feed the slot's throttle, which may change the slot's rate.
+    func finish(_ lease: ConnectionLease, answer: Int?, reason: String?) {
+        let now = clock.now
+        let (newRate, freed) = state.withLock { state -> (Int?, [Waiter]) in
+            let current = state.slots[lease.slot].connection === lease.connection
+            var freed: [Waiter] = []
+            if current {
+                state.slots[lease.slot].inFlight -= 1
+                let firstAnswer = answer != nil && !state.slots[lease.slot].answeredSinceConnect
+                if answer != nil { state.slots[lease.slot].answeredSinceConnect = true }
+                state.generation += 1
+                // The first answer of a token connection opens it to many streams.
+                if firstAnswer && oneStreamUntilFirstAnswer {
+                    freed = Self.takeWaiters(&state)
+                } else if let waiter = Self.takeLongestWaiter(&state) {
+                    freed = [waiter]
+                }
+            }
+            guard let answer, var throttle = state.slots[lease.slot].throttle else { return (nil, freed) }
+            let tooManyRequests = answer == 429 && reason != "TooManyProviderTokenUpdates"
+            let change = throttle.record(tooManyRequests: tooManyRequests, at: now)
+            state.slots[lease.slot].throttle = throttle
+            return (change, freed)
+        }
+        Self.wake(freed)
+        if let newRate {
+            lease.limiter.setLimit(newRate)
+            updateThrottleCount()
+        }
+    }
+
+    private func updateThrottleCount() {
+        let throttled = state.withLock { $0.slots.count { $0.throttle?.isThrottled == true } }
+        statistics.update { $0.throttledConnections = throttled }
+    }
+
+    /// Takes the lease's connection out of the pool and closes it gracefully (its other
+    /// streams finish); the keeper connects a replacement at once.
+    func retire(_ lease: ConnectionLease) {
+        connectionStopped(slot: lease.slot, connection: lease.connection)
+        lease.connection.close(graceful: true)
+    }
+
+    // MARK: keeping connections
+
+    private func keep(slot: Int) async {
+        var failures = 0
+        var connectedBefore = false
+        while !Task.isCancelled && !isShuttingDown {
+            if failures > 0 {
+                try? await Task.sleep(for: backoff.delay(afterFailures: failures))
+                if Task.isCancelled || isShuttingDown { break }
+            }
+            let connection: HTTP2ClientConnection
+            do {
+                connection = try await transport.connect(host: endpoint.host, port: endpoint.port, configuration: connectionConfiguration)
+            } catch {
+                if error == .clientShutDown { break }
+                failures += 1
+                connectFailed(slot: slot, error: error)
+                continue
+            }
+            guard install(connection, slot: slot, isReconnect: connectedBefore) else {
+                connection.close(graceful: false)
+                break
+            }
+            connectedBefore = true
+            Task { [self] in await watch(connection, slot: slot) }
+            let healthy = await replacementNeeded(slot: slot, connection: connection)
+            failures = healthy ? 0 : failures + 1
+        }
+    }
+
+    private func connectFailed(slot: Int, error: ConnectError) {
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.lastConnectError = error.description
+            return Self.markFirstAttemptDone(slot: slot, &state)
+        }
+        statistics.update { $0.connectFailures += 1 }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    private static func markFirstAttemptDone(slot: Int, _ state: inout State) -> [CheckedContinuation<Void, Never>] {
+        state.slots[slot].firstAttemptDone = true
+        guard state.slots.allSatisfy(\.firstAttemptDone) else { return [] }
+        defer { state.startWaiters.removeAll() }
+        return state.startWaiters
+    }
+
+    private func install(_ connection: HTTP2ClientConnection, slot: Int, isReconnect: Bool) -> Bool {
+        let now = clock.now
+        let outcome = state.withLock { state -> (installed: Bool, waiters: [Waiter], starters: [CheckedContinuation<Void, Never>], live: Int) in
+            guard !state.shuttingDown else { return (false, [], [], 0) }
+            state.slots[slot].connection = connection
+            state.slots[slot].connectedAt = now
+            state.slots[slot].answeredSinceConnect = false
+            state.slots[slot].inFlight = 0
+            state.generation += 1
+            let starters = Self.markFirstAttemptDone(slot: slot, &state)
+            let live = state.slots.count { $0.connection != nil }
+            return (true, Self.takeWaiters(&state), starters, live)
+        }
+        guard outcome.installed else { return false }
+        statistics.update {
+            $0.connectionsOpened += 1
+            if isReconnect { $0.reconnects += 1 }
+            $0.liveConnections = outcome.live
+        }
+        Self.wake(outcome.waiters)
+        for starter in outcome.starters { starter.resume() }
+        return true
+    }
+
+    /// Follows a connection's events; it stops taking requests at GOAWAY or close. Holding
+    /// the handle here keeps a draining connection alive until its last stream is done.
+    private func watch(_ connection: HTTP2ClientConnection, slot: Int) async {
+        for await event in connection.events {
+            switch event {
+            case .goAwayReceived, .closed:
+                connectionStopped(slot: slot, connection: connection)
+            case .ready, .maxConcurrentStreamsChanged:
+                streamLimitChanged(slot: slot, connection: connection)
+            }
+        }
+        connectionStopped(slot: slot, connection: connection)
+    }
+
+    private func streamLimitChanged(slot: Int, connection: HTTP2ClientConnection) {
+        let waiters = state.withLock { state -> [Waiter] in
+            guard state.slots[slot].connection === connection else { return [] }
+            state.generation += 1
+            return Self.takeWaiters(&state)
+        }
+        Self.wake(waiters)
+    }
+
+    private func connectionStopped(slot: Int, connection: HTTP2ClientConnection) {
+        let now = clock.now
+        let outcome = state.withLock { state -> (waiter: CheckedContinuation<Bool, Never>?, healthy: Bool, live: Int)? in
+            guard state.slots[slot].connection === connection else { return nil }
+            let lived = state.slots[slot].connectedAt.map { $0.duration(to: now) } ?? .zero
+            let healthy = state.slots[slot].answeredSinceConnect || lived >= Self.healthyLifetime
+            state.slots[slot].connection = nil
+            state.slots[slot].connectedAt = nil
+            state.slots[slot].inFlight = 0
+            state.slots[slot].lastConnectionWasHealthy = healthy
+            let waiter = state.slots[slot].replacementWaiter
+            state.slots[slot].replacementWaiter = nil
+            return (waiter, healthy, state.slots.count { $0.connection != nil })
+        }
+        guard let outcome else { return }
+        statistics.update { $0.liveConnections = outcome.live }
+        outcome.waiter?.resume(returning: outcome.healthy)
+    }
+
+    /// Returns once `connection` no longer fills `slot`: whether it was healthy.
+    private func replacementNeeded(slot: Int, connection: HTTP2ClientConnection) async -> Bool {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            let finished = state.withLock { state -> Bool? in
+                guard state.slots[slot].connection === connection, !state.shuttingDown else {
+                    return state.slots[slot].lastConnectionWasHealthy
+                }
+                state.slots[slot].replacementWaiter = continuation
+                return nil
+            }
+            if let finished { continuation.resume(returning: finished) }
+        }
+    }
+
+    // MARK: requests in flight and shutdown
+
+    /// Counts a request in; false once shutdown has begun.
+    func admit() -> Bool {
+        state.withLock { state in
+            guard !state.shuttingDown else { return false }
+            state.activeRequests += 1
+            return true
+        }
+    }
+
+    func leave() {
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.activeRequests -= 1
+            guard state.activeRequests == 0 else { return [] }
+            defer { state.idleWaiters.removeAll() }
+            return state.idleWaiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Stops new requests, lets those in flight finish until `timeout`, then closes every
+    /// connection (requests still open fail as "may have been processed") and the transport.
+    func shutdown(timeout: Duration) async {
+        let outcome = state.withLock { state -> (first: Bool, waiters: [Waiter], starters: [CheckedContinuation<Void, Never>]) in
+            guard !state.shuttingDown else { return (false, [], []) }
+            state.shuttingDown = true
+            state.generation += 1
+            defer { state.startWaiters.removeAll() }
+            return (true, Self.takeWaiters(&state), state.startWaiters)
+        }
+        Self.wake(outcome.waiters)
+        for starter in outcome.starters { starter.resume() }
+        await waitUntilIdle(until: clock.now.advanced(by: timeout))
+        let (keepers, connections, replacementWaiters) = state.withLock { state in
+            let keepers = state.keepers
+            state.keepers.removeAll()
+            let connections = state.slots.compactMap(\.connection)
+            var waiters: [CheckedContinuation<Bool, Never>] = []
+            for index in state.slots.indices {
+                if let waiter = state.slots[index].replacementWaiter { waiters.append(waiter) }
+                state.slots[index].replacementWaiter = nil
+                state.slots[index].connection = nil
+            }
+            return (keepers, connections, waiters)
+        }
+        for keeper in keepers { keeper.cancel() }
+        for waiter in replacementWaiters { waiter.resume(returning: true) }
+        for connection in connections { connection.close(graceful: false) }
+        transport.shutdown()
+        statistics.update {
+            $0.liveConnections = 0
+            $0.throttledConnections = 0
+        }
+    }
+
+    private func waitUntilIdle(until deadline: ContinuousClock.Instant) async {
+        let idle = state.withLock { $0.activeRequests == 0 }
+        if idle { return }
+        // Woken by the last request to leave, or by the timer at the deadline.
+        let timer = Task { [self] in
+            try? await Task.sleep(until: deadline, clock: .continuous)
+            let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+                defer { state.idleWaiters.removeAll() }
+                return state.idleWaiters
+            }
+            for waiter in waiters { waiter.resume() }
+        }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let done = state.withLock { state -> Bool in
+                if state.activeRequests == 0 || clock.now >= deadline { return true }
+                state.idleWaiters.append(continuation)
+                return false
+            }
+            if done { continuation.resume() }
+        }
+        timer.cancel()
+    }
+}

@@ -1,0 +1,34 @@
+import HTTP2TLS
+
+/// One of the pool's connection places: the connection that currently fills it (if any)
+/// and what the pool knows about it. The rate limiter and 429 throttle belong to the
+/// slot, so a replacement connection inherits a slowed-down rate instead of resetting it.
+struct PoolSlot {
+    var connection: HTTP2ClientConnection?
+    var connectedAt: ContinuousClock.Instant?
+    var answeredSinceConnect = false
+    /// Requests leased on the current connection and not yet finished (streams it uses,
+    /// including requests waiting for their rate-limited start).
+    var inFlight = 0
+    /// Set when the current connection stopped taking requests; read by the keeper.
+    var lastConnectionWasHealthy = false
+    var replacementWaiter: CheckedContinuation<Bool, Never>?
+    var throttle: TooManyRequestsThrottle<ContinuousClock.Instant>?
+    var firstAttemptDone = false
+
+    init(ratePerConnection: Int?) {
+        throttle = ratePerConnection.map { TooManyRequestsThrottle(configuredRate: $0) }
+    }
+
+    /// How many streams the current connection may have open: the server's
+    /// MAX_CONCURRENT_STREAMS (1 until its SETTINGS arrive) under our own cap, and just 1
+    /// on a token connection until its first answer (apns-reference §7). Requests beyond it
+    /// wait in the pool rather than in the transport's queue, so that a request leaves for
+    /// the wire at the instant its rate limiter gave it; queued in the transport, it would
+    /// go out later in a burst that APNs could count as more than the rate in one second.
+    func streamLimit(localCap: Int, oneStreamUntilFirstAnswer: Bool) -> Int {
+        guard let connection else { return 0 }
+        if oneStreamUntilFirstAnswer && !answeredSinceConnect { return 1 }
+        return max(1, min(localCap, connection.status.peerMaxConcurrentStreams))
+    }
+}

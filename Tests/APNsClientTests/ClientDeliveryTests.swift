@@ -1,0 +1,460 @@
+import APNsClient
+import Dispatch
+import Foundation
+import HTTP2TLS
+import PGPushCore
+import Testing
+
+/// The client against a fake APNs over real TLS and HTTP/2 on loopback. Serialized: the
+/// rate test measures arrival times, which a parallel test would disturb.
+@Suite("APNs client over TLS + HTTP/2", .serialized, .timeLimit(.minutes(1)))
+struct ClientDeliveryTests {
+    @Test("requests are answered 200 across several connections; apns-id and apns-unique-id come back")
+    func spreadsOverConnections() async throws {
+        let pki = try ClientTestPKI()
+        let server = try FakeAPNsServer(pki: pki)
+        defer { server.stop() }
+        let cache = try ClientTestValues.tokenCache()
+        let client = try ClientTestValues.client(port: server.port, pki: pki, authentication: .token(cache), connections: 3)
+        await client.start()
+        #expect(client.statistics.liveConnections == 3)
+        let sent = try await ClientTestValues.sendAll(client, count: 90)
+        #expect(sent.count == 90)
+        for (request, result) in sent {
+            #expect(result.status == 200)
+            #expect(result.failure == nil)
+            #expect(result.resends == 0)
+            #expect(result.apnsID == request.apnsID.uuidString.lowercased())
+            #expect(result.apnsUniqueID?.hasPrefix("unique-") == true)
+            #expect(result.outcomeClass == .delivered)
+        }
+        let perConnection = Dictionary(grouping: server.handler.arrivals.value, by: \.connectionID).mapValues(\.count)
+        #expect(perConnection.count == 3, "requests went to \(perConnection)")
+        // Once every connection has had its first answer (token connections take one stream
+        // until then), a burst spreads over all of them by load.
+        let second = try await ClientTestValues.sendAll(client, count: 90)
+        #expect(second.allSatisfy { $0.result.status == 200 })
+        let secondRound = Dictionary(grouping: server.handler.arrivals.value.dropFirst(90), by: \.connectionID).mapValues(\.count)
+        #expect(secondRound.count == 3 && secondRound.values.allSatisfy { $0 >= 10 }, "spread: \(secondRound)")
+        #expect(cache.tokensSigned == 1, "one JWT shared by every connection")
+        #expect(Set(server.handler.arrivals.value.compactMap(\.authorization)).count == 1)
+        let statistics = client.statistics
+        #expect(statistics.requestsSent == 180)
+        #expect(statistics.answersByStatus == [200: 180])
+        #expect(statistics.connectionsOpened == 3)
+        await client.shutdown()
+        #expect(client.statistics.liveConnections == 0)
+        let late = await client.send(try ClientTestValues.request(1000))
+        #expect(late.failure?.cause == .clientShutDown)
+        #expect(late.failure?.processing == .notProcessed)
+    }
+
+    @Test("one connection capped at 50/s: the server never sees more than 50 in a one-second window")
+    func rateCap() async throws {
+        let pki = try ClientTestPKI()
+        let server = try FakeAPNsServer(pki: pki)
+        defer { server.stop() }
+        let client = try ClientTestValues.client(port: server.port, pki: pki,
+                                                 authentication: .token(try ClientTestValues.tokenCache()), connections: 1, rate: 50)
+        await client.start()
+        let sent = try await ClientTestValues.sendAll(client, count: 150)
+        #expect(sent.allSatisfy { $0.result.status == 200 })
+        let times = server.handler.arrivals.value.map(\.at).sorted()
+        #expect(times.count == 150)
+        // Every window [t, t + 1 s) the server could have counted in, measured at each arrival.
+        let window = Duration.seconds(1)
+        var maximum = 0
+        var tail = 0
+        for head in times.indices {
+            while times[tail].advanced(by: window) <= times[head] { tail += 1 }
+            maximum = max(maximum, head - tail + 1)
+        }
+        #expect(maximum <= 50)
+        #expect(maximum >= 40, "the cap should have been reached, not avoided")
+        // 150 sends at 50 per second: the third batch cannot start before 2 s after the first.
+        if let first = times.first, let last = times.last { #expect(first.duration(to: last) >= .milliseconds(1950)) }
+        #expect(client.statistics.rateLimiterWaits >= 99)
+        await client.shutdown()
+    }
+
+    @Test("a request goes to the connection whose rate limiter frees first: no waits while another has room")
+    func picksFreeConnection() async throws {
+        let pki = try ClientTestPKI()
+        let server = try FakeAPNsServer(pki: pki)
+        defer { server.stop() }
+        let client = try ClientTestValues.client(port: server.port, pki: pki,
+                                                 authentication: .token(try ClientTestValues.tokenCache()), connections: 2, rate: 5)
+        await client.start()
+        for id in 0..<10 {
+            #expect(await client.send(try ClientTestValues.request(Int64(id))).status == 200)
+        }
+        let perConnection = Dictionary(grouping: server.handler.arrivals.value, by: \.connectionID).mapValues(\.count)
+        #expect(perConnection.values.sorted() == [5, 5])
+        #expect(client.statistics.rateLimiterWaits == 0)
+        #expect(await client.send(try ClientTestValues.request(10)).status == 200)
+        #expect(client.statistics.rateLimiterWaits == 1)
+        await client.shutdown()
+    }
+
+    @Test("429 TooManyRequests is returned, not retried; when 429s spread the connection slows down")
+    func tooManyRequests() async throws {
+        let pki = try ClientTestPKI()
+        let handler = FakeAPNs { request, responder, _ in
+            FakeAPNs.reject(request, responder, status: 429, reason: "TooManyRequests")
+        }
+        let server = try FakeAPNsServer(pki: pki, handler: handler)
+        defer { server.stop() }
+        let client = try ClientTestValues.client(port: server.port, pki: pki,
+                                                 authentication: .token(try ClientTestValues.tokenCache()), connections: 1, rate: 100)
+        for id in 0..<10 {
+            let result = await client.send(try ClientTestValues.request(Int64(id)))
+            #expect(result.status == 429)
+            #expect(result.outcomeClass == .backOffTooManyRequests)
+            #expect(result.resends == 0)
+        }
+        #expect(client.statistics.throttledConnections == 0, "10 of 10 answers is not yet more than 10")
+        _ = await client.send(try ClientTestValues.request(10))
+        #expect(client.statistics.throttledConnections == 1)
+        #expect(handler.arrivals.value.count == 11)
+        await client.shutdown()
+    }
+
+    @Test("token auth: authorization carries the cached JWT, and one stream until the first answer")
+    func tokenAuthentication() async throws {
+        let pki = try ClientTestPKI()
+        let handler = FakeAPNs { request, responder, index in
+            if index == 0 {
+                // Hold the first answer: a client that fanned out early would send now.
+                DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(300)) { FakeAPNs.accept(request, responder) }
+            } else {
+                FakeAPNs.accept(request, responder)
+            }
+        }
+        let server = try FakeAPNsServer(pki: pki, handler: handler)
+        defer { server.stop() }
+        let key = try ES256PrivateKey.generate()
+        let cache = try ClientTestValues.tokenCache(key: key)
+        let client = try ClientTestValues.client(port: server.port, pki: pki, authentication: .token(cache), connections: 1)
+        await client.start()
+        let sent = try await ClientTestValues.sendAll(client, count: 10)
+        #expect(sent.allSatisfy { $0.result.status == 200 })
+        let arrivals = handler.arrivals.value
+        let jwt = try cache.currentToken().jwt
+        #expect(arrivals.allSatisfy { $0.authorization == "bearer \(jwt)" })
+        #expect(cache.tokensSigned == 1, "one JWT shared by every request")
+        let parts = jwt.split(separator: ".")
+        #expect(parts.count == 3)
+        if parts.count == 3, let signature = Base64URL.decode(parts[2]) {
+            #expect(try key.publicKey().verify(message: Array((parts[0] + "." + parts[1]).utf8), rawSignature: signature))
+        }
+        let firstAnswer = handler.answered.value.first { $0.streamID == arrivals.first?.streamID }
+        #expect(firstAnswer != nil)
+        if let firstAnswer {
+            #expect(arrivals.dropFirst().allSatisfy { $0.at > firstAnswer.at }, "a second stream opened before the first answer")
+        }
+        await client.shutdown()
+    }
+
+    @Test("certificate auth: the server sees the client certificate; no authorization header")
+    func certificateAuthentication() async throws {
+        let pki = try ClientTestPKI()
+        let server = try FakeAPNsServer(pki: pki, requireClientCertificate: true)
+        defer { server.stop() }
+        let issued = try pki.authority.issueClientCertificate(commonName: "Apple Push Services: \(ClientTestValues.bundleID)")
+        let identity = try ClientIdentity.fromPEM(certificatePEM: issued.certificatePEM, privateKeyPEM: issued.privateKeyPEM)
+        let client = try ClientTestValues.client(port: server.port, pki: pki, authentication: .certificate(identity), connections: 2)
+        let sent = try await ClientTestValues.sendAll(client, count: 20, authentication: .certificate)
+        #expect(sent.count == 20)
+        #expect(sent.allSatisfy { $0.result.status == 200 })
+        let arrivals = server.handler.arrivals.value
+        #expect(arrivals.count == 20)
+        #expect(arrivals.allSatisfy { $0.authorization == nil })
+        #expect(arrivals.allSatisfy { $0.peerCertificateSubject?.contains("Apple Push Services: \(ClientTestValues.bundleID)") == true })
+        await client.shutdown()
+    }
+
+    @Test("403 ExpiredProviderToken: one new JWT, a new connection, success; not counted as an attempt")
+    func expiredProviderToken() async throws {
+        let pki = try ClientTestPKI()
+        let handler = FakeAPNs { request, responder, index in
+            if index == 0 {
+                FakeAPNs.reject(request, responder, status: 403, reason: "ExpiredProviderToken")
+            } else {
+                FakeAPNs.accept(request, responder)
+            }
+        }
+        let server = try FakeAPNsServer(pki: pki, handler: handler)
+        defer { server.stop() }
+        let cache = try ClientTestValues.tokenCache()
+        let client = try ClientTestValues.client(port: server.port, pki: pki, authentication: .token(cache), connections: 1)
+        let result = await client.send(try ClientTestValues.request(1))
+        #expect(result.status == 200)
+        #expect(result.resends == 1)
+        #expect(cache.tokensSigned == 2)
+        let arrivals = handler.arrivals.value
+        #expect(arrivals.count == 2)
+        if arrivals.count == 2 {
+            #expect(arrivals[0].connectionID != arrivals[1].connectionID)
+            #expect(arrivals[0].authorization != arrivals[1].authorization)
+            #expect(arrivals[1].authorization == "bearer \(try cache.currentToken().jwt)")
+        }
+        #expect(client.statistics.providerTokenRefreshes == 1)
+        #expect(client.statistics.reconnects == 1)
+        await client.shutdown()
+    }
+
+    @Test("403 ExpiredProviderToken twice: resent once only, then the answer is returned")
+    func expiredProviderTokenTwice() async throws {
+        let pki = try ClientTestPKI()
+        let handler = FakeAPNs { request, responder, _ in
+            FakeAPNs.reject(request, responder, status: 403, reason: "ExpiredProviderToken")
+        }
+        let server = try FakeAPNsServer(pki: pki, handler: handler)
+        defer { server.stop() }
+        let cache = try ClientTestValues.tokenCache()
+        let client = try ClientTestValues.client(port: server.port, pki: pki, authentication: .token(cache), connections: 1)
+        let result = await client.send(try ClientTestValues.request(1))
+        #expect(result.status == 403)
+        #expect(result.reason == "ExpiredProviderToken")
+        #expect(result.outcomeClass == .refreshProviderToken)
+        #expect(result.resends == 1)
+        #expect(handler.arrivals.value.count == 2)
+        #expect(cache.tokensSigned == 2)
+        await client.shutdown()
+    }
+
+    @Test("429 TooManyProviderTokenUpdates: resent once on a fresh connection with the same JWT")
+    func tooManyProviderTokenUpdates() async throws {
+        let pki = try ClientTestPKI()
+        let handler = FakeAPNs { request, responder, index in
+            if index == 0 {
+                FakeAPNs.reject(request, responder, status: 429, reason: "TooManyProviderTokenUpdates")
+            } else {
+                FakeAPNs.accept(request, responder)
+            }
+        }
+        let server = try FakeAPNsServer(pki: pki, handler: handler)
+        defer { server.stop() }
+        let cache = try ClientTestValues.tokenCache()
+        let client = try ClientTestValues.client(port: server.port, pki: pki, authentication: .token(cache), connections: 1)
+        let result = await client.send(try ClientTestValues.request(1))
+        #expect(result.status == 200)
+        #expect(result.resends == 1)
+        #expect(cache.tokensSigned == 1, "no new JWT: signing more is what caused the 429")
+        let arrivals = handler.arrivals.value
+        #expect(arrivals.count == 2)
+        if arrivals.count == 2 { #expect(arrivals[0].connectionID != arrivals[1].connectionID) }
+        await client.shutdown()
+    }
+
+    @Test("errors APNs answered are returned as they are, with reason and timestamp")
+    func rejections() async throws {
+        let pki = try ClientTestPKI()
+        let invalidSince = Date(timeIntervalSince1970: 1_700_000_000.123)
+        let handler = FakeAPNs { request, responder, _ in
+            FakeAPNs.reject(request, responder, status: 410, reason: "Unregistered", timestamp: invalidSince)
+        }
+        let server = try FakeAPNsServer(pki: pki, handler: handler)
+        defer { server.stop() }
+        let client = try ClientTestValues.client(port: server.port, pki: pki,
+                                                 authentication: .token(try ClientTestValues.tokenCache()), connections: 1)
+        let request = try ClientTestValues.request(7)
+        let result = await client.send(request)
+        #expect(result.status == 410)
+        #expect(result.reason == "Unregistered")
+        #expect(result.timestamp.map { abs($0.timeIntervalSince(invalidSince)) < 0.002 } == true)
+        #expect(result.apnsID == request.apnsID.uuidString.lowercased())
+        #expect(result.outcomeClass == .tokenInvalid)
+        #expect(result.resends == 0)
+        #expect(handler.arrivals.value.count == 1)
+        await client.shutdown()
+    }
+
+    @Test("REFUSED_STREAM: resent without failure, up to twice; a third refusal is returned as not processed")
+    func refusedStreams() async throws {
+        let pki = try ClientTestPKI()
+        let refusals = Guarded(2)
+        let handler = FakeAPNs { request, responder, _ in
+            let refuse = refusals.withLock { count -> Bool in
+                defer { count -= 1 }
+                return count > 0
+            }
+            if refuse { responder.refuse() } else { FakeAPNs.accept(request, responder) }
+        }
+        let server = try FakeAPNsServer(pki: pki, handler: handler)
+        defer { server.stop() }
+        let client = try ClientTestValues.client(port: server.port, pki: pki,
+                                                 authentication: .token(try ClientTestValues.tokenCache()), connections: 2)
+        let result = await client.send(try ClientTestValues.request(1))
+        #expect(result.status == 200)
+        #expect(result.resends == 2)
+
+        refusals.withLock { $0 = 3 }
+        let refused = await client.send(try ClientTestValues.request(2))
+        #expect(refused.status == nil)
+        #expect(refused.failure?.cause == .refusedStream)
+        #expect(refused.failure?.processing == .notProcessed)
+        #expect(refused.outcomeClass == .notProcessed)
+        #expect(refused.resends == 2)
+        #expect(handler.arrivals.value.count == 3 + 3)
+        await client.shutdown()
+    }
+
+    @Test("GOAWAY before the stream: resent on a new connection without failure")
+    func goAway() async throws {
+        let pki = try ClientTestPKI()
+        let serverReference = Guarded<HTTP2Server?>(nil)
+        let handler = FakeAPNs { request, responder, index in
+            if index == 0 {
+                serverReference.value?.sendGoAway(connectionID: request.connectionID, lastStreamID: 0,
+                                                  debugData: Array(#"{"reason":"Shutdown"}"#.utf8))
+            } else {
+                FakeAPNs.accept(request, responder)
+            }
+        }
+        let server = try FakeAPNsServer(pki: pki, handler: handler)
+        serverReference.withLock { $0 = server.server }
+        defer {
+            serverReference.withLock { $0 = nil }
+            server.stop()
+        }
+        let client = try ClientTestValues.client(port: server.port, pki: pki,
+                                                 authentication: .token(try ClientTestValues.tokenCache()), connections: 1)
+        let result = await client.send(try ClientTestValues.request(1))
+        #expect(result.status == 200)
+        #expect(result.resends == 1)
+        let arrivals = handler.arrivals.value
+        #expect(arrivals.count == 2)
+        if arrivals.count == 2 { #expect(arrivals[0].connectionID != arrivals[1].connectionID) }
+        #expect(client.statistics.reconnects == 1)
+        await client.shutdown()
+    }
+
+    @Test("the server's MAX_CONCURRENT_STREAMS is never exceeded")
+    func streamLimit() async throws {
+        let pki = try ClientTestPKI()
+        let handler = FakeAPNs { request, responder, _ in
+            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(20)) { FakeAPNs.accept(request, responder) }
+        }
+        let server = try FakeAPNsServer(pki: pki, handler: handler, maxConcurrentStreams: 3)
+        defer { server.stop() }
+        let client = try ClientTestValues.client(port: server.port, pki: pki,
+                                                 authentication: .token(try ClientTestValues.tokenCache()), connections: 1)
+        await client.start()
+        let sent = try await ClientTestValues.sendAll(client, count: 30)
+        #expect(sent.count == 30)
+        #expect(sent.allSatisfy { $0.result.status == 200 })
+        #expect(server.server.statistics.peakConcurrentStreams == 3)
+        await client.shutdown()
+    }
+
+    @Test("a connection lost after writing: may have been processed, not resent; the next request gets a new connection")
+    func connectionLost() async throws {
+        let pki = try ClientTestPKI()
+        let serverReference = Guarded<HTTP2Server?>(nil)
+        let handler = FakeAPNs { request, responder, index in
+            if index == 0 {
+                serverReference.value?.dropConnection(request.connectionID)
+            } else {
+                FakeAPNs.accept(request, responder)
+            }
+        }
+        let server = try FakeAPNsServer(pki: pki, handler: handler)
+        serverReference.withLock { $0 = server.server }
+        defer {
+            serverReference.withLock { $0 = nil }
+            server.stop()
+        }
+        let client = try ClientTestValues.client(port: server.port, pki: pki,
+                                                 authentication: .token(try ClientTestValues.tokenCache()), connections: 1)
+        let lost = await client.send(try ClientTestValues.request(1))
+        #expect(lost.status == nil)
+        #expect(lost.failure?.processing == .mayHaveBeenProcessed)
+        #expect(lost.failure?.cause == .connectionLost)
+        #expect(lost.outcomeClass == .retryServerError)
+        #expect(lost.resends == 0)
+        let next = await client.send(try ClientTestValues.request(2))
+        #expect(next.status == 200)
+        let arrivals = handler.arrivals.value
+        #expect(arrivals.count == 2)
+        if arrivals.count == 2 { #expect(arrivals[0].connectionID != arrivals[1].connectionID) }
+        #expect(client.statistics.reconnects == 1)
+        await client.shutdown()
+    }
+
+    @Test("no answer before the deadline: returned as may-have-been-processed, never resent")
+    func deadline() async throws {
+        let pki = try ClientTestPKI()
+        let handler = FakeAPNs { _, _, _ in }
+        let server = try FakeAPNsServer(pki: pki, handler: handler)
+        defer { server.stop() }
+        let client = try ClientTestValues.client(port: server.port, pki: pki,
+                                                 authentication: .token(try ClientTestValues.tokenCache()), connections: 1,
+                                                 requestTimeout: .milliseconds(500))
+        await client.start()
+        let result = await client.send(try ClientTestValues.request(1))
+        #expect(result.status == nil)
+        #expect(result.failure?.processing == .mayHaveBeenProcessed)
+        #expect(result.failure?.cause == .deadlineExceeded)
+        #expect(result.outcomeClass == .retryServerError)
+        #expect(result.resends == 0)
+        #expect(handler.arrivals.value.count == 1)
+        #expect(client.statistics.failuresMayHaveBeenProcessed == 1)
+        await client.shutdown(timeout: .zero)
+    }
+
+    @Test("server down at start: not processed after the timeout; once it is up, success")
+    func serverDownThenUp() async throws {
+        let pki = try ClientTestPKI()
+        let first = try FakeAPNsServer(pki: pki)
+        let port = first.port
+        first.stop()
+        let client = try ClientTestValues.client(port: port, pki: pki,
+                                                 authentication: .token(try ClientTestValues.tokenCache()), connections: 2,
+                                                 requestTimeout: .milliseconds(1500))
+        await client.start()
+        #expect(client.statistics.liveConnections == 0)
+        let clock = ContinuousClock()
+        let began = clock.now
+        let down = await client.send(try ClientTestValues.request(1))
+        #expect(down.status == nil)
+        #expect(down.failure?.cause == .couldNotConnect)
+        #expect(down.failure?.processing == .notProcessed)
+        #expect(down.outcomeClass == .notProcessed)
+        #expect(down.failure?.detail.contains("127.0.0.1:\(port)") == true)
+        #expect(began.duration(to: clock.now) >= .milliseconds(1500))
+        #expect(client.statistics.connectFailures >= 2)
+        #expect(client.lastConnectError != nil)
+
+        let restarted = try FakeAPNsServer(pki: pki, port: port)
+        defer { restarted.stop() }
+        let up = await client.send(try ClientTestValues.request(2))
+        #expect(up.status == 200)
+        #expect(restarted.handler.arrivals.value.count == 1)
+        await client.shutdown()
+    }
+
+    @Test("shutdown lets a request in flight finish, then refuses new ones")
+    func gracefulShutdown() async throws {
+        let pki = try ClientTestPKI()
+        let (arrived, arrival) = AsyncStream<Void>.makeStream()
+        let handler = FakeAPNs { request, responder, _ in
+            arrival.yield()
+            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(200)) { FakeAPNs.accept(request, responder) }
+        }
+        let server = try FakeAPNsServer(pki: pki, handler: handler)
+        defer { server.stop() }
+        let client = try ClientTestValues.client(port: server.port, pki: pki,
+                                                 authentication: .token(try ClientTestValues.tokenCache()), connections: 1)
+        let request = try ClientTestValues.request(1)
+        let inFlight = Task { await client.send(request) }
+        var iterator = arrived.makeAsyncIterator()
+        _ = await iterator.next()
+        await client.shutdown(timeout: .seconds(5))
+        let result = await inFlight.value
+        #expect(result.status == 200)
+        let after = await client.send(try ClientTestValues.request(2))
+        #expect(after.failure?.cause == .clientShutDown)
+        #expect(client.statistics.liveConnections == 0)
+    }
+}

@@ -1,0 +1,143 @@
+import APNsClient
+import Foundation
+import HTTP2TLS
+import PGPushCore
+import Testing
+
+@Suite("APNs endpoint: Apple's hosts and base URL overrides")
+struct APNsEndpointTests {
+    @Test("production and development hosts on 443 or 2197")
+    func appleHosts() throws {
+        #expect(APNsEndpoint.production.host == "api.push.apple.com")
+        #expect(APNsEndpoint.production.authority == "api.push.apple.com")
+        #expect(APNsEndpoint.development.host == "api.sandbox.push.apple.com")
+        let alternate = try APNsEndpoint(environment: .development, port: 2197)
+        #expect(alternate.authority == "api.sandbox.push.apple.com:2197")
+        #expect(throws: APNsEndpointError.portNotOfferedByApple(8443)) { try APNsEndpoint(environment: .production, port: 8443) }
+    }
+
+    @Test("base URLs parse host and port", arguments: [
+        ("https://127.0.0.1:2197", "127.0.0.1", 2197, "127.0.0.1:2197"),
+        ("https://localhost", "localhost", 443, "localhost"),
+        ("HTTPS://Api.Push.Apple.com:443/", "api.push.apple.com", 443, "api.push.apple.com"),
+        ("https://[::1]:2197", "::1", 2197, "[::1]:2197"),
+    ])
+    func parses(url: String, host: String, port: Int, authority: String) throws {
+        let endpoint = try APNsEndpoint(baseURL: url)
+        #expect(endpoint.host == host)
+        #expect(endpoint.port == port)
+        #expect(endpoint.authority == authority)
+    }
+
+    @Test("bad base URLs give errors that name the setting", arguments: [
+        ("http://127.0.0.1:2197", APNsEndpointError.schemeNotHTTPS("http")),
+        ("127.0.0.1:2197", .notAURL("127.0.0.1:2197")),
+        ("https://", .missingHost),
+        ("https://:2197", .missingHost),
+        ("https://host:0", .invalidPort("0")),
+        ("https://host:70000", .invalidPort("70000")),
+        ("https://host:abc", .invalidPort("abc")),
+        ("https://host/3/device", .pathNotAllowed("/3/device")),
+        ("https://user@host", .userInfoNotAllowed),
+        ("https://ho st", .invalidHost("ho st")),
+    ])
+    func rejects(url: String, expected: APNsEndpointError) {
+        #expect(throws: expected) { try APNsEndpoint(baseURL: url) }
+        #expect(expected.description.contains("PGPUSH_APNS_URL"))
+    }
+}
+
+@Suite("APNs client configuration: checked up front, errors name the setting")
+struct APNsClientConfigurationTests {
+    func configuration() throws -> APNsClientConfiguration {
+        APNsClientConfiguration(appName: "shop", bundleID: "com.example.shop", endpoint: .production,
+                                authentication: .token(try ClientTestValues.tokenCache()))
+    }
+
+    @Test("defaults: 4 connections, 100 requests/s, 10 s timeout, 1 s to 60 s backoff")
+    func defaults() throws {
+        let configuration = try configuration()
+        #expect(configuration.connections == 4)
+        #expect(configuration.ratePerConnection == 100)
+        #expect(configuration.effectiveRatePerConnection == 100)
+        #expect(configuration.requestTimeout == .seconds(10))
+        #expect(configuration.reconnectBackoff == ReconnectBackoff(initial: .seconds(1), maximum: .seconds(60)))
+        try configuration.validate()
+    }
+
+    @Test("rate 0 or nil means no cap")
+    func unlimited() throws {
+        var configuration = try configuration()
+        configuration.ratePerConnection = 0
+        #expect(configuration.effectiveRatePerConnection == nil)
+        try configuration.validate()
+        configuration.ratePerConnection = nil
+        #expect(configuration.effectiveRatePerConnection == nil)
+    }
+
+    @Test("each bad setting is named")
+    func badSettings() throws {
+        let base = try configuration()
+        let cases: [(String, (inout APNsClientConfiguration) -> Void)] = [
+            ("PGPUSH_CONNECTIONS", { $0.connections = 0 }),
+            ("PGPUSH_CONNECTIONS", { $0.connections = 1000 }),
+            ("PGPUSH_RATE_PER_CONNECTION", { $0.ratePerConnection = -1 }),
+            ("PGPUSH_TOPIC", { $0.bundleID = "" }),
+            ("request timeout", { $0.requestTimeout = .zero }),
+            ("reconnect backoff", { $0.reconnectBackoff = ReconnectBackoff(initial: .seconds(5), maximum: .seconds(1)) }),
+            ("PGPUSH_CA_FILE", { $0.extraCAFile = "/nonexistent/ca.pem" }),
+            ("app name", { $0.appName = " " }),
+        ]
+        for (setting, change) in cases {
+            var configuration = base
+            change(&configuration)
+            do {
+                try configuration.validate()
+                Issue.record("accepted a bad \(setting)")
+            } catch {
+                #expect(error.description.contains(setting), "\(error.description)")
+            }
+            #expect(throws: APNsClientConfigurationError.self) { try APNsClient(configuration: configuration) }
+        }
+    }
+
+    @Test("a CA file that is not PEM is refused when the client is made, not at the first send")
+    func badCAFile() throws {
+        let scratch = try CredentialsScratchDirectory()
+        var configuration = try configuration()
+        configuration.extraCAFile = try scratch.write(Array("not a certificate".utf8), to: "ca.pem")
+        #expect(throws: APNsClientConfigurationError.self) { try APNsClient(configuration: configuration) }
+    }
+
+    @Test("an expired client certificate is refused up front")
+    func expiredCertificate() throws {
+        let authority = try SelfSignedAuthority.generate()
+        let issued = try authority.issueClientCertificate(
+            commonName: "Apple Push Services: com.example.shop",
+            validity: CertificateValidity(notBefore: Date(timeIntervalSinceNow: -86_400 * 3), notAfter: Date(timeIntervalSinceNow: -86_400)))
+        let identity = try ClientIdentity.fromPEM(certificatePEM: issued.certificatePEM, privateKeyPEM: issued.privateKeyPEM)
+        var configuration = try configuration()
+        configuration.authentication = .certificate(identity)
+        #expect(throws: APNsClientConfigurationError.self) { try configuration.validate() }
+    }
+}
+
+@Suite("Delivery result: outcome classes")
+struct DeliveryResultTests {
+    @Test("answers classify through the reason catalogue; transport failures by processing")
+    func classes() {
+        #expect(DeliveryResult(status: 200).outcomeClass == .delivered)
+        #expect(DeliveryResult(status: 410, reason: "Unregistered").outcomeClass == .tokenInvalid)
+        #expect(DeliveryResult(status: 403, reason: "ExpiredProviderToken").outcomeClass == .refreshProviderToken)
+        #expect(DeliveryResult(status: 400, reason: "BadTopic").outcomeClass == .appMisconfigured)
+        #expect(DeliveryResult(status: 400, reason: "BadTopic").outcomeClass(topicWasExplicit: true) == .permanentFailure)
+        let notProcessed = DeliveryFailure(processing: .notProcessed, cause: .couldNotConnect, detail: "x")
+        #expect(DeliveryResult(status: nil, failure: notProcessed).outcomeClass == .notProcessed)
+        let lost = DeliveryFailure(processing: .mayHaveBeenProcessed, cause: .connectionLost, detail: "x")
+        #expect(DeliveryResult(status: nil, failure: lost).outcomeClass == .retryServerError)
+        let credentials = DeliveryFailure(processing: .notProcessed, cause: .credentials, detail: "x")
+        #expect(DeliveryResult(status: nil, failure: credentials).outcomeClass == .appMisconfigured)
+        let invalid = DeliveryFailure(processing: .notProcessed, cause: .invalidRequest, detail: "x")
+        #expect(DeliveryResult(status: nil, failure: invalid).outcomeClass == .permanentFailure)
+    }
+}
