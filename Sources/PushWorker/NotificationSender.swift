@@ -1,33 +1,26 @@
-import Foundation
+import APNsClient
 import PGPushCore
 
-/// What the worker needs from an APNs client: send one request, learn what happened.
+/// What the worker needs from an APNs client: send one request, learn what
+/// happened. `APNsClient` is the real one; the seam keeps the worker's
+/// orchestration readable apart from HTTP/2 details.
 public protocol NotificationSender: Sendable {
-    func send(_ request: APNsRequest) async -> SendResult
+    func send(_ request: APNsRequest) async -> DeliveryResult
     /// Requests per second all connections together may send (claim sizing); nil when uncapped.
     var requestsPerSecond: Int? { get }
-    /// How the app authenticates (which headers the core builds).
-    var authentication: AuthenticationMethod { get }
+    /// How the app authenticates (which headers and push types are allowed).
+    var authenticationMethod: AuthenticationMethod { get }
     func shutdown() async
 }
 
-/// The end of one send, after any resends the client made on its own.
-public struct SendResult: Sendable, Equatable {
-    public enum Answer: Sendable, Equatable {
-        /// APNs answered. `reason` and `timestamp` come from the error body.
-        case response(status: Int, reason: String?, timestamp: Date?)
-        /// Certainly never processed by APNs (refused stream, above GOAWAY's last stream, never written).
-        case notProcessed(String)
-        /// No answer, and APNs may have processed it (deadline passed, connection lost after writing).
-        case noResponse(String)
+extension APNsClient: NotificationSender {
+    public var requestsPerSecond: Int? {
+        configuration.effectiveRatePerConnection.map { $0 * configuration.connections }
     }
 
-    public var answer: Answer
-    /// Uncounted resends on a fresh connection the client already made for this request.
-    public var freshConnectionResends: Int
+    public var authenticationMethod: AuthenticationMethod { configuration.authentication.method }
 
-    public init(_ answer: Answer, freshConnectionResends: Int = 0) {
-        self.answer = answer
-        self.freshConnectionResends = freshConnectionResends
+    public func shutdown() async {
+        await shutdown(timeout: .seconds(10))
     }
 }

@@ -1,3 +1,4 @@
+import APNsClient
 import Foundation
 import PGPushCore
 import PushQueue
@@ -21,29 +22,19 @@ struct OutcomeDecider {
         var delivered: Bool { outcome.disposition == .delivered }
     }
 
-    func decide(_ row: ClaimedNotification, _ result: SendResult, using random: inout some RandomNumberGenerator) -> Decision {
-        let status: Int?
-        let reason: String?
-        var timestamp: Date? = nil
-        let outcomeClass: OutcomeClass
-        switch result.answer {
-        case .response(let code, let answerReason, let answerTimestamp):
-            status = code
-            reason = answerReason ?? (code == 200 ? nil : "HTTP\(code)")
-            timestamp = answerTimestamp
-            outcomeClass = ReasonCatalogue.classify(status: code, reason: answerReason,
-                                                    topicWasExplicit: row.notification.topic != nil)
-        case .notProcessed:
-            status = nil
-            reason = nil
-            outcomeClass = .notProcessed
-        case .noResponse:
-            status = nil
-            reason = "NoResponse"
-            outcomeClass = .retryServerError
+    func decide(_ row: ClaimedNotification, _ result: DeliveryResult, using random: inout some RandomNumberGenerator) -> Decision {
+        let outcomeClass = result.outcomeClass(topicWasExplicit: row.notification.topic != nil)
+        let status = result.status
+        var reason = result.reason
+        if let failure = result.failure {
+            // "DeadlineExceeded", "ConnectionLost", …: what the last_reason column shows for no answer.
+            reason = failure.cause.rawValue.prefix(1).uppercased() + failure.cause.rawValue.dropFirst()
+        } else if let status, !(200..<300).contains(status), reason == nil {
+            reason = "HTTP\(status)"
         }
+        let timestamp = result.timestamp
         let decision = RetryPolicy.decide(outcomeClass, attempts: row.attempts,
-                                          freshConnectionResends: result.freshConnectionResends,
+                                          freshConnectionResends: result.resends,
                                           configuration: retry, using: &random)
         var outcome = Outcome(id: row.id, claimCount: row.claimCount, disposition: .failed, httpStatus: status,
                               reason: reason, recordsError: outcomeClass != .delivered && outcomeClass != .notProcessed)
@@ -56,9 +47,12 @@ struct OutcomeDecider {
             outcome.disposition = .retry(after: delay, countsAsAttempt: counts)
         case .resendOnFreshConnection:
             // The client already resent on fresh connections as often as it may;
-            // the row goes back to the queue without spending an attempt.
+            // the row goes back to the queue without spending an attempt, and
+            // without an answer to record.
             let seconds = Double.random(in: Self.resendDelay, using: &random)
             outcome.disposition = .retry(after: .milliseconds(Int(seconds * 1000)), countsAsAttempt: false)
+            outcome.httpStatus = nil
+            outcome.reason = nil
         case .holdForApp:
             outcome.disposition = .retry(after: Self.holdDelay, countsAsAttempt: false)
             appProblem = reason ?? "AppMisconfigured"

@@ -177,7 +177,7 @@ public final class Worker: Sendable {
         }
         let request: APNsRequest
         do {
-            request = try row.notification.validated(bundleID: app.bundleID, authentication: sender.authentication)
+            request = try row.notification.validated(bundleID: app.bundleID, authentication: sender.authenticationMethod)
         } catch {
             writer.add(decider.rejected(row, error))
             counters.withLock { $0.failed += 1 }
@@ -188,10 +188,10 @@ public final class Worker: Sendable {
         let result = await sender.send(request)
         let decision = random.withLock { decider.decide(row, result, using: &$0) }
         writer.add(decision.outcome)
-        record(decision, row: row, app: app, result: result)
+        record(decision, row: row, app: app)
     }
 
-    private func record(_ decision: OutcomeDecider.Decision, row: ClaimedNotification, app: AppConfiguration, result: SendResult) {
+    private func record(_ decision: OutcomeDecider.Decision, row: ClaimedNotification, app: AppConfiguration) {
         let outcome = decision.outcome
         counters.withLock { counters in
             counters.sent += 1

@@ -32,6 +32,7 @@ let usage = """
                 2 wrong usage or invalid configuration.
     """
 
+@MainActor
 func runCommand(_ all: [String]) -> Int32 {
     guard let name = all.first else {
         print(usage)

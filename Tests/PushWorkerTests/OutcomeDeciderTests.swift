@@ -1,3 +1,4 @@
+import APNsClient
 import Foundation
 import PGPushCore
 @testable import PushWorker
@@ -16,20 +17,26 @@ import Testing
             claimCount: 3, attempts: attempts)
     }
 
-    func decide(_ answer: SendResult.Answer, attempts: Int = 1, resends: Int = 0) -> OutcomeDecider.Decision {
+    func decide(_ answer: DeliveryResult, attempts: Int = 1, resends: Int = 0) -> OutcomeDecider.Decision {
         var random = SeededRandomNumberGenerator(seed: 42)
-        return decider.decide(row(attempts: attempts), SendResult(answer, freshConnectionResends: resends), using: &random)
+        var result = answer
+        result.resends = resends
+        return decider.decide(row(attempts: attempts), result, using: &random)
+    }
+
+    func failure(_ processing: DeliveryFailure.Processing, _ cause: DeliveryFailure.Cause) -> DeliveryResult {
+        DeliveryResult(status: nil, failure: DeliveryFailure(processing: processing, cause: cause, detail: "test"))
     }
 
     @Test func deliveredKeepsTheLeaseClaim() {
-        let decision = decide(.response(status: 200, reason: nil, timestamp: nil))
+        let decision = decide(DeliveryResult(status: 200, reason: nil, timestamp: nil))
         #expect(decision.outcome == Outcome(id: 7, claimCount: 3, disposition: .delivered, httpStatus: 200))
         #expect(decision.appProblem == nil)
     }
 
     @Test func serverErrorsRetryThreeTimesWithinOneToFiveSecondsThenFail() throws {
         for attempts in 1...3 {
-            let decision = decide(.response(status: 503, reason: "ServiceUnavailable", timestamp: nil), attempts: attempts)
+            let decision = decide(DeliveryResult(status: 503, reason: "ServiceUnavailable", timestamp: nil), attempts: attempts)
             guard case .retry(let delay, let counts) = decision.outcome.disposition else {
                 Issue.record("attempt \(attempts) should retry, got \(decision.outcome.disposition)")
                 continue
@@ -39,17 +46,17 @@ import Testing
             #expect(decision.outcome.recordsError)
             #expect(decision.outcome.reason == "ServiceUnavailable")
         }
-        let last = decide(.response(status: 500, reason: "InternalServerError", timestamp: nil), attempts: 4)
+        let last = decide(DeliveryResult(status: 500, reason: "InternalServerError", timestamp: nil), attempts: 4)
         #expect(last.outcome.disposition == .failed)
-        let silent = decide(.noResponse("deadline"), attempts: 4)
+        let silent = decide(failure(.mayHaveBeenProcessed, .deadlineExceeded), attempts: 4)
         #expect(silent.outcome.disposition == .failed)
-        #expect(silent.outcome.reason == "NoResponse")
+        #expect(silent.outcome.reason == "DeadlineExceeded")
         #expect(silent.outcome.httpStatus == nil)
     }
 
     @Test func unregisteredFailsAndInvalidatesWithApplesTimestamp() {
         let when = Date(timeIntervalSince1970: 1_700_000_000)
-        let decision = decide(.response(status: 410, reason: "Unregistered", timestamp: when))
+        let decision = decide(DeliveryResult(status: 410, reason: "Unregistered", timestamp: when))
         #expect(decision.outcome.disposition == .failed)
         #expect(decision.outcome.invalidatesToken)
         #expect(decision.outcome.appleTimestamp == when)
@@ -57,13 +64,13 @@ import Testing
     }
 
     @Test func credentialErrorsHoldTheRowAndFlagTheApp() {
-        let decision = decide(.response(status: 403, reason: "InvalidProviderToken", timestamp: nil))
+        let decision = decide(DeliveryResult(status: 403, reason: "InvalidProviderToken", timestamp: nil))
         #expect(decision.outcome.disposition == .retry(after: OutcomeDecider.holdDelay, countsAsAttempt: false))
         #expect(decision.appProblem == "InvalidProviderToken")
     }
 
     @Test func notProcessedGoesBackWithoutAnAttemptOrAnErrorRow() {
-        let decision = decide(.notProcessed("refused stream"), resends: 0)
+        let decision = decide(failure(.notProcessed, .refusedStream), resends: 0)
         guard case .retry(_, let counts) = decision.outcome.disposition else {
             Issue.record("expected a retry, got \(decision.outcome.disposition)")
             return
@@ -76,7 +83,7 @@ import Testing
     @Test func tooManyRequestsBacksOffExponentially() {
         var previous = Duration.zero
         for attempts in 1...4 {
-            guard case .retry(let delay, true) = decide(.response(status: 429, reason: "TooManyRequests", timestamp: nil),
+            guard case .retry(let delay, true) = decide(DeliveryResult(status: 429, reason: "TooManyRequests", timestamp: nil),
                                                         attempts: attempts).outcome.disposition else {
                 Issue.record("429 should retry")
                 return
