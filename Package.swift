@@ -45,7 +45,9 @@ let package = Package(
         .testTarget(name: "PushQueueTests", dependencies: ["PushQueue", "Postgres", "PGPushTestSupport", "PGPushCore"]),
         .testTarget(name: "HTTP2TLSTests", dependencies: ["HTTP2TLS"]),
         .testTarget(name: "APNsClientTests", dependencies: ["APNsClient", "APNsSimulator", "HTTP2TLS", "PGPushCore"]),
-        .testTarget(name: "PushWorkerTests", dependencies: ["PushWorker", "PushQueue", "PGPushCore", "PGPushTestSupport", "Postgres"]),
+        .testTarget(name: "PushWorkerTests", dependencies: [
+            "PushWorker", "PushQueue", "PGPushCore", "PGPushTestSupport", "Postgres", "APNsSimulator", "APNsClient", "HTTP2TLS",
+        ]),
         .testTarget(name: "APNsSimulatorTests", dependencies: ["APNsSimulator", "HTTP2TLS", "PGPushCore"]),
     ]
 )

@@ -26,6 +26,18 @@ public struct AppConfiguration: Sendable, Equatable {
     public var connections: Int
     /// Requests per second per connection; 0 means no cap (benchmarks only).
     public var ratePerConnection: Int
+
+    public init(name: String, bundleID: String, environment: Environment = .production, apnsURL: String? = nil,
+                caFile: String? = nil, authentication: Authentication, connections: Int = 4, ratePerConnection: Int = 100) {
+        self.name = name
+        self.bundleID = bundleID
+        self.environment = environment
+        self.apnsURL = apnsURL
+        self.caFile = caFile
+        self.authentication = authentication
+        self.connections = connections
+        self.ratePerConnection = ratePerConnection
+    }
 }
 
 /// Everything `pgpush run` needs, validated before anything connects.
@@ -44,6 +56,12 @@ public struct WorkerConfiguration: Sendable {
     /// Rows whose lease ended after this many attempts fail with `LeaseExpired`.
     public var rescueMaxAttempts = 5
     public var retry = RetryConfiguration.default
+
+    public init(databaseURL: String, apps: [AppConfiguration], workerID: String) {
+        self.databaseURL = databaseURL
+        self.apps = apps
+        self.workerID = workerID
+    }
 
     /// Builds the configuration from command-line flags, then the environment,
     /// then the JSON file (`--config` / `PGPUSH_CONFIG`); the first that sets a
