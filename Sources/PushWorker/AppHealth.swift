@@ -1,3 +1,4 @@
+import PGPushCore
 import Synchronization
 
 /// Whether the worker may claim for an app. Credential, certificate and topic
@@ -14,6 +15,7 @@ final class AppHealth: Sendable {
         var phase = Phase.healthy
         var backoff: Duration = .zero
         var reportedHealthy = false
+        var mismatch = EnvironmentMismatchMonitor()
     }
 
     static let firstPause: Duration = .seconds(5)
@@ -40,12 +42,23 @@ final class AppHealth: Sendable {
     }
 
     /// Returns true when this success should be written as "healthy" (first one, or after a problem).
+    /// While a wrong environment is suspected the app stays reported unhealthy.
     func reportSuccess() -> Bool {
         state.withLock { state in
             state.phase = .healthy
             state.backoff = .zero
+            guard !state.mismatch.isSuspected else { return false }
             defer { state.reportedHealthy = true }
             return !state.reportedHealthy
+        }
+    }
+
+    /// Feeds every APNs answer (nil reason for a success) to the environment-mismatch monitor.
+    func recordAnswer(reason: String?) -> EnvironmentMismatchMonitor.Verdict {
+        state.withLock { state in
+            let verdict = state.mismatch.record(reason: reason)
+            if verdict == .suspected { state.reportedHealthy = false }
+            return verdict
         }
     }
 }

@@ -207,16 +207,38 @@ public final class Worker: Sendable {
                                     "reason": outcome.reason ?? "none", "outcome": Self.describe(outcome.disposition)])
         }
         guard let appHealth = health[app.name] else { return }
+        if outcome.httpStatus != nil {
+            switch appHealth.recordAnswer(reason: outcome.disposition == .delivered ? nil : outcome.reason) {
+            case .suspected:
+                log.error("environment_mismatch_suspected", [
+                    "app": app.name, "environment": app.environment.rawValue,
+                    "why": "most recent answers are BadDeviceToken: tokens may belong to the other APNs environment"])
+                reportHealth(app: app.name, healthy: false, reason: Self.environmentMismatch)
+            case .cleared:
+                reportHealth(app: app.name, healthy: true, reason: nil)
+            case .unchanged:
+                break
+            }
+        }
         if let problem = decision.appProblem {
             if let pause = appHealth.reportProblem() {
                 log.error("app_paused", ["app": app.name, "reason": problem, "retry_in": pause])
-                Task { [self] in
-                    try? await maintenance.run { queue in try queue.reportAppHealth(app: app.name, healthy: false, reason: problem) }
-                }
+                reportHealth(app: app.name, healthy: false, reason: problem)
             }
         } else if decision.delivered, appHealth.reportSuccess() {
-            Task { [self] in
-                try? await maintenance.run { queue in try queue.reportAppHealth(app: app.name, healthy: true, reason: nil) }
+            reportHealth(app: app.name, healthy: true, reason: nil)
+        }
+    }
+
+    /// The `app_health` reason when most answers are BadDeviceToken.
+    static let environmentMismatch = "LikelyEnvironmentMismatch"
+
+    private func reportHealth(app: String, healthy: Bool, reason: String?) {
+        Task { [self] in
+            do {
+                try await maintenance.run { queue in try queue.reportAppHealth(app: app, healthy: healthy, reason: reason) }
+            } catch {
+                log.warning("app_health_not_written", ["app": app, "error": error])
             }
         }
     }
