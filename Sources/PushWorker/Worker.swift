@@ -28,6 +28,8 @@ public final class Worker: Sendable {
     private let counters = Mutex(WorkerCounters())
     private let decider: OutcomeDecider
     private let random = Mutex(SystemRandomNumberGenerator())
+    /// How often the worker holding the prune lock prunes (when PGPUSH_PRUNE_AFTER_DAYS is set).
+    static let pruneEvery: Duration = .seconds(600)
     /// Claims never ask for more than this many rows at once.
     static let largestClaim = 1000
     /// In-flight target when an app has no rate cap (benchmarks).
@@ -280,6 +282,7 @@ public final class Worker: Sendable {
         let rescueEvery = configuration.lease / 2
         var lastRenew = ContinuousClock.now
         var lastRescue = ContinuousClock.now - rescueEvery
+        var lastPrune = ContinuousClock.now - Self.pruneEvery
         while !isStopping || !inFlight.isEmpty {
             let now = ContinuousClock.now
             let totals = statistics
@@ -302,6 +305,17 @@ public final class Worker: Sendable {
                     doorbells.values.forEach { $0.ring() }
                 }
                 lastRescue = now
+            }
+            if let retention = configuration.pruneAfter, now - lastPrune >= Self.pruneEvery, !isStopping {
+                lastPrune = now
+                do {
+                    if let deleted = try await maintenance.run({ queue in try queue.prune(olderThan: retention, onlyIfLeader: true) }),
+                       deleted > 0 {
+                        log.info("pruned", ["rows": deleted])
+                    }
+                } catch {
+                    log.warning("prune_failed", ["error": error])
+                }
             }
             await stopRequested.wait(timeout: min(heartbeatEvery, renewEvery))
             if isStopping { try? await Task.sleep(for: .milliseconds(200)) }

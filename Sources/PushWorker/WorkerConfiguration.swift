@@ -56,6 +56,8 @@ public struct WorkerConfiguration: Sendable {
     /// Rows whose lease ended after this many attempts fail with `LeaseExpired`.
     public var rescueMaxAttempts = 5
     public var retry = RetryConfiguration.default
+    /// When set, one worker at a time (advisory lock) deletes rows finished longer ago than this.
+    public var pruneAfter: Duration?
 
     public init(databaseURL: String, apps: [AppConfiguration], workerID: String) {
         self.databaseURL = databaseURL
@@ -122,6 +124,10 @@ public struct WorkerConfiguration: Sendable {
         }
         if let value = setting("drain-seconds", "PGPUSH_DRAIN_SECONDS") ?? file.drainSeconds.map(String.init) {
             configuration.drainTimeout = .seconds(try integer(value, setting: "PGPUSH_DRAIN_SECONDS"))
+        }
+        if let value = setting("prune-after-days", "PGPUSH_PRUNE_AFTER_DAYS") {
+            let days = try integer(value, setting: "PGPUSH_PRUNE_AFTER_DAYS")
+            configuration.pruneAfter = days > 0 ? .seconds(days * 86_400) : nil
         }
         return configuration
     }
