@@ -58,7 +58,11 @@ enum RunCommand {
             throw UsageError(error.description)
         }
         let senders = try APNsSenderFactory.makeSenders(for: configuration.apps)
-        let worker = try Worker(configuration: configuration, senders: senders)
+        let log = Log()
+        for app in configuration.apps {
+            for warning in CredentialFilePermissions.warnings(for: app) { log.warning("credential_file_permissions", ["app": app.name, "problem": warning]) }
+        }
+        let worker = try Worker(configuration: configuration, senders: senders, log: log)
         let signals = SignalTrap(onFirst: { worker.stop() })
         defer { withExtendedLifetime(signals) {} }
         return try blockOn { try await worker.run() } ? 0 : 1

@@ -16,6 +16,8 @@ let commands = [
             help: MigrateCommand.help, run: MigrateCommand.run),
     Command(name: "run", summary: "the worker: send queued notifications to APNs, record every outcome",
             help: RunCommand.help, run: RunCommand.run),
+    Command(name: "doctor", summary: "check configuration, credentials, database and APNs reachability",
+            help: DoctorCommand.help, run: DoctorCommand.run),
     Command(name: "prune", summary: "delete finished notifications and old error rows past a retention",
             help: PruneCommand.help, run: PruneCommand.run),
     Command(name: "mock-apns", summary: "an APNs simulator over TLS + HTTP/2 (faults, reports) for tests and trials",
