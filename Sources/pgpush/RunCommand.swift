@@ -57,7 +57,12 @@ enum RunCommand {
         } catch {
             throw UsageError(error.description)
         }
-        let senders = try APNsSenderFactory.makeSenders(for: configuration.apps)
+        let senders: [String: any NotificationSender]
+        do {
+            senders = try APNsSenderFactory.makeSenders(for: configuration.apps)
+        } catch {
+            throw UsageError(error.description)
+        }
         let log = Log()
         for app in configuration.apps {
             for warning in CredentialFilePermissions.warnings(for: app) { log.warning("credential_file_permissions", ["app": app.name, "problem": warning]) }
