@@ -48,6 +48,7 @@ let package = Package(
         .testTarget(name: "PushWorkerTests", dependencies: [
             "PushWorker", "PushQueue", "PGPushCore", "PGPushTestSupport", "Postgres", "APNsSimulator", "APNsClient", "HTTP2TLS",
         ]),
+        .testTarget(name: "pgpushTests", dependencies: ["PGPushTestSupport", "Postgres", "APNsSimulator", "HTTP2TLS"]),
         .testTarget(name: "APNsSimulatorTests", dependencies: ["APNsSimulator", "HTTP2TLS", "PGPushCore"]),
     ]
 )
