@@ -63,3 +63,23 @@ extension NotificationQueue {
             """, [app, healthy, reason, workerID])
     }
 }
+
+/// One app's unfinished rows, as `pgpush.queue_depth` shows them.
+public struct QueueDepth: Sendable, Equatable {
+    public var due: Int
+    public var sending: Int
+    public var oldestDueSeconds: Double
+}
+
+extension NotificationQueue {
+    public func queueDepth() throws -> [String: QueueDepth] {
+        let result = try connection.query("SELECT app, due, sending, oldest_due_seconds FROM pgpush.queue_depth")
+        var depth: [String: QueueDepth] = [:]
+        for row in 0..<result.rowCount {
+            guard let app = result.string(row, 0) else { continue }
+            depth[app] = QueueDepth(due: result.int(row, 1) ?? 0, sending: result.int(row, 2) ?? 0,
+                                    oldestDueSeconds: result.double(row, 3) ?? 0)
+        }
+        return depth
+    }
+}

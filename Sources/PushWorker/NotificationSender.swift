@@ -10,6 +10,7 @@ public protocol NotificationSender: Sendable {
     var requestsPerSecond: Int? { get }
     /// How the app authenticates (which headers and push types are allowed).
     var authenticationMethod: AuthenticationMethod { get }
+    var statistics: APNsClientStatistics { get }
     func shutdown() async
 }
 

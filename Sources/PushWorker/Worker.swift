@@ -28,6 +28,8 @@ public final class Worker: Sendable {
     private let counters = Mutex(WorkerCounters())
     private let decider: OutcomeDecider
     private let random = Mutex(SystemRandomNumberGenerator())
+    private let metrics: WorkerMetrics
+    private let metricsServer: MetricsServer?
     /// How often the worker holding the prune lock prunes (when PGPUSH_PRUNE_AFTER_DAYS is set).
     static let pruneEvery: Duration = .seconds(600)
     /// Claims never ask for more than this many rows at once.
@@ -47,6 +49,35 @@ public final class Worker: Sendable {
         doorbells = Dictionary(uniqueKeysWithValues: configuration.apps.map { ($0.name, Doorbell()) })
         health = Dictionary(uniqueKeysWithValues: configuration.apps.map { ($0.name, AppHealth()) })
         decider = OutcomeDecider(retry: configuration.retry)
+        let metrics = WorkerMetrics()
+        self.metrics = metrics
+        metricsServer = try configuration.metricsAddress.map { address throws(ConfigurationError) in
+            try MetricsServer(address: address) { path in Self.route(path, metrics: metrics, senders: senders) }
+        }
+    }
+
+    /// The port the metrics endpoint listens on (useful with port 0).
+    public var metricsPort: Int? { metricsServer?.port }
+
+    private static func route(_ path: String, metrics: WorkerMetrics, senders: [String: any NotificationSender]) -> MetricsServer.Response {
+        switch path {
+        case "/metrics":
+            var connections: [String: (live: Int, rateLimiterWaits: Int, requests: Int)] = [:]
+            for (app, sender) in senders {
+                let statistics = sender.statistics
+                connections[app] = (statistics.liveConnections, statistics.rateLimiterWaits, statistics.requestsSent)
+            }
+            return MetricsServer.Response(status: 200, contentType: "text/plain; version=0.0.4; charset=utf-8",
+                                          body: metrics.render(connections: connections))
+        case "/healthz":
+            return MetricsServer.Response(status: 200, body: "ok\n")
+        case "/readyz":
+            return metrics.isReady(window: .seconds(30))
+                ? MetricsServer.Response(status: 200, body: "ready\n")
+                : MetricsServer.Response(status: 503, body: "database not reached in the last 30 s\n")
+        default:
+            return MetricsServer.Response(status: 404, body: "try /metrics, /healthz or /readyz\n")
+        }
     }
 
     public var statistics: WorkerCounters { counters.withLock { $0 } }
@@ -108,6 +139,7 @@ public final class Worker: Sendable {
             group.cancelAll()
         }
 
+        metricsServer?.stop()
         try? await maintenance.run { queue in try queue.deregister() }
         for sender in senders.values { await sender.shutdown() }
         await listener.stop()
@@ -181,15 +213,19 @@ public final class Worker: Sendable {
         do {
             request = try row.notification.validated(bundleID: app.bundleID, authentication: sender.authenticationMethod)
         } catch {
-            writer.add(decider.rejected(row, error))
+            let outcome = decider.rejected(row, error)
+            writer.add(outcome)
+            metrics.recordOutcome(app: app.name, outcome)
             counters.withLock { $0.failed += 1 }
             log.info("notification_rejected", ["id": row.id, "app": app.name, "reason": error.reason.rawValue,
                                                "detail": error.message])
             return
         }
         let result = await sender.send(request)
+        metrics.recordLatency(result.latency)
         let decision = random.withLock { decider.decide(row, result, using: &$0) }
         writer.add(decision.outcome)
+        metrics.recordOutcome(app: app.name, decision.outcome)
         record(decision, row: row, app: app)
     }
 
@@ -286,7 +322,12 @@ public final class Worker: Sendable {
         while !isStopping || !inFlight.isEmpty {
             let now = ContinuousClock.now
             let totals = statistics
-            try? await maintenance.run { queue in try queue.heartbeat(totals) }
+            if let depth = try? await maintenance.run({ queue in
+                try queue.heartbeat(totals)
+                return try queue.queueDepth()
+            }) {
+                metrics.recordQueueDepth(depth)
+            }
             if now - lastRenew >= renewEvery {
                 let ids = inFlight.ids
                 let lease = configuration.lease

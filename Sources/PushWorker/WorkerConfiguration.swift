@@ -58,6 +58,8 @@ public struct WorkerConfiguration: Sendable {
     public var retry = RetryConfiguration.default
     /// When set, one worker at a time (advisory lock) deletes rows finished longer ago than this.
     public var pruneAfter: Duration?
+    /// `HOST:PORT` of the Prometheus / health endpoint; nil: none.
+    public var metricsAddress: String?
 
     public init(databaseURL: String, apps: [AppConfiguration], workerID: String) {
         self.databaseURL = databaseURL
@@ -125,6 +127,7 @@ public struct WorkerConfiguration: Sendable {
         if let value = setting("drain-seconds", "PGPUSH_DRAIN_SECONDS") ?? file.drainSeconds.map(String.init) {
             configuration.drainTimeout = .seconds(try integer(value, setting: "PGPUSH_DRAIN_SECONDS"))
         }
+        configuration.metricsAddress = setting("metrics-addr", "PGPUSH_METRICS_ADDR")
         if let value = setting("prune-after-days", "PGPUSH_PRUNE_AFTER_DAYS") {
             let days = try integer(value, setting: "PGPUSH_PRUNE_AFTER_DAYS")
             configuration.pruneAfter = days > 0 ? .seconds(days * 86_400) : nil

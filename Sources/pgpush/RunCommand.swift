@@ -27,6 +27,7 @@ enum RunCommand {
           --lease-seconds N         [PGPUSH_LEASE_SECONDS] how long a claim holds a row (default 60)
           --drain-seconds N         [PGPUSH_DRAIN_SECONDS] how long SIGTERM waits for requests in flight (default 20)
           --worker-id ID            [PGPUSH_WORKER_ID] default: host-pid-random
+          --metrics-addr HOST:PORT  [PGPUSH_METRICS_ADDR] Prometheus /metrics, /healthz and /readyz (off by default)
           --prune-after-days N      [PGPUSH_PRUNE_AFTER_DAYS] delete rows finished longer ago (off by default;
                                     one worker at a time prunes, every 10 minutes)
 
@@ -44,7 +45,7 @@ enum RunCommand {
     static let flags: Set<String> = [
         "help", "database-url", "config", "app", "topic", "apns-env", "apns-url", "ca-file", "team-id", "key-id",
         "key-file", "cert-file", "connections", "rate-per-connection", "lease-seconds", "drain-seconds", "worker-id",
-        "prune-after-days",
+        "prune-after-days", "metrics-addr",
     ]
 
     static func run(_ arguments: Arguments) throws -> Int32 {
