@@ -26,8 +26,11 @@ struct ReportAndLogTests {
         #expect(report.duplicateAPNsIDs == 1)
         #expect(report.duplicateAcceptedAPNsIDs == 1)
         #expect(report.connections.map(\.requests).sorted() == [6, 20])
-        // Twenty sequential loopback requests take far less than a second.
-        #expect(report.maxRequestsPerConnectionPerSecond == 20)
+        // Twenty sequential loopback requests usually fit in one second; on a loaded machine
+        // they may not, so only the bound and the agreement with the per-connection figure are asserted
+        // (the window itself is pinned down by the OneSecondWindow unit tests).
+        #expect((1...20).contains(report.maxRequestsPerConnectionPerSecond))
+        #expect(report.maxRequestsPerConnectionPerSecond == report.connections.map(\.maxRequestsInOneSecond).max())
         #expect(report.connections.allSatisfy { $0.authenticated })
 
         let decoded = try JSONDecoder().decode(SimulatorReport.self, from: report.jsonData())

@@ -95,7 +95,8 @@ struct FaultTests {
             #expect(error == RequestFailure(.possiblyProcessed, .deadlineExceeded))
         }
         let elapsed = ContinuousClock.now - start
-        #expect(elapsed >= .milliseconds(290) && elapsed < .seconds(5))
+        // The upper bound only rules out a hang; a loaded CI machine can be slow to wake the loop.
+        #expect(elapsed >= .milliseconds(290) && elapsed < .seconds(30))
         #expect(try await connection.send(request(1)).status == 200)
         #expect(connection.outstandingRequests == 0)
     }

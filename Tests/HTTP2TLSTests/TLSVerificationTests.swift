@@ -90,7 +90,9 @@ struct TLSVerificationTests {
             configuration.pingTimeout = .seconds(1)
             let connection = try await client.connect(host: "127.0.0.1", port: port, configuration: configuration)
             let failure = await failure(of: connection, request(1))
-            #expect(failure == RequestFailure(.possiblyProcessed, .connectionClosed(.pingTimeout)))
+            // Written before the PING went unanswered: may have been processed. On a machine
+            // too loaded to write it within the PING interval it was never sent, and says so.
+            #expect(failure?.cause == .connectionClosed(.pingTimeout))
             #expect(connection.status.phase == .closed(.pingTimeout))
         }
     }

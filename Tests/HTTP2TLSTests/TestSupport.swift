@@ -81,7 +81,7 @@ func freePort() throws -> Int {
 }
 
 /// Waits until something accepts TCP connections on 127.0.0.1:port (an external server starting up).
-func waitForListener(port: Int, timeout: Duration = .seconds(10)) async throws {
+func waitForListener(port: Int, timeout: Duration = .seconds(60)) async throws {
     let clock = ContinuousClock()
     let end = clock.now + timeout
     while clock.now < end {
