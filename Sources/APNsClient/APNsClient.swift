@@ -98,14 +98,7 @@ public final class APNsClient: Sendable {
             case .success(let granted): lease = granted
             case .failure(let failure): return failed(failure, resends: resends, since: started)
             }
-            let waited = await lease.limiter.wait(until: lease.start)
-            recorder.update {
-                $0.requestsSent += 1
-                if waited > .zero {
-                    $0.rateLimiterWaits += 1
-                    $0.rateLimiterWaitTime += waited
-                }
-            }
+            recorder.update { $0.requestsSent += 1 }
             let outcome: Result<HTTP2Response, RequestFailure>
             do throws(RequestFailure) {
                 outcome = .success(try await lease.connection.send(http2Request(for: request, token: token)))
@@ -171,31 +164,55 @@ public final class APNsClient: Sendable {
         }
     }
 
-    /// A connection for the next try, waiting up to the request timeout for one to open.
+    /// A stream to write the next try on now, waiting up to the request timeout for a
+    /// connection, a free stream, and the rate limit.
     private func acquireConnection(avoiding avoided: Int?) async -> Result<ConnectionLease, DeliveryFailure> {
         let deadline = clock.now.advanced(by: configuration.requestTimeout)
+        var rateSleeper = false
+        var rateWaitBegan: ContinuousClock.Instant?
         while true {
-            switch pool.lease(avoiding: avoided) {
+            let attempt = pool.lease(avoiding: avoided, wasRateSleeper: rateSleeper)
+            rateSleeper = false
+            switch attempt {
             case .leased(let lease):
+                if let rateWaitBegan {
+                    let waited = rateWaitBegan.duration(to: clock.now)
+                    recorder.update {
+                        $0.rateLimiterWaits += 1
+                        $0.rateLimiterWaitTime += waited
+                    }
+                }
                 return .success(lease)
             case .shutDown:
                 return .failure(DeliveryFailure(processing: .notProcessed, cause: .clientShutDown, detail: "APNs client is shut down"))
-            case .unavailable(let generation):
+            case .rateLimited(let until, let generation):
+                rateSleeper = true
+                if rateWaitBegan == nil { rateWaitBegan = clock.now }
+                await pool.waitForChange(after: generation, until: min(until, deadline))
                 if clock.now >= deadline {
-                    let open = pool.liveConnections
-                    if open > 0 {
-                        return .failure(DeliveryFailure(
-                            processing: .notProcessed, cause: .noFreeStream,
-                            detail: "every stream of the \(open) connection(s) to \(configuration.endpoint) stayed busy for \(configuration.requestTimeout)"))
-                    }
-                    let why = pool.lastConnectError.map { ": \($0)" } ?? ""
-                    return .failure(DeliveryFailure(
-                        processing: .notProcessed, cause: .couldNotConnect,
-                        detail: "no connection to \(configuration.endpoint) within \(configuration.requestTimeout)\(why)"))
+                    pool.resignRateSleeper()
+                    return .failure(noCapacity())
                 }
+            case .unavailable(let generation, let rateLimited):
+                if rateLimited && rateWaitBegan == nil { rateWaitBegan = clock.now }
+                if clock.now >= deadline { return .failure(noCapacity()) }
                 await pool.waitForChange(after: generation, until: deadline)
             }
         }
+    }
+
+    /// Why no stream could be had within the request timeout.
+    private func noCapacity() -> DeliveryFailure {
+        let open = pool.liveConnections
+        if open > 0 {
+            return DeliveryFailure(
+                processing: .notProcessed, cause: .noFreeStream,
+                detail: "every stream of the \(open) connection(s) to \(configuration.endpoint) stayed busy or rate-limited for \(configuration.requestTimeout)")
+        }
+        let why = pool.lastConnectError.map { ": \($0)" } ?? ""
+        return DeliveryFailure(
+            processing: .notProcessed, cause: .couldNotConnect,
+            detail: "no connection to \(configuration.endpoint) within \(configuration.requestTimeout)\(why)")
     }
 
     private func http2Request(for request: APNsRequest, token: ProviderToken?) -> HTTP2Request {
