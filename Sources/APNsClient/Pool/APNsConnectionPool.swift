@@ -6,20 +6,23 @@ import Synchronization
 /// Each slot has a keeper task that connects, waits until the connection stops taking
 /// requests (GOAWAY, close, or retired after an auth error), and connects again: at once
 /// after a healthy connection, otherwise after the reconnect backoff with jitter. The
-/// transport resolves DNS afresh at each connect (apns-reference §1). Requests go to the
-/// connection whose rate limiter frees first, then to the least loaded.
+/// transport resolves DNS afresh at each connect (apns-reference §1).
+///
+/// Requests wait here, not in the transport's queue, until a connection has a free stream
+/// and rate to spare, then go to the connection that can send soonest, then to the least
+/// loaded; so each request is written at the instant its limiter recorded.
 final class APNsConnectionPool: Sendable {
     /// A connection that answered, or lived this long, counts as healthy: its successor
     /// connects without backoff. One that died younger and silent counts as a failure, so
     /// a server that accepts and drops connections is not hammered (apns-reference §7).
     static let healthyLifetime: Duration = .seconds(10)
 
-    /// The rate window the limiters use: a second plus a margin. The limiter spaces send
-    /// *starts*; APNs sees arrivals, and a burst's arrivals spread by a millisecond or so of
-    /// scheduling and I/O jitter that the next burst need not repeat. Measured on loopback,
-    /// an exact 1 s spacing let the server count up to N + 20 in some second. 8 ms of margin
-    /// keeps every server-side window within N and still sustains 99.2% of the cap (SPEC §9
-    /// asks for at least 99%).
+    /// The rate window the limiters use: a second plus a margin. A limiter records the
+    /// instant each request is handed to the I/O thread; APNs counts arrivals, which trail
+    /// by the time the I/O thread takes to write a burst (about a millisecond here, more on
+    /// a starved CPU), and one burst's trail need not match the next one's. With an exact
+    /// second the loopback server sometimes counted N + 1 in a second; 8 ms of margin keeps
+    /// it within N and still sustains 99.2% of the cap (SPEC §9 asks for 99%).
     static let rateWindow: Duration = .milliseconds(1008)
 
     private struct Waiter {
@@ -31,7 +34,8 @@ final class APNsConnectionPool: Sendable {
         var slots: [PoolSlot]
         var started = false
         var shuttingDown = false
-        /// Bumped whenever a connection is installed or shutdown begins.
+        /// Bumped whenever a connection is installed, a stream is freed, a stream limit
+        /// changes, or shutdown begins: a request that found nothing waits for a new one.
         var generation = 0
         var waiters: [Int: Waiter] = [:]
         /// Waiter ids in arrival order (ids already woken are skipped): a freed stream
