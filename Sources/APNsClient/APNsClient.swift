@@ -108,7 +108,7 @@ public final class APNsClient: Sendable {
 
             switch outcome {
             case .success(let response):
-                var result = answered(response, resends: resends, since: started)
+                let result = answered(response, resends: resends, since: started)
                 pool.finish(lease, answer: response.status, reason: result.reason)
                 recorder.update { $0.answersByStatus[response.status, default: 0] += 1 }
                 if case .token(let cache) = configuration.authentication, let token,
@@ -116,24 +116,18 @@ public final class APNsClient: Sendable {
                     // Not counted as an attempt (SPEC §4); the connection is closed as Pushy does,
                     // since APNs may keep it wedged on the old token.
                     refreshedExpiredToken = true
-                    do {
-                        _ = try cache.refreshAfterExpired(previous: token)
-                    } catch {
-                        result.resends = resends
-                        return result
-                    }
+                    // If no new token can be signed, the 403 itself is the answer to give.
+                    guard (try? cache.refreshAfterExpired(previous: token)) != nil else { return result }
                     recorder.update { $0.providerTokenRefreshes += 1 }
                     pool.retire(lease)
-                    resends += 1
-                    recorder.update { $0.resends += 1 }
+                    noteResend(&resends)
                     avoidedSlot = lease.slot
                     continue
                 }
                 if response.status == 429, result.reason == APNsReason.tooManyProviderTokenUpdates.rawValue, !resentAfterTokenUpdates {
                     resentAfterTokenUpdates = true
                     pool.retire(lease)
-                    resends += 1
-                    recorder.update { $0.resends += 1 }
+                    noteResend(&resends)
                     avoidedSlot = lease.slot
                     continue
                 }
@@ -143,8 +137,7 @@ public final class APNsClient: Sendable {
                 pool.finish(lease, answer: nil, reason: nil)
                 if Self.isResendable(failure), unprocessedResends < Self.maximumUnprocessedResends, !pool.isShuttingDown {
                     unprocessedResends += 1
-                    resends += 1
-                    recorder.update { $0.resends += 1 }
+                    noteResend(&resends)
                     avoidedSlot = lease.slot
                     continue
                 }
@@ -154,6 +147,11 @@ public final class APNsClient: Sendable {
     }
 
     // MARK: pieces of send
+
+    private func noteResend(_ resends: inout Int) {
+        resends += 1
+        recorder.update { $0.resends += 1 }
+    }
 
     private func providerToken() -> Result<ProviderToken?, DeliveryFailure> {
         guard case .token(let cache) = configuration.authentication else { return .success(nil) }
