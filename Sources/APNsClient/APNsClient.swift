@@ -93,17 +93,26 @@ public final class APNsClient: Sendable {
             case .success(let current): token = current
             case .failure(let failure): return failed(failure, resends: resends, since: started)
             }
+            // Built before the lease: once granted, the request is to be written at once.
+            let wireRequest = http2Request(for: request, token: token)
             let lease: ConnectionLease
-            switch await acquireConnection(avoiding: avoidedSlot) {
+            var rateWait: Duration?
+            switch await acquireConnection(avoiding: avoidedSlot, rateWait: &rateWait) {
             case .success(let granted): lease = granted
             case .failure(let failure): return failed(failure, resends: resends, since: started)
             }
-            recorder.update { $0.requestsSent += 1 }
             let outcome: Result<HTTP2Response, RequestFailure>
             do throws(RequestFailure) {
-                outcome = .success(try await lease.connection.send(http2Request(for: request, token: token)))
+                outcome = .success(try await lease.connection.send(wireRequest))
             } catch {
                 outcome = .failure(error)
+            }
+            recorder.update {
+                $0.requestsSent += 1
+                if let rateWait {
+                    $0.rateLimiterWaits += 1
+                    $0.rateLimiterWaitTime += rateWait
+                }
             }
 
             switch outcome {
@@ -164,7 +173,8 @@ public final class APNsClient: Sendable {
 
     /// A stream to write the next try on now, waiting up to the request timeout for a
     /// connection, a free stream, and the rate limit.
-    private func acquireConnection(avoiding avoided: Int?) async -> Result<ConnectionLease, DeliveryFailure> {
+    /// `rateWait`: set to how long the request waited for the rate limit, if it did.
+    private func acquireConnection(avoiding avoided: Int?, rateWait: inout Duration?) async -> Result<ConnectionLease, DeliveryFailure> {
         let deadline = clock.now.advanced(by: configuration.requestTimeout)
         var rateSleeper = false
         var rateWaitBegan: ContinuousClock.Instant?
@@ -173,13 +183,7 @@ public final class APNsClient: Sendable {
             rateSleeper = false
             switch attempt {
             case .leased(let lease):
-                if let rateWaitBegan {
-                    let waited = rateWaitBegan.duration(to: clock.now)
-                    recorder.update {
-                        $0.rateLimiterWaits += 1
-                        $0.rateLimiterWaitTime += waited
-                    }
-                }
+                rateWait = rateWaitBegan.map { $0.duration(to: clock.now) }
                 return .success(lease)
             case .shutDown:
                 return .failure(DeliveryFailure(processing: .notProcessed, cause: .clientShutDown, detail: "APNs client is shut down"))

@@ -119,8 +119,10 @@ final class APNsConnectionPool: Sendable {
     /// per send rather than one per waiting request. `wasRateSleeper`: the caller held that
     /// role and is back to try again.
     func lease(avoiding avoided: Int? = nil, wasRateSleeper: Bool = false) -> LeaseAttempt {
-        let now = clock.now
         let (attempt, next) = state.withLock { state -> (LeaseAttempt, Waiter?) in
+            // Read under the lock: a lease must record the instant it was granted, not the
+            // instant its caller started waiting for the lock.
+            let now = clock.now
             if wasRateSleeper { state.rateSleeperActive = false }
             if state.shuttingDown { return (.shutDown, nil) }
             var best: (slot: Int, start: ContinuousClock.Instant, load: Int, avoided: Bool)?
