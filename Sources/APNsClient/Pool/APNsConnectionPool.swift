@@ -10,20 +10,12 @@ import Synchronization
 ///
 /// Requests wait here, not in the transport's queue, until a connection has a free stream
 /// and rate to spare, then go to the connection that can send soonest, then to the least
-/// loaded; so each request is written at the instant its limiter recorded.
+/// loaded; so each request is written at the instant its `ConnectionRate` recorded.
 final class APNsConnectionPool: Sendable {
     /// A connection that answered, or lived this long, counts as healthy: its successor
     /// connects without backoff. One that died younger and silent counts as a failure, so
     /// a server that accepts and drops connections is not hammered (apns-reference §7).
     static let healthyLifetime: Duration = .seconds(10)
-
-    /// The rate window the limiters use: a second plus a margin. A limiter records the
-    /// instant each request is handed to the I/O thread; APNs counts arrivals, which trail
-    /// by the time the I/O thread takes to write a burst (about a millisecond here, more on
-    /// a starved CPU), and one burst's trail need not match the next one's. With an exact
-    /// second the loopback server sometimes counted N + 1 in a second; 8 ms of margin keeps
-    /// it within N and still sustains 99.2% of the cap (SPEC §9 asks for 99%).
-    static let rateWindow: Duration = .milliseconds(1008)
 
     private struct Waiter {
         let continuation: CheckedContinuation<Void, Never>
@@ -58,7 +50,6 @@ final class APNsConnectionPool: Sendable {
     private let backoff: ReconnectBackoff
     private let localStreamCap: Int
     private let oneStreamUntilFirstAnswer: Bool
-    private let limiters: [RateLimiter<ContinuousClock>]
     private let statistics: StatisticsRecorder
     private let state: Mutex<State>
     private let clock = ContinuousClock()
@@ -72,7 +63,6 @@ final class APNsConnectionPool: Sendable {
         self.statistics = statistics
         localStreamCap = connectionConfiguration.maxConcurrentStreams
         oneStreamUntilFirstAnswer = connectionConfiguration.singleStreamUntilFirstResponse
-        limiters = (0..<connections).map { _ in RateLimiter(limit: ratePerConnection, window: Self.rateWindow) }
         state = Mutex(State(slots: (0..<connections).map { _ in PoolSlot(ratePerConnection: ratePerConnection) }))
     }
 
@@ -131,7 +121,7 @@ final class APNsConnectionPool: Sendable {
                 guard let connection = slot.connection, connection.status.acceptsRequests,
                       slot.inFlight < slot.streamLimit(localCap: localStreamCap, oneStreamUntilFirstAnswer: oneStreamUntilFirstAnswer)
                 else { continue }
-                let candidate = (slot: index, start: limiters[index].earliestStart(at: now), load: slot.inFlight,
+                let candidate = (slot: index, start: slot.rate.earliestStart(at: now), load: slot.inFlight,
                                  avoided: index == avoided)
                 guard let current = best else { best = candidate; continue }
                 if Self.isBetter(candidate, than: current, now: now) { best = candidate }
@@ -145,8 +135,8 @@ final class APNsConnectionPool: Sendable {
                 return (.rateLimited(until: best.start, generation: state.generation), nil)
             }
             state.slots[best.slot].inFlight += 1
-            _ = limiters[best.slot].reserve(at: now)
-            let lease = ConnectionLease(slot: best.slot, connection: connection, limiter: limiters[best.slot])
+            state.slots[best.slot].rate.record(at: now)
+            let lease = ConnectionLease(slot: best.slot, connection: connection)
             // Pass the turn on: the next waiting request either finds room too or becomes
             // the rate sleeper.
             return (.leased(lease), Self.takeLongestWaiter(&state))
@@ -266,13 +256,11 @@ final class APNsConnectionPool: Sendable {
             let tooManyRequests = answer == 429 && reason != "TooManyProviderTokenUpdates"
             let change = throttle.record(tooManyRequests: tooManyRequests, at: now)
             state.slots[lease.slot].throttle = throttle
+            if let change { state.slots[lease.slot].rate.setLimit(change) }
             return (change, freed)
         }
         Self.wake(freed)
-        if let newRate {
-            lease.limiter.setLimit(newRate)
-            updateThrottleCount()
-        }
+        if newRate != nil { updateThrottleCount() }
     }
 
     private func updateThrottleCount() {

@@ -1,11 +1,10 @@
 import HTTP2TLS
 
-/// One request's claim on a stream of a pooled connection, granted at the instant its rate
-/// limiter recorded: the request is to be written now.
+/// One request's claim on a stream of a pooled connection, granted at the instant the
+/// connection's rate recorded: the request is to be written now.
 struct ConnectionLease: Sendable {
     let slot: Int
     let connection: HTTP2ClientConnection
-    let limiter: RateLimiter<ContinuousClock>
 }
 
 /// What asking the pool for a connection gave.
