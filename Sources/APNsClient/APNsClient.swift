@@ -171,46 +171,48 @@ public final class APNsClient: Sendable {
         }
     }
 
-    /// A stream to write the next try on now, waiting up to the request timeout for a
-    /// connection, a free stream, and the rate limit.
+    /// A stream to write the next try on now. Waits for a free stream and the rate for as
+    /// long as it takes while a connection is open: each stream frees within the request
+    /// timeout and the rate frees on schedule, so the wait ends; how much to queue is the
+    /// caller's choice. Without any open connection it waits up to the request timeout, then
+    /// gives up with `couldNotConnect` (the request was never written).
     /// `rateWait`: set to how long the request waited for the rate limit, if it did.
     private func acquireConnection(avoiding avoided: Int?, rateWait: inout Duration?) async -> Result<ConnectionLease, DeliveryFailure> {
-        let deadline = clock.now.advanced(by: configuration.requestTimeout)
+        var deadline = clock.now.advanced(by: configuration.requestTimeout)
         var rateSleeper = false
         var rateWaitBegan: ContinuousClock.Instant?
         while true {
             let attempt = pool.lease(avoiding: avoided, wasRateSleeper: rateSleeper)
             rateSleeper = false
-            switch attempt {
-            case .leased(let lease):
+            if case .leased(let lease) = attempt {
                 rateWait = rateWaitBegan.map { $0.duration(to: clock.now) }
                 return .success(lease)
-            case .shutDown:
+            }
+            if case .shutDown = attempt {
                 return .failure(DeliveryFailure(processing: .notProcessed, cause: .clientShutDown, detail: "APNs client is shut down"))
+            }
+            let now = clock.now
+            if pool.liveConnections > 0 {
+                deadline = now.advanced(by: configuration.requestTimeout)
+            } else if now >= deadline {
+                if case .rateLimited = attempt { pool.resignRateSleeper() }
+                return .failure(couldNotConnect())
+            }
+            switch attempt {
             case .rateLimited(let until, let generation):
                 rateSleeper = true
-                if rateWaitBegan == nil { rateWaitBegan = clock.now }
+                if rateWaitBegan == nil { rateWaitBegan = now }
                 await pool.waitForChange(after: generation, until: min(until, deadline))
-                if clock.now >= deadline {
-                    pool.resignRateSleeper()
-                    return .failure(noCapacity())
-                }
             case .unavailable(let generation, let rateLimited):
-                if rateLimited && rateWaitBegan == nil { rateWaitBegan = clock.now }
-                if clock.now >= deadline { return .failure(noCapacity()) }
+                if rateLimited && rateWaitBegan == nil { rateWaitBegan = now }
                 await pool.waitForChange(after: generation, until: deadline)
+            case .leased, .shutDown:
+                break
             }
         }
     }
 
-    /// Why no stream could be had within the request timeout.
-    private func noCapacity() -> DeliveryFailure {
-        let open = pool.liveConnections
-        if open > 0 {
-            return DeliveryFailure(
-                processing: .notProcessed, cause: .noFreeStream,
-                detail: "every stream of the \(open) connection(s) to \(configuration.endpoint) stayed busy or rate-limited for \(configuration.requestTimeout)")
-        }
+    private func couldNotConnect() -> DeliveryFailure {
         let why = pool.lastConnectError.map { ": \($0)" } ?? ""
         return DeliveryFailure(
             processing: .notProcessed, cause: .couldNotConnect,
