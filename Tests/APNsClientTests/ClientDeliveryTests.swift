@@ -77,6 +77,21 @@ struct ClientDeliveryTests {
         await client.shutdown()
     }
 
+    @Test("a backlog longer than the request timeout waits for the rate instead of failing")
+    func backlogWaitsForRate() async throws {
+        let pki = try ClientTestPKI()
+        let server = try FakeAPNsServer(pki: pki)
+        defer { server.stop() }
+        let client = try ClientTestValues.client(port: server.port, pki: pki,
+                                                 authentication: .token(try ClientTestValues.tokenCache()), connections: 1,
+                                                 rate: 10, requestTimeout: .milliseconds(800))
+        let sent = try await ClientTestValues.sendAll(client, count: 25)
+        #expect(sent.count == 25)
+        #expect(sent.allSatisfy { $0.result.status == 200 })
+        #expect(sent.map(\.result.latency).max().map { $0 > .seconds(2) } == true, "the last ones waited over 2 s")
+        await client.shutdown()
+    }
+
     @Test("a request goes to the connection that can send soonest: no wait while another has rate to spare")
     func picksFreeConnection() async throws {
         let pki = try ClientTestPKI()
