@@ -10,6 +10,10 @@ import PGPushCore
 /// an auth answer (403 ExpiredProviderToken: new JWT, new connection; 429
 /// TooManyProviderTokenUpdates: new connection; each at most once). It never resends a
 /// request APNs may have processed, and leaves every other answer to the caller's policy.
+///
+/// Many `send`s may run at once; each waits its turn for a free stream and the connection's
+/// rate, so a caller with a backlog simply awaits. The worker should hand over no more than
+/// it can afford to wait for: connections × rate per second.
 public final class APNsClient: Sendable {
     public let configuration: APNsClientConfiguration
     private let pool: APNsConnectionPool
