@@ -31,7 +31,7 @@ let package = Package(
         .target(name: "APNsClient", dependencies: ["PGPushCore", "HTTP2TLS"]),
         .target(name: "PushQueue", dependencies: ["PGPushCore", "Postgres"]),
         .target(name: "APNsSimulator", dependencies: ["PGPushCore", "HTTP2TLS"]),
-        .target(name: "PushWorker", dependencies: ["PGPushCore", "PushQueue", "APNsClient"]),
+        .target(name: "PushWorker", dependencies: ["PGPushCore", "PushQueue", "APNsClient", "Postgres", "CShims"]),
         .executableTarget(name: "pgpush", dependencies: [
             "PGPushCore", "Postgres", "EmbeddedPostgres", "PushQueue", "APNsClient", "APNsSimulator", "PushWorker",
         ]),
@@ -45,6 +45,10 @@ let package = Package(
         .testTarget(name: "PushQueueTests", dependencies: ["PushQueue", "Postgres", "PGPushTestSupport", "PGPushCore"]),
         .testTarget(name: "HTTP2TLSTests", dependencies: ["HTTP2TLS"]),
         .testTarget(name: "APNsClientTests", dependencies: ["APNsClient", "APNsSimulator", "HTTP2TLS", "PGPushCore"]),
+        .testTarget(name: "PushWorkerTests", dependencies: [
+            "PushWorker", "PushQueue", "PGPushCore", "PGPushTestSupport", "Postgres", "APNsSimulator", "APNsClient", "HTTP2TLS",
+        ]),
+        .testTarget(name: "pgpushTests", dependencies: ["PGPushTestSupport", "Postgres", "APNsSimulator", "HTTP2TLS"]),
         .testTarget(name: "APNsSimulatorTests", dependencies: ["APNsSimulator", "HTTP2TLS", "PGPushCore"]),
     ]
 )

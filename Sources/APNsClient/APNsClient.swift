@@ -238,7 +238,7 @@ public final class APNsClient: Sendable {
         guard failure.processing == .notProcessed else { return false }
         switch failure.cause {
         case .refusedStream, .goAway, .connectionClosed: return true
-        case .deadlineExceeded, .streamReset, .invalidRequest: return false
+        case .deadlineExceeded, .streamReset, .invalidRequest, .cancelled: return false
         }
     }
 
@@ -253,6 +253,7 @@ public final class APNsClient: Sendable {
         case .connectionClosed: cause = .connectionLost
         case .streamReset: cause = .streamReset
         case .invalidRequest: cause = .invalidRequest
+        case .cancelled: cause = .clientShutDown
         }
         return DeliveryFailure(processing: processing, cause: cause, detail: failure.description)
     }

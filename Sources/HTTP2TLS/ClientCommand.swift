@@ -2,6 +2,8 @@ import Synchronization
 
 /// A request waiting for its answer, with the continuation that resolves it exactly once.
 struct PendingRequest: Sendable {
+    /// Identifies the request for cancellation.
+    let token: UInt64
     let request: HTTP2Request
     /// MonotonicClock ns.
     let deadline: UInt64
@@ -26,7 +28,10 @@ struct ConnectionSetup: Sendable {
 enum ClientCommand: Sendable {
     case open(ConnectionSetup)
     case send(connectionID: Int, PendingRequest)
+    case cancel(connectionID: Int, token: UInt64)
     case close(connectionID: Int, graceful: Bool)
+    /// The last handle is gone: no further command will name this connection.
+    case release(connectionID: Int)
 }
 
 /// The part of a connection both the I/O thread and callers see: status and events.
@@ -36,6 +41,7 @@ final class ClientConnectionShared: Sendable {
     let eventSink: AsyncStream<ConnectionEvent>.Continuation
     /// Requests sent and not yet resolved.
     let outstanding = Atomic<Int>(0)
+    let nextToken = Atomic<UInt64>(1)
 
     init() {
         status = Mutex(ConnectionStatus(phase: .connecting, peerMaxConcurrentStreams: 1, goAway: nil))

@@ -22,6 +22,7 @@ final class ClientConnection {
     private(set) var tls: TLSStream?
     private var session: OpaquePointer?
     private var connectPending = true
+    private var connectError: ConnectError?
 
     private var streams: [Int32: ClientStream] = [:]
     private var queue: [PendingRequest?] = []
@@ -36,6 +37,7 @@ final class ClientConnection {
     private var needsSubmit = false
 
     private let connectDeadline: UInt64
+    private let defaultAuthority: String
     private var earliestDeadline: UInt64 = .max
     private var lastReceive: UInt64
     private var pingSentAt: UInt64?
@@ -47,6 +49,7 @@ final class ClientConnection {
         self.setup = setup
         self.callbacks = callbacks
         self.counter = counter
+        defaultAuthority = setup.port == 443 ? setup.host : "\(setup.host):\(setup.port)"
         let now = MonotonicClock.now()
         connectDeadline = now &+ MonotonicClock.nanoseconds(setup.configuration.connectTimeout)
         lastReceive = now
@@ -58,7 +61,12 @@ final class ClientConnection {
             nghttp2_session_del(session)
             counter.http2Sessions.subtract(1, ordering: .relaxed)
         }
-        tls?.close()
+        if let tls {
+            tls.close()
+        } else if descriptor >= 0 {
+            Glibc.close(descriptor)
+            counter.sockets.subtract(1, ordering: .relaxed)
+        }
     }
 
     // MARK: connecting
@@ -103,11 +111,16 @@ final class ClientConnection {
         }
         tls = stream
         let host = setup.host
+        // Without the expected name in place any certificate from a trusted CA would pass.
+        let nameSet: Bool
         if Self.isIPAddress(host) {
-            _ = X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(stream.ssl), host)
+            nameSet = X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(stream.ssl), host) == 1
         } else {
-            _ = pgpush_SSL_set_tlsext_host_name(stream.ssl, host)
-            _ = SSL_set1_host(stream.ssl, host)
+            nameSet = pgpush_SSL_set_tlsext_host_name(stream.ssl, host) == 1 && SSL_set1_host(stream.ssl, host) == 1
+        }
+        guard nameSet else {
+            failConnect(.tlsHandshakeFailed(OpenSSLErrors.describe("cannot set expected host name \(host)")))
+            return
         }
         phase = .handshaking
         continueHandshake()
@@ -162,8 +175,7 @@ final class ClientConnection {
 
     private func failConnect(_ error: ConnectError) {
         guard connectPending else { return }
-        connectPending = false
-        setup.connected.resume(returning: .failure(error))
+        connectError = error
         close(.ioError(error.description))
     }
 
@@ -172,7 +184,6 @@ final class ClientConnection {
     func enqueue(_ pending: PendingRequest) {
         if isClosed {
             pending.resolve(.failure(RequestFailure(.notProcessed, .connectionClosed(closeReason ?? .closedLocally))))
-            setup.shared.outstanding.subtract(1, ordering: .relaxed)
             return
         }
         if let goAway {
@@ -219,7 +230,7 @@ final class ClientConnection {
         headerBlock.reset()
         headerBlock.add(":method", request.method)
         headerBlock.add(":scheme", "https")
-        headerBlock.add(":authority", request.authority ?? (setup.port == 443 ? setup.host : "\(setup.host):\(setup.port)"))
+        headerBlock.add(":authority", request.authority ?? defaultAuthority)
         headerBlock.add(":path", request.path)
         for field in request.headers { headerBlock.add(field.name, field.value, neverIndex: field.neverIndex) }
 
@@ -246,7 +257,7 @@ final class ClientConnection {
         streams[streamID] = ClientStream(pending)
     }
 
-    fileprivate func readBody(streamID: Int32, into buffer: UnsafeMutablePointer<UInt8>, length: Int, flags: UnsafeMutablePointer<UInt32>) -> Int {
+    func readBody(streamID: Int32, into buffer: UnsafeMutablePointer<UInt8>, length: Int, flags: UnsafeMutablePointer<UInt32>) -> Int {
         guard let stream = streams[streamID] else { return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue) }
         let body = stream.pending.request.body
         let count = min(length, body.count - stream.bodyOffset)
@@ -259,13 +270,12 @@ final class ClientConnection {
     }
 
     private func resolve(_ pending: PendingRequest, _ result: Result<HTTP2Response, RequestFailure>) {
-        setup.shared.outstanding.subtract(1, ordering: .relaxed)
         pending.resolve(result)
     }
 
     // MARK: nghttp2 callbacks
 
-    fileprivate func receivedHeader(streamID: Int32, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
+    func receivedHeader(streamID: Int32, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
         guard let stream = streams[streamID] else { return }
         if name.count == 7 && name.elementsEqual(":status".utf8) {
             stream.status = Int(String(decoding: value, as: UTF8.self))
@@ -274,11 +284,11 @@ final class ClientConnection {
         }
     }
 
-    fileprivate func receivedData(streamID: Int32, _ data: UnsafeBufferPointer<UInt8>) {
+    func receivedData(streamID: Int32, _ data: UnsafeBufferPointer<UInt8>) {
         streams[streamID]?.body.append(contentsOf: data)
     }
 
-    fileprivate func receivedFrame(_ frame: UnsafePointer<nghttp2_frame>) {
+    func receivedFrame(_ frame: UnsafePointer<nghttp2_frame>) {
         let header = frame.pointee.hd
         switch UInt32(header.type) {
         case NGHTTP2_HEADERS.rawValue, NGHTTP2_DATA.rawValue:
@@ -323,13 +333,13 @@ final class ClientConnection {
         }
     }
 
-    fileprivate func sentFrame(_ frame: UnsafePointer<nghttp2_frame>) {
+    func sentFrame(_ frame: UnsafePointer<nghttp2_frame>) {
         if UInt32(frame.pointee.hd.type) == NGHTTP2_HEADERS.rawValue {
             streams[frame.pointee.hd.stream_id]?.headersSent = true
         }
     }
 
-    fileprivate func frameNotSent(_ frame: UnsafePointer<nghttp2_frame>) {
+    func frameNotSent(_ frame: UnsafePointer<nghttp2_frame>) {
         // A request whose HEADERS never left (e.g. GOAWAY arrived first) was not processed.
         guard UInt32(frame.pointee.hd.type) == NGHTTP2_HEADERS.rawValue,
               let stream = streams.removeValue(forKey: frame.pointee.hd.stream_id) else { return }
@@ -339,7 +349,7 @@ final class ClientConnection {
         needsSubmit = true
     }
 
-    fileprivate func streamClosed(streamID: Int32, errorCode: UInt32) {
+    func streamClosed(streamID: Int32, errorCode: UInt32) {
         guard let stream = streams.removeValue(forKey: streamID) else { return }
         needsSubmit = true
         if stream.endStreamReceived, errorCode == NGHTTP2_NO_ERROR.rawValue, let status = stream.status {
@@ -380,7 +390,7 @@ final class ClientConnection {
             continueHandshake()
         case .open:
             guard let session, let tls else { return }
-            if events & Int16(POLLIN | POLLHUP | POLLERR) != 0 {
+            if events & Int16(POLLIN | POLLHUP | POLLERR) != 0 || tls.readWaitsForWritable {
                 let outcome = HTTP2Wire.receive(session: session, tls: tls, buffer: readBuffer)
                 lastReceive = MonotonicClock.now()
                 if case .closed(let reason) = outcome {
@@ -480,9 +490,25 @@ final class ClientConnection {
         if !expired.isEmpty { needsSubmit = true }
     }
 
+    /// The caller's task was cancelled: withdraw the request if it is still open.
+    func cancel(token: UInt64) {
+        if let (streamID, stream) = streams.first(where: { $0.value.pending.token == token }) {
+            streams[streamID] = nil
+            if let session { _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID, NGHTTP2_CANCEL.rawValue) }
+            resolve(stream.pending, .failure(RequestFailure(stream.headersSent ? .possiblyProcessed : .notProcessed, .cancelled)))
+            needsSubmit = true
+            return
+        }
+        for index in queueHead..<queue.count where queue[index]?.token == token {
+            if let pending = queue[index] { resolve(pending, .failure(RequestFailure(.notProcessed, .cancelled))) }
+            queue[index] = nil
+            return
+        }
+    }
+
     // MARK: closing
 
-    private var closeReason: CloseReason?
+    private(set) var closeReason: CloseReason?
 
     /// Graceful: GOAWAY to the server, queued requests fail as not processed, streams in
     /// flight finish, then the connection closes. Otherwise close at once.
@@ -523,10 +549,8 @@ final class ClientConnection {
         }
         phase = .closed
         closeReason = reason
-        if connectPending {
-            connectPending = false
-            setup.connected.resume(returning: .failure(.connectFailed(reason.description)))
-        }
+        // Visible before any request resolves, so a caller seeing a failure sees the close too.
+        setup.shared.update { $0.phase = .closed(reason) }
         let open = streams
         streams.removeAll()
         for (streamID, stream) in open {
@@ -552,53 +576,11 @@ final class ClientConnection {
         }
         tls = nil
         descriptor = -1
-        setup.shared.update { $0.phase = .closed(reason) }
+        // Resolved only after the socket is released, so a caller never sees a failed connect still holding it.
+        if connectPending {
+            connectPending = false
+            setup.connected.resume(returning: .failure(connectError ?? .connectFailed(reason.description)))
+        }
         setup.shared.publish(.closed(reason))
-    }
-}
-
-/// The nghttp2 callback table for client sessions; user_data is the `ClientConnection`,
-/// which outlives its session because it deletes the session before it goes away.
-enum ClientSessionCallbacks {
-    static func make() -> OpaquePointer? {
-        var callbacks: OpaquePointer?
-        guard nghttp2_session_callbacks_new(&callbacks) == 0, let callbacks else { return nil }
-        nghttp2_session_callbacks_set_on_header_callback(callbacks) { _, frame, name, nameLength, value, valueLength, _, userData in
-            guard let frame, let name, let value, let userData else { return 0 }
-            ClientSessionCallbacks.connection(userData).receivedHeader(streamID: frame.pointee.hd.stream_id,
-                                                name: UnsafeBufferPointer(start: name, count: nameLength),
-                                                value: UnsafeBufferPointer(start: value, count: valueLength))
-            return 0
-        }
-        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks) { _, _, streamID, data, length, userData in
-            guard let data, let userData else { return 0 }
-            ClientSessionCallbacks.connection(userData).receivedData(streamID: streamID, UnsafeBufferPointer(start: data, count: length))
-            return 0
-        }
-        nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks) { _, frame, userData in
-            guard let frame, let userData else { return 0 }
-            ClientSessionCallbacks.connection(userData).receivedFrame(frame)
-            return 0
-        }
-        nghttp2_session_callbacks_set_on_frame_send_callback(callbacks) { _, frame, userData in
-            guard let frame, let userData else { return 0 }
-            ClientSessionCallbacks.connection(userData).sentFrame(frame)
-            return 0
-        }
-        nghttp2_session_callbacks_set_on_frame_not_send_callback(callbacks) { _, frame, _, userData in
-            guard let frame, let userData else { return 0 }
-            ClientSessionCallbacks.connection(userData).frameNotSent(frame)
-            return 0
-        }
-        nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, streamID, errorCode, userData in
-            guard let userData else { return 0 }
-            ClientSessionCallbacks.connection(userData).streamClosed(streamID: streamID, errorCode: errorCode)
-            return 0
-        }
-        return callbacks
-    }
-
-    fileprivate static func connection(_ userData: UnsafeMutableRawPointer) -> ClientConnection {
-        Unmanaged<ClientConnection>.fromOpaque(userData).takeUnretainedValue()
     }
 }

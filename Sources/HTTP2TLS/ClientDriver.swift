@@ -4,6 +4,8 @@ import Glibc
 /// The client side of the I/O thread: all client connections of one `HTTP2Client`.
 final class ClientDriver: EventLoopDriver {
     private var connections: [Int: ClientConnection] = [:]
+    /// Why connections whose handles still exist were closed, for requests that arrive later.
+    private var closedReasons: [Int: CloseReason] = [:]
     private var polled: [ClientConnection] = []
     private let callbacks: OpaquePointer?
     private let counter: LiveObjectCounter
@@ -31,19 +33,26 @@ final class ClientDriver: EventLoopDriver {
         case .send(let id, let pending):
             if let connection = connections[id] {
                 connection.enqueue(pending)
+                removeIfClosed(id)
             } else {
-                pending.resolve(.failure(RequestFailure(.notProcessed, .connectionClosed(.closedLocally))))
+                pending.resolve(.failure(RequestFailure(.notProcessed, .connectionClosed(closedReasons[id] ?? .closedLocally))))
             }
+        case .cancel(let id, let token):
+            connections[id]?.cancel(token: token)
         case .close(let id, let graceful):
             connections[id]?.requestClose(graceful: graceful)
             removeIfClosed(id)
+        case .release(let id):
+            connections[id]?.requestClose(graceful: false)
+            removeIfClosed(id)
+            closedReasons[id] = nil
         }
     }
 
     func flush() {
         for (id, connection) in connections {
             connection.transmit()
-            if connection.isClosed { connections[id] = nil }
+            if connection.isClosed { removeIfClosed(id) }
         }
     }
 
@@ -73,7 +82,7 @@ final class ClientDriver: EventLoopDriver {
     func handleTimers(now: UInt64) {
         for (id, connection) in connections {
             connection.handleTimers(now: now)
-            if connection.isClosed { connections[id] = nil }
+            if connection.isClosed { removeIfClosed(id) }
         }
     }
 
@@ -84,6 +93,8 @@ final class ClientDriver: EventLoopDriver {
     }
 
     private func removeIfClosed(_ id: Int) {
-        if connections[id]?.isClosed == true { connections[id] = nil }
+        guard let connection = connections[id], connection.isClosed else { return }
+        connections[id] = nil
+        closedReasons[id] = connection.closeReason
     }
 }

@@ -33,6 +33,7 @@ final class EventLoop<Command: Sendable>: Sendable {
     private let wakeDescriptor: Int32
     private let thread = Mutex<pthread_t?>(nil)
     private let counter: LiveObjectCounter
+    private let loopThread = Atomic<pthread_t>(0)
 
     init(name: String, counter: LiveObjectCounter, makeDriver: @escaping @Sendable (EventLoop<Command>) -> any EventLoopDriver<Command>) throws(LoopStartError) {
         // A write to a socket the peer reset must be an error, not a process-killing signal.
@@ -46,6 +47,7 @@ final class EventLoop<Command: Sendable>: Sendable {
             run(driver: makeDriver(self))
         }
         let box = Unmanaged.passRetained(ThreadBody(body)).toOpaque()
+        counter.ioThreads.add(1, ordering: .relaxed)
         var handle = pthread_t()
         let status = pthread_create(&handle, nil, { argument in
             guard let argument else { return nil }
@@ -55,10 +57,10 @@ final class EventLoop<Command: Sendable>: Sendable {
         }, box)
         guard status == 0 else {
             Unmanaged<ThreadBody>.fromOpaque(box).release()
+            counter.ioThreads.subtract(1, ordering: .relaxed)
             close(descriptor)
             throw LoopStartError(detail: "pthread_create: \(Socket.errorText(status))")
         }
-        counter.ioThreads.add(1, ordering: .relaxed)
         thread.withLock { $0 = handle }
     }
 
@@ -73,7 +75,8 @@ final class EventLoop<Command: Sendable>: Sendable {
             return inbox.commands.count == 1
         }
         guard let shouldWake else { return false }
-        if shouldWake { wake() }
+        // The loop thread itself looks at the inbox again before it sleeps.
+        if shouldWake && pthread_equal(pthread_self(), loopThread.load(ordering: .relaxed)) == 0 { wake() }
         return true
     }
 
@@ -101,6 +104,7 @@ final class EventLoop<Command: Sendable>: Sendable {
     }
 
     private func run(driver: any EventLoopDriver<Command>) {
+        loopThread.store(pthread_self(), ordering: .relaxed)
         var batch: [Command] = []
         var descriptors: [pollfd] = []
         while true {
@@ -118,7 +122,9 @@ final class EventLoop<Command: Sendable>: Sendable {
             descriptors.append(pollfd(fd: wakeDescriptor, events: Int16(POLLIN), revents: 0))
             let timer = driver.registerInterest(&descriptors)
             var timeout: Int32 = -1
-            if let timer {
+            if inbox.withLock({ !$0.commands.isEmpty }) {
+                timeout = 0
+            } else if let timer {
                 let now = MonotonicClock.now()
                 timeout = timer <= now ? 0 : Int32(min((timer - now + 999_999) / 1_000_000, 60_000))
             }
@@ -141,11 +147,6 @@ final class EventLoop<Command: Sendable>: Sendable {
         driver.shutDown()
         counter.ioThreads.subtract(1, ordering: .relaxed)
     }
-}
-
-public struct LoopStartError: Error, Sendable, CustomStringConvertible {
-    public var detail: String
-    public var description: String { "cannot start I/O thread: \(detail)" }
 }
 
 /// Carries the thread body through pthread_create's `void *`.

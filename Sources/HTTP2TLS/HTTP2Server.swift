@@ -39,6 +39,11 @@ public final class HTTP2Server: Sendable {
         loop.post(.goAway(connectionID: connectionID, lastStreamID: lastStreamID, errorCode: errorCode, debugData: debugData))
     }
 
+    /// GOAWAY on every open connection, each with the last stream it has seen.
+    public func sendGoAwayToAll(errorCode: UInt32 = 0, debugData: [UInt8] = []) {
+        loop.post(.goAwayAll(errorCode: errorCode, debugData: debugData))
+    }
+
     /// Announces a new SETTINGS_MAX_CONCURRENT_STREAMS on one connection.
     public func setMaxConcurrentStreams(_ value: Int, connectionID: Int) {
         loop.post(.setMaxConcurrentStreams(connectionID: connectionID, value))

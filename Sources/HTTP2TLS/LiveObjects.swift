@@ -8,6 +8,13 @@ public struct LiveObjectCounts: Sendable, Equatable, CustomStringConvertible {
     public var http2Sessions: Int
     public var ioThreads: Int
 
+    public init(sockets: Int, tlsSessions: Int, http2Sessions: Int, ioThreads: Int) {
+        self.sockets = sockets
+        self.tlsSessions = tlsSessions
+        self.http2Sessions = http2Sessions
+        self.ioThreads = ioThreads
+    }
+
     public static let zero = LiveObjectCounts(sockets: 0, tlsSessions: 0, http2Sessions: 0, ioThreads: 0)
 
     public var description: String {

@@ -19,6 +19,8 @@ public struct RequestFailure: Error, Sendable, Equatable, CustomStringConvertibl
         case connectionClosed(CloseReason)
         /// The peer reset the stream with this HTTP/2 error code.
         case streamReset(errorCode: UInt32)
+        /// The calling task was cancelled (RST_STREAM CANCEL if it had been sent).
+        case cancelled
         /// The request could not be encoded (e.g. header rejected by nghttp2).
         case invalidRequest(String)
     }
@@ -41,6 +43,7 @@ public struct RequestFailure: Error, Sendable, Equatable, CustomStringConvertibl
         case .deadlineExceeded: what = "deadline exceeded"
         case .connectionClosed(let reason): what = "connection closed: \(reason)"
         case .streamReset(let code): what = "stream reset by peer (error \(code))"
+        case .cancelled: what = "cancelled"
         case .invalidRequest(let text): what = "invalid request: \(text)"
         }
         return processing == .notProcessed ? "\(what) (not processed)" : "\(what) (may have been processed)"

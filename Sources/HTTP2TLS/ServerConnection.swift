@@ -60,7 +60,7 @@ final class ServerConnection {
     var nextTimer: UInt64? { phase == .handshaking ? handshakeDeadline : nil }
 
     func handleTimers(now: UInt64) {
-        if phase == .handshaking && now >= handshakeDeadline { close() }
+        if phase == .handshaking && now >= handshakeDeadline { failHandshake() }
     }
 
     func handle(events: Int16, readBuffer: UnsafeMutableRawBufferPointer) {
@@ -68,7 +68,7 @@ final class ServerConnection {
         case .handshaking: continueHandshake()
         case .open:
             guard let session else { return }
-            if events & Int16(POLLIN | POLLHUP | POLLERR) != 0,
+            if events & Int16(POLLIN | POLLHUP | POLLERR) != 0 || tls.readWaitsForWritable,
                case .closed = HTTP2Wire.receive(session: session, tls: tls, buffer: readBuffer) {
                 close()
                 return
@@ -81,11 +81,11 @@ final class ServerConnection {
     private func continueHandshake() {
         switch tls.handshake() {
         case .inProgress: return
-        case .failed: close()
+        case .failed: failHandshake()
         case .done:
             // The ALPN callback rejects clients offering other protocols; this catches clients offering none.
             guard ALPN.selected(by: tls.ssl) == "h2" else {
-                close()
+                failHandshake()
                 return
             }
             var created: OpaquePointer?
@@ -167,14 +167,14 @@ final class ServerConnection {
 
     // MARK: nghttp2 callbacks
 
-    fileprivate func beginHeaders(_ frame: UnsafePointer<nghttp2_frame>) {
+    func beginHeaders(_ frame: UnsafePointer<nghttp2_frame>) {
         guard UInt32(frame.pointee.hd.type) == NGHTTP2_HEADERS.rawValue,
               frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST else { return }
         streams[frame.pointee.hd.stream_id] = ServerStream()
         environment.counters.notePeak(streams.count)
     }
 
-    fileprivate func receivedHeader(streamID: Int32, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>, flags: UInt8) {
+    func receivedHeader(streamID: Int32, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>, flags: UInt8) {
         guard let stream = streams[streamID] else { return }
         let nameText = String(decoding: name, as: UTF8.self)
         let valueText = String(decoding: value, as: UTF8.self)
@@ -189,11 +189,11 @@ final class ServerConnection {
         }
     }
 
-    fileprivate func receivedData(streamID: Int32, _ data: UnsafeBufferPointer<UInt8>) {
+    func receivedData(streamID: Int32, _ data: UnsafeBufferPointer<UInt8>) {
         streams[streamID]?.body.append(contentsOf: data)
     }
 
-    fileprivate func receivedFrame(_ frame: UnsafePointer<nghttp2_frame>) {
+    func receivedFrame(_ frame: UnsafePointer<nghttp2_frame>) {
         let header = frame.pointee.hd
         let type = UInt32(header.type)
         guard type == NGHTTP2_HEADERS.rawValue || type == NGHTTP2_DATA.rawValue,
@@ -207,11 +207,11 @@ final class ServerConnection {
                                                                         loop: environment.loop))
     }
 
-    fileprivate func streamClosed(streamID: Int32) {
+    func streamClosed(streamID: Int32) {
         streams[streamID] = nil
     }
 
-    fileprivate func readResponse(streamID: Int32, into buffer: UnsafeMutablePointer<UInt8>, length: Int, flags: UnsafeMutablePointer<UInt32>) -> Int {
+    func readResponse(streamID: Int32, into buffer: UnsafeMutablePointer<UInt8>, length: Int, flags: UnsafeMutablePointer<UInt32>) -> Int {
         guard let stream = streams[streamID] else { return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue) }
         let count = min(length, stream.response.count - stream.responseOffset)
         stream.response.withUnsafeBufferPointer { source in
@@ -220,6 +220,11 @@ final class ServerConnection {
         stream.responseOffset += count
         if stream.responseOffset == stream.response.count { flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue }
         return count
+    }
+
+    private func failHandshake() {
+        environment.counters.handshakeFailures.add(1, ordering: .relaxed)
+        close()
     }
 
     /// Drops the connection at once (no GOAWAY).
@@ -237,46 +242,5 @@ final class ServerConnection {
             environment.counters.openConnections.subtract(1, ordering: .relaxed)
             environment.handler.connectionClosed(id)
         }
-    }
-}
-
-/// The nghttp2 callback table for server sessions; user_data is the `ServerConnection`,
-/// which deletes its session before it goes away.
-enum ServerSessionCallbacks {
-    static func make() -> OpaquePointer? {
-        var callbacks: OpaquePointer?
-        guard nghttp2_session_callbacks_new(&callbacks) == 0, let callbacks else { return nil }
-        nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks) { _, frame, userData in
-            guard let frame, let userData else { return 0 }
-            ServerSessionCallbacks.connection(userData).beginHeaders(frame)
-            return 0
-        }
-        nghttp2_session_callbacks_set_on_header_callback(callbacks) { _, frame, name, nameLength, value, valueLength, flags, userData in
-            guard let frame, let name, let value, let userData else { return 0 }
-            ServerSessionCallbacks.connection(userData).receivedHeader(
-                streamID: frame.pointee.hd.stream_id, name: UnsafeBufferPointer(start: name, count: nameLength),
-                value: UnsafeBufferPointer(start: value, count: valueLength), flags: flags)
-            return 0
-        }
-        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks) { _, _, streamID, data, length, userData in
-            guard let data, let userData else { return 0 }
-            ServerSessionCallbacks.connection(userData).receivedData(streamID: streamID, UnsafeBufferPointer(start: data, count: length))
-            return 0
-        }
-        nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks) { _, frame, userData in
-            guard let frame, let userData else { return 0 }
-            ServerSessionCallbacks.connection(userData).receivedFrame(frame)
-            return 0
-        }
-        nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, streamID, _, userData in
-            guard let userData else { return 0 }
-            ServerSessionCallbacks.connection(userData).streamClosed(streamID: streamID)
-            return 0
-        }
-        return callbacks
-    }
-
-    fileprivate static func connection(_ userData: UnsafeMutableRawPointer) -> ServerConnection {
-        Unmanaged<ServerConnection>.fromOpaque(userData).takeUnretainedValue()
     }
 }

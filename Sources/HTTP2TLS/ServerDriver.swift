@@ -31,6 +31,8 @@ final class ServerDriver: EventLoopDriver {
         case .respond(let id, let streamID, let response): connections[id]?.respond(streamID: streamID, response)
         case .resetStream(let id, let streamID, let code): connections[id]?.reset(streamID: streamID, errorCode: code)
         case .goAway(let id, let last, let code, let debug): connections[id]?.goAway(lastStreamID: last, errorCode: code, debugData: debug)
+        case .goAwayAll(let code, let debug):
+            for connection in connections.values { connection.goAway(lastStreamID: nil, errorCode: code, debugData: debug) }
         case .setMaxConcurrentStreams(let id, let value): connections[id]?.setMaxConcurrentStreams(value)
         case .drop(let id):
             connections[id]?.close()

@@ -66,6 +66,7 @@ enum ServerCommand: Sendable {
     case respond(connectionID: Int, streamID: Int32, ServerResponse)
     case resetStream(connectionID: Int, streamID: Int32, errorCode: UInt32)
     case goAway(connectionID: Int, lastStreamID: Int32?, errorCode: UInt32, debugData: [UInt8])
+    case goAwayAll(errorCode: UInt32, debugData: [UInt8])
     case setMaxConcurrentStreams(connectionID: Int, Int)
     case drop(connectionID: Int)
 }

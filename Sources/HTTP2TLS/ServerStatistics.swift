@@ -5,6 +5,8 @@ public struct ServerStatistics: Sendable, Equatable {
     public var connectionsAccepted: Int
     public var openConnections: Int
     public var requestsReceived: Int
+    /// Connections dropped during the TLS handshake (bad client certificate, no ALPN h2, timeout).
+    public var handshakeFailures: Int
     /// The most streams any one connection had open at the same time.
     public var peakConcurrentStreams: Int
 }
@@ -13,12 +15,14 @@ final class ServerCounters: Sendable {
     let connectionsAccepted = Atomic<Int>(0)
     let openConnections = Atomic<Int>(0)
     let requestsReceived = Atomic<Int>(0)
+    let handshakeFailures = Atomic<Int>(0)
     let peakConcurrentStreams = Atomic<Int>(0)
 
     var snapshot: ServerStatistics {
         ServerStatistics(connectionsAccepted: connectionsAccepted.load(ordering: .relaxed),
                          openConnections: openConnections.load(ordering: .relaxed),
                          requestsReceived: requestsReceived.load(ordering: .relaxed),
+                         handshakeFailures: handshakeFailures.load(ordering: .relaxed),
                          peakConcurrentStreams: peakConcurrentStreams.load(ordering: .relaxed))
     }
 

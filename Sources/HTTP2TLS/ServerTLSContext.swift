@@ -112,8 +112,9 @@ final class ServerTLSContext: @unchecked Sendable {
                 throw .cannotLoadPrivateKey(OpenSSLErrors.describe("no PEM private key"))
             }
             defer { EVP_PKEY_free(key) }
+            // The certificate is already in place, so OpenSSL refuses here a key that does not match it.
             guard SSL_CTX_use_PrivateKey(context, key) == 1 else {
-                throw .cannotLoadPrivateKey(OpenSSLErrors.describe("SSL_CTX_use_PrivateKey"))
+                throw .keyDoesNotMatchCertificate(OpenSSLErrors.describe("SSL_CTX_use_PrivateKey"))
             }
         }
     }

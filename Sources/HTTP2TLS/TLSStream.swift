@@ -15,6 +15,9 @@ final class TLSStream {
     private var outputStart = 0
     /// The last SSL call asked for the socket to become writable / readable.
     private(set) var wantsWritable = false
+    /// SSL_read stopped because TLS had to write first (e.g. a TLS 1.3 key update): retry
+    /// the read once the socket is writable, since no further POLLIN may come for it.
+    private(set) var readWaitsForWritable = false
     private var isClosed = false
 
     /// Takes ownership of `descriptor` (already counted as a live socket) on success.
@@ -68,6 +71,7 @@ final class TLSStream {
     }
 
     func read(into buffer: UnsafeMutableRawBufferPointer) -> ReadResult {
+        readWaitsForWritable = false
         ERR_clear_error()
         let count = SSL_read(ssl, buffer.baseAddress, Int32(buffer.count))
         if count > 0 { return .data(Int(count)) }
@@ -75,6 +79,7 @@ final class TLSStream {
         case SSL_ERROR_WANT_READ: return .wouldBlock
         case SSL_ERROR_WANT_WRITE:
             wantsWritable = true
+            readWaitsForWritable = true
             return .wouldBlock
         case SSL_ERROR_ZERO_RETURN: return .closed
         case SSL_ERROR_SYSCALL:

@@ -98,10 +98,7 @@ public final class NotificationQueue {
             case .retry(let delay, let counts):
                 statuses.append("queued"); delays.append(delay.seconds); refunds.append(counts ? 0 : 1)
             }
-            // A release without an answer keeps the previous attempt's status and reason.
-            let isSilentRelease = outcome.disposition == .retry(after: .zero, countsAsAttempt: false)
-                && outcome.httpStatus == nil && outcome.reason == nil
-            answered.append(!isSilentRelease)
+            answered.append(!outcome.keepsLastAnswer)
             httpStatuses.append(outcome.httpStatus)
             reasons.append(outcome.reason)
             recordsError.append(outcome.recordsError)

@@ -40,6 +40,13 @@ public struct Outcome: Sendable, Equatable {
         self.appleTimestamp = appleTimestamp
     }
 
+    /// An uncounted return to the queue with nothing learned (not processed,
+    /// shutdown) keeps the previous attempt's `last_status` and `last_reason`.
+    public var keepsLastAnswer: Bool {
+        guard case .retry(_, let counts) = disposition else { return false }
+        return !counts && httpStatus == nil && reason == nil
+    }
+
     public static func delivered(_ row: ClaimedNotification) -> Outcome {
         Outcome(id: row.id, claimCount: row.claimCount, disposition: .delivered, httpStatus: 200)
     }

@@ -1,42 +1,68 @@
 import Foundation
-import Postgres
-import PushQueue
+import PushWorker
 
 /// `pgpush <command> [flags]`: a thin layer over the modules; each command is one file.
+struct Command {
+    let name: String
+    let summary: String
+    let help: String
+    /// Flags of this command that take no value.
+    var switches: Set<String> = ["help"]
+    let run: (Arguments) throws -> Int32
+}
+
+let commands = [
+    Command(name: "migrate", summary: "create or update the pgpush schema (safe to run concurrently)",
+            help: MigrateCommand.help, run: MigrateCommand.run),
+    Command(name: "run", summary: "the worker: send queued notifications to APNs, record every outcome",
+            help: RunCommand.help, run: RunCommand.run),
+    Command(name: "doctor", summary: "check configuration, credentials, database and APNs reachability",
+            help: DoctorCommand.help, run: DoctorCommand.run),
+    Command(name: "prune", summary: "delete finished notifications and old error rows past a retention",
+            help: PruneCommand.help, run: PruneCommand.run),
+    Command(name: "mock-apns", summary: "an APNs simulator over TLS + HTTP/2 (faults, reports) for tests and trials",
+            help: MockAPNsCommand.help, switches: MockAPNsCommand.switches, run: MockAPNsCommand.run),
+]
+
 let usage = """
     pgpush — Apple push notifications from a PostgreSQL table
 
     Usage: pgpush <command> [flags]      (pgpush <command> --help for each command's flags)
 
     Commands:
-      migrate     create or update the pgpush schema (safe to run concurrently)
+    \(commands.map { "  " + $0.name.padding(toLength: 12, withPad: " ", startingAt: 0) + $0.summary }.joined(separator: "\n"))
 
     Exit codes: 0 success, 1 runtime failure (database, network, credentials),
                 2 wrong usage or invalid configuration.
     """
 
-let version = "0.1.0"
-
+@MainActor
 func runCommand(_ all: [String]) -> Int32 {
     guard let name = all.first else {
         print(usage)
         return 2
     }
+    switch name {
+    case "help", "--help", "-h":
+        print(usage)
+        return 0
+    case "version", "--version":
+        print("pgpush \(PGPushVersion.current)")
+        return 0
+    default:
+        break
+    }
+    guard let command = commands.first(where: { $0.name == name }) else {
+        printError("pgpush: unknown command \(name)\n\n\(usage)")
+        return 2
+    }
     do {
-        let arguments = try Arguments(all.dropFirst())
-        switch name {
-        case "migrate":
-            if arguments.isSet("help") { print(MigrateCommand.help); return 0 }
-            return try MigrateCommand.run(arguments)
-        case "help", "--help", "-h":
-            print(usage)
+        let arguments = try Arguments(all.dropFirst(), switchNames: command.switches)
+        if arguments.isSet("help") {
+            print(command.help)
             return 0
-        case "version", "--version":
-            print("pgpush \(version)")
-            return 0
-        default:
-            throw UsageError("unknown command \(name)")
         }
+        return try command.run(arguments)
     } catch let error as UsageError {
         printError("pgpush \(name): \(error)\nRun 'pgpush \(name) --help' for usage.")
         return 2

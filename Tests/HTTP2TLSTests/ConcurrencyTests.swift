@@ -116,23 +116,33 @@ struct ConcurrencyTests {
         #expect(early > 0)
     }
 
-    /// Holds the first request for 200 ms and counts requests that arrive before it is answered.
+    /// Holds the first request until a second one arrives (or 1 s passes) and counts the
+    /// requests that arrive before the first is answered.
     private func arrivalsBeforeFirstAnswer(singleStream: Bool) async throws -> Int {
-        struct State { var arrivals = 0; var firstAnswered = false; var early = 0 }
+        struct State { var arrivals = 0; var first: ServerResponder?; var firstAnswered = false; var early = 0 }
         let state = Locked(State())
+        let answerFirst: @Sendable () -> Void = {
+            let first = state.withLock { state -> ServerResponder? in
+                guard !state.firstAnswered else { return nil }
+                state.firstAnswered = true
+                return state.first
+            }
+            first?.respond(status: 200)
+        }
         let handler = ClosureHandler { _, responder in
             let isFirst = state.withLock { state -> Bool in
                 state.arrivals += 1
-                if state.arrivals > 1 && !state.firstAnswered { state.early += 1 }
+                if state.arrivals == 1 { state.first = responder }
+                else if !state.firstAnswered { state.early += 1 }
                 return state.arrivals == 1
             }
-            guard isFirst else {
-                responder.respond(status: 200)
-                return
-            }
-            Task {
-                try? await Task.sleep(for: .milliseconds(200))
-                state.withLock { $0.firstAnswered = true }
+            if isFirst {
+                Task {
+                    try? await Task.sleep(for: .seconds(1))
+                    answerFirst()
+                }
+            } else {
+                answerFirst()
                 responder.respond(status: 200)
             }
         }
@@ -168,5 +178,25 @@ struct ConcurrencyTests {
         let headers = seen.withLock { $0 }
         #expect(headers.contains(HeaderField("authorization", "bearer secret", neverIndex: true)))
         #expect(headers.contains(HeaderField("apns-topic", "com.example", neverIndex: false)))
+    }
+
+    @Test("large bodies in both directions pass flow control intact")
+    func largeBodies() async throws {
+        let server = try makeServer(echoHandler)
+        defer { server.shutdown() }
+        let client = try HTTP2Client()
+        defer { client.shutdown() }
+        let connection = try await client.connect(host: "127.0.0.1", port: server.port, configuration: try clientConfiguration())
+        let intact = try await withThrowingTaskGroup(of: Bool.self) { group in
+            for index in 0..<24 {
+                group.addTask {
+                    let body = (0..<(700_000 + index * 1000)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ index) }
+                    let response = try await connection.send(HTTP2Request(path: "/big/\(index)", body: body))
+                    return response.status == 200 && response.body == body
+                }
+            }
+            return try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+        }
+        #expect(intact == 24)
     }
 }

@@ -54,8 +54,8 @@ struct FaultTests {
         }
         #expect(goAway.reason == "Shutdown")
         #expect(connection.status.goAway == goAway)
-        // A closed connection turns new requests away without trying them.
-        await #expect(throws: RequestFailure.self) { try await connection.send(request(99)) }
+        // A closed connection turns new requests away without trying them, naming why it closed.
+        #expect(await failure(of: connection, request(99)) == RequestFailure(.notProcessed, .connectionClosed(.goAway(goAway))))
     }
 
     @Test("RST_STREAM REFUSED_STREAM fails as not processed")
@@ -95,29 +95,40 @@ struct FaultTests {
             #expect(error == RequestFailure(.possiblyProcessed, .deadlineExceeded))
         }
         let elapsed = ContinuousClock.now - start
-        #expect(elapsed >= .milliseconds(290) && elapsed < .seconds(3))
+        #expect(elapsed >= .milliseconds(290) && elapsed < .seconds(5))
         #expect(try await connection.send(request(1)).status == 200)
         #expect(connection.outstandingRequests == 0)
     }
 
-    @Test("queued requests whose deadline passes before a stream frees up fail as not processed")
+    @Test("queued requests whose deadline passes before a stream frees up fail as not processed", .timeLimit(.minutes(1)))
     func deadlineWhileQueued() async throws {
-        let server = try makeServer(ClosureHandler { _, _ in }, maxConcurrentStreams: 1)
+        let held = Locked<ServerResponder?>(nil)
+        let arrived = AsyncStream<Void>.makeStream()
+        let server = try makeServer(ClosureHandler { _, responder in
+            held.withLock { $0 = responder }
+            arrived.continuation.yield()
+        }, maxConcurrentStreams: 1)
         defer { server.shutdown() }
         let client = try HTTP2Client()
         defer { client.shutdown() }
-        var configuration = try clientConfiguration()
-        configuration.requestTimeout = .milliseconds(300)
-        let connection = try await client.connect(host: "127.0.0.1", port: server.port, configuration: configuration)
+        let connection = try await client.connect(host: "127.0.0.1", port: server.port, configuration: try clientConfiguration())
+        async let occupying = connection.send(request(0))
+        var iterator = arrived.stream.makeAsyncIterator()
+        await iterator.next()
         let failures = await withTaskGroup(of: RequestFailure?.self) { group in
-            for index in 0..<3 {
-                group.addTask { await failure(of: connection, request(index)) }
+            for index in 1...2 {
+                group.addTask {
+                    var queued = request(index)
+                    queued.timeout = .milliseconds(300)
+                    return await failure(of: connection, queued)
+                }
             }
             return await group.reduce(into: [RequestFailure]()) { if let failure = $1 { $0.append(failure) } }
         }
-        #expect(failures.count == 3)
-        #expect(failures.filter { $0 == RequestFailure(.possiblyProcessed, .deadlineExceeded) }.count == 1)
-        #expect(failures.filter { $0 == RequestFailure(.notProcessed, .deadlineExceeded) }.count == 2)
+        #expect(failures == [RequestFailure(.notProcessed, .deadlineExceeded), RequestFailure(.notProcessed, .deadlineExceeded)])
+        try #require(held.value).respond(status: 200)
+        #expect(try await occupying.status == 200)
+        #expect(server.statistics.requestsReceived == 1)
     }
 
     @Test("server drops the connection: written requests may have been processed, queued ones were not", .timeLimit(.minutes(1)))
@@ -180,5 +191,53 @@ struct FaultTests {
         try #require(held.value).respond(status: 200)
         #expect(try await inFlight.status == 200)
         #expect(await closeReason(of: connection) == .closedLocally)
+    }
+
+    @Test("cancelling the calling task withdraws a request; the connection stays usable", .timeLimit(.minutes(1)))
+    func cancellation() async throws {
+        let arrived = AsyncStream<Void>.makeStream()
+        let server = try makeServer(ClosureHandler { request, responder in
+            if request.path == "/hold" { arrived.continuation.yield() } else { responder.respond(status: 200) }
+        })
+        defer { server.shutdown() }
+        let client = try HTTP2Client()
+        defer { client.shutdown() }
+        let connection = try await client.connect(host: "127.0.0.1", port: server.port, configuration: try clientConfiguration())
+        let task = Task { await failure(of: connection, HTTP2Request(path: "/hold")) }
+        var iterator = arrived.stream.makeAsyncIterator()
+        await iterator.next()
+        task.cancel()
+        #expect(await task.value == RequestFailure(.possiblyProcessed, .cancelled))
+        #expect(try await connection.send(request(1)).status == 200)
+        #expect(connection.outstandingRequests == 0)
+
+        let cancelledEarly = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return await failure(of: connection, request(2))
+        }
+        #expect(await cancelledEarly.value == RequestFailure(.notProcessed, .cancelled))
+    }
+
+    @Test("GOAWAY to all connections after their last request: every connection closes with the reason", .timeLimit(.minutes(1)))
+    func goAwayToAll() async throws {
+        let server = try makeServer(echoHandler)
+        defer { server.shutdown() }
+        let client = try HTTP2Client()
+        defer { client.shutdown() }
+        var connections: [HTTP2ClientConnection] = []
+        for index in 0..<3 {
+            let connection = try await client.connect(host: "127.0.0.1", port: server.port, configuration: try clientConfiguration())
+            #expect(try await connection.send(request(index)).status == 200)
+            connections.append(connection)
+        }
+        server.sendGoAwayToAll(debugData: Array(#"{"reason":"IdleTimeout"}"#.utf8))
+        for connection in connections {
+            guard case .goAway(let goAway) = await closeReason(of: connection) else {
+                Issue.record("connection \(connection.id) did not close on GOAWAY")
+                continue
+            }
+            #expect(goAway.reason == "IdleTimeout")
+            #expect(goAway.lastStreamID == 1)
+        }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 
 /// Certificates made with the `openssl` CLI once per test run, in a temporary directory:
 /// a CA with a server certificate for localhost/127.0.0.1, the same CA's certificate for
@@ -72,6 +73,7 @@ enum Tool {
         let output = Pipe()
         process.standardOutput = output
         process.standardError = output
+        process.standardInput = FileHandle.nullDevice
         try process.run()
         let data = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
@@ -82,12 +84,18 @@ enum Tool {
         return text
     }
 
-    /// Starts a long-running tool; the caller terminates it.
+    static func kill(_ process: Process) {
+        _ = Glibc.kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    /// Starts a long-running tool with stdin held open; the caller terminates it.
     static func start(_ name: String, _ arguments: [String]) throws -> Process {
         guard let executable = path(name) else { throw TestSetupError(message: "\(name) not found") }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
+        process.standardInput = Pipe()
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()

@@ -30,11 +30,13 @@ let echoHandler = ClosureHandler { request, responder in
 }
 
 func makeServer(_ handler: any HTTP2ServerHandler, maxConcurrentStreams: Int = 100,
-                certificate: String? = nil, key: String? = nil) throws -> HTTP2Server {
+                certificate: String? = nil, key: String? = nil,
+                clientCertificates: ClientCertificatePolicy = .none) throws -> HTTP2Server {
     let certificates = try TestCertificates.get()
     var configuration = HTTP2ServerConfiguration(certificateChain: .file(certificate ?? certificates.serverCertificate),
                                                  privateKey: .file(key ?? certificates.serverKey))
     configuration.maxConcurrentStreams = maxConcurrentStreams
+    configuration.clientCertificates = clientCertificates
     return try HTTP2Server(configuration: configuration, handler: handler)
 }
 
@@ -118,4 +120,31 @@ func outcome(of connection: HTTP2ClientConnection, _ request: HTTP2Request) asyn
 func failure(of connection: HTTP2ClientConnection, _ request: HTTP2Request) async -> RequestFailure? {
     if case .failure(let failure) = await outcome(of: connection, request) { return failure }
     return nil
+}
+
+/// A TCP listener that never accepts: connects succeed (kernel backlog) but nothing answers.
+struct SilentListener {
+    let descriptor: Int32
+    let port: Int
+
+    init() throws {
+        descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let fd = descriptor
+        let ok = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, length) == 0 && listen(fd, 16) == 0 && getsockname(fd, $0, &length) == 0
+            }
+        }
+        guard ok else {
+            Glibc.close(fd)
+            throw TestSetupError(message: "cannot listen")
+        }
+        port = Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    func close() { Glibc.close(descriptor) }
 }

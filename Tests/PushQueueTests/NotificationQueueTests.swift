@@ -231,3 +231,28 @@ import Testing
         #expect(claimed.claimed[0].notification.collapseID == "\u{1b}[2J")
     }
 }
+
+@Suite struct PruningTests {
+    @Test func prunesOnlyOldFinishedRowsInBatches() throws {
+        let conninfo = try TestDatabase.migrated()
+        let connection = try PostgresConnection(conninfo: conninfo)
+        try connection.query("""
+            INSERT INTO pgpush.notifications (device_token, payload, status, finished_at)
+            SELECT $1, '{}', CASE WHEN i % 2 = 0 THEN 'delivered' ELSE 'failed' END, now() - interval '10 days'
+              FROM generate_series(1, 25) AS i
+            """, [NotificationQueueTests.token])
+        try connection.query("INSERT INTO pgpush.notifications (device_token, payload, status, finished_at) VALUES ($1, '{}', 'delivered', now())",
+                             [NotificationQueueTests.token])
+        try connection.query("INSERT INTO pgpush.notifications (device_token, payload) VALUES ($1, '{}')", [NotificationQueueTests.token])
+        let queue = NotificationQueue(connection: connection, workerID: "pruner")
+        #expect(try queue.prune(olderThan: .seconds(7 * 86_400), batchSize: 10) == 25)
+        #expect(try connection.query("SELECT count(*) FROM pgpush.notifications").int(0, 0) == 2)
+
+        // Only one process prunes at a time.
+        let other = NotificationQueue(connection: try PostgresConnection(conninfo: conninfo), workerID: "other")
+        try other.connection.query("SELECT pg_advisory_lock($1)", [Int64(0x7067_7075_7368_0002)])
+        #expect(try queue.prune(olderThan: .zero, onlyIfLeader: true) == nil)
+        try other.connection.query("SELECT pg_advisory_unlock($1)", [Int64(0x7067_7075_7368_0002)])
+        #expect(try queue.prune(olderThan: .zero, onlyIfLeader: true) == 1)
+    }
+}

@@ -1,0 +1,68 @@
+import Foundation
+import PGPushCore
+
+/// Applies a `FaultPlan`, request by request. Pure and deterministic: the caller passes
+/// in what it knows (the request's number on its connection, its token) and gets a
+/// decision; all randomness comes from one seeded generator.
+public struct FaultInjector: Sendable {
+    public let plan: FaultPlan
+    private var random: SeededRandomNumberGenerator
+    private var scriptPositions: [String: Int] = [:]
+
+    public init(plan: FaultPlan) {
+        self.plan = plan
+        random = SeededRandomNumberGenerator(seed: plan.seed)
+    }
+
+    /// What happens to a request at the transport level, before its content is judged.
+    public enum TransportDecision: Sendable, Equatable {
+        case proceed
+        /// Proceed, and send GOAWAY with this request as the last stream.
+        case proceedThenGoAway
+        case refuse
+        case drop
+    }
+
+    /// `number` counts requests on the connection from 1.
+    public mutating func transportDecision(requestNumber number: Int) -> TransportDecision {
+        if let limit = plan.dropAfterStreams, number > limit { return .drop }
+        if let every = plan.refuseEveryNth, number % every == 0 { return .refuse }
+        if plan.refuseProbability > 0, Double.random(in: 0..<1, using: &random) < plan.refuseProbability { return .refuse }
+        if let limit = plan.goAwayAfterStreams, number == limit { return .proceedThenGoAway }
+        return .proceed
+    }
+
+    /// The injected answer for a valid request to `token`, or nil for the normal 200.
+    /// A script step is consumed even when it is 200, so `[503, 503, 200]` plays out exactly.
+    public mutating func answer(forToken token: String, now: Date) -> ScriptedAnswer? {
+        if plan.unregisteredTokens.contains(token) { return .answer(SimulatorAnswer(.unregistered, timestamp: now)) }
+        if let script = plan.scripts[token] {
+            let position = scriptPositions[token, default: 0]
+            if position < script.count {
+                scriptPositions[token] = position + 1
+                return Self.stamped(script[position], now: now)
+            }
+        }
+        guard !plan.statusMix.isEmpty else { return nil }
+        var draw = Double.random(in: 0..<1, using: &random)
+        for entry in plan.statusMix {
+            if draw < entry.probability { return Self.stamped(entry.answer, now: now) }
+            draw -= entry.probability
+        }
+        return nil
+    }
+
+    /// How long to wait before answering.
+    public mutating func latency() -> Duration {
+        var milliseconds = plan.latencyMilliseconds
+        if plan.latencyJitterMilliseconds > 0 { milliseconds += Int.random(in: 0...plan.latencyJitterMilliseconds, using: &random) }
+        return .milliseconds(milliseconds)
+    }
+
+    /// A scripted 410 carries the time of the request as its invalidation timestamp.
+    private static func stamped(_ answer: ScriptedAnswer, now: Date) -> ScriptedAnswer {
+        guard case .answer(var value) = answer, value.status == 410, value.timestamp == nil else { return answer }
+        value.timestamp = now
+        return .answer(value)
+    }
+}

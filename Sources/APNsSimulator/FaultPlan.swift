@@ -1,0 +1,145 @@
+import Foundation
+
+/// What the simulator does wrong on purpose, from flags or a JSON file.
+///
+/// File form (every key optional):
+/// ```json
+/// {
+///   "seed": 7,
+///   "unregisteredTokens": ["aabb…"],
+///   "scripts": { "ccdd…": [503, 503, 200] },
+///   "statusMix": { "503": 0.05, "TooManyRequests": 0.02 },
+///   "latencyMilliseconds": 5, "latencyJitterMilliseconds": 20,
+///   "goAwayAfterStreams": 1000, "dropAfterStreams": 500,
+///   "refuseProbability": 0.01, "refuseEveryNth": 100
+/// }
+/// ```
+/// Scripts are per device token and consumed in order; once a script runs out the
+/// token gets normal answers. Connection counts (`goAwayAfterStreams`, `dropAfterStreams`,
+/// `refuseEveryNth`) are per connection.
+public struct FaultPlan: Sendable, Equatable, Codable {
+    /// Seeds every random choice (mix, refusals, jitter): the same seed and request
+    /// order give the same answers.
+    public var seed: UInt64 = 0
+    /// Answered 410 Unregistered with a timestamp.
+    public var unregisteredTokens: Set<String> = []
+    /// Token (lowercase hex) → answers for its next requests, in order.
+    public var scripts: [String: [ScriptedAnswer]] = [:]
+    /// Answers drawn at random for otherwise valid requests; probabilities sum to at most 1.
+    public var statusMix: [MixEntry] = []
+    public var latencyMilliseconds: Int = 0
+    /// A uniform random extra delay in 0...this.
+    public var latencyJitterMilliseconds: Int = 0
+    /// After this many requests on a connection, GOAWAY (NO_ERROR, `{"reason":"Shutdown"}`)
+    /// with the last of them as last_stream_id; later streams are refused.
+    public var goAwayAfterStreams: Int?
+    /// This many requests on a connection are answered; the next one closes the connection
+    /// without GOAWAY and without an answer.
+    public var dropAfterStreams: Int?
+    /// Chance that a request is refused with RST_STREAM REFUSED_STREAM.
+    public var refuseProbability: Double = 0
+    /// Every Nth request on a connection is refused.
+    public var refuseEveryNth: Int?
+
+    public struct MixEntry: Sendable, Equatable {
+        public var answer: ScriptedAnswer
+        public var probability: Double
+
+        public init(answer: ScriptedAnswer, probability: Double) {
+            self.answer = answer
+            self.probability = probability
+        }
+    }
+
+    public init() {}
+
+    /// Checks ranges; the simulator refuses to start with an invalid plan.
+    public func validate() throws(FaultPlanError) {
+        for entry in statusMix where !(0...1).contains(entry.probability) || !entry.probability.isFinite {
+            throw .invalidProbability("\(entry.answer): \(entry.probability) is not between 0 and 1")
+        }
+        let total = statusMix.reduce(0) { $0 + $1.probability }
+        if total > 1.000_000_1 { throw .invalidProbability("the status mix adds up to \(total), more than 1") }
+        if !(0...1).contains(refuseProbability) { throw .invalidProbability("refuse probability \(refuseProbability) is not between 0 and 1") }
+        if latencyMilliseconds < 0 || latencyJitterMilliseconds < 0 { throw .invalidSetting("latency must not be negative") }
+        for (name, value) in [("goAwayAfterStreams", goAwayAfterStreams), ("dropAfterStreams", dropAfterStreams),
+                              ("refuseEveryNth", refuseEveryNth)] {
+            if let value, value < 1 { throw .invalidSetting("\(name) must be at least 1, got \(value)") }
+        }
+        for token in Array(unregisteredTokens) + Array(scripts.keys) where token.isEmpty {
+            throw .invalidSetting("a fault token is empty")
+        }
+    }
+
+    /// Reads the JSON file form.
+    public static func load(path: String) throws(FaultPlanError) -> FaultPlan {
+        let data: Data
+        do { data = try Data(contentsOf: URL(fileURLWithPath: path)) } catch {
+            throw .unreadableFile(path: path, detail: error.localizedDescription)
+        }
+        return try parse(data, source: path)
+    }
+
+    public static func parse(_ data: Data, source: String = "fault JSON") throws(FaultPlanError) -> FaultPlan {
+        let plan: FaultPlan
+        do { plan = try JSONDecoder().decode(FaultPlan.self, from: data) } catch let error as FaultPlanError {
+            throw error
+        } catch {
+            throw .unreadableFile(path: source, detail: Self.describe(error))
+        }
+        try plan.validate()
+        return plan
+    }
+
+    private static func describe(_ error: any Error) -> String {
+        if let decoding = error as? DecodingError {
+            switch decoding {
+            case .typeMismatch(_, let context), .valueNotFound(_, let context), .keyNotFound(_, let context),
+                 .dataCorrupted(let context):
+                let path = context.codingPath.map(\.stringValue).joined(separator: ".")
+                return path.isEmpty ? context.debugDescription : "\(path): \(context.debugDescription)"
+            @unknown default: return "invalid JSON"
+            }
+        }
+        return String(describing: error)
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case seed, unregisteredTokens, scripts, statusMix, latencyMilliseconds, latencyJitterMilliseconds
+        case goAwayAfterStreams, dropAfterStreams, refuseProbability, refuseEveryNth
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        seed = try container.decodeIfPresent(UInt64.self, forKey: .seed) ?? 0
+        unregisteredTokens = Set((try container.decodeIfPresent([String].self, forKey: .unregisteredTokens) ?? []).map { $0.lowercased() })
+        let rawScripts = try container.decodeIfPresent([String: [ScriptedAnswer]].self, forKey: .scripts) ?? [:]
+        scripts = Dictionary(rawScripts.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { first, second in first + second })
+        let mix = try container.decodeIfPresent([String: Double].self, forKey: .statusMix) ?? [:]
+        // Sorted by the answer's canonical name, so the same seed draws the same answers
+        // whatever the dictionary order or spelling ("429" or "TooManyRequests").
+        statusMix = try mix.map { key, probability in MixEntry(answer: try ScriptedAnswer(parsing: key), probability: probability) }
+            .sorted { $0.answer.description < $1.answer.description }
+        latencyMilliseconds = try container.decodeIfPresent(Int.self, forKey: .latencyMilliseconds) ?? 0
+        latencyJitterMilliseconds = try container.decodeIfPresent(Int.self, forKey: .latencyJitterMilliseconds) ?? 0
+        goAwayAfterStreams = try container.decodeIfPresent(Int.self, forKey: .goAwayAfterStreams)
+        dropAfterStreams = try container.decodeIfPresent(Int.self, forKey: .dropAfterStreams)
+        refuseProbability = try container.decodeIfPresent(Double.self, forKey: .refuseProbability) ?? 0
+        refuseEveryNth = try container.decodeIfPresent(Int.self, forKey: .refuseEveryNth)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(seed, forKey: .seed)
+        try container.encode(unregisteredTokens.sorted(), forKey: .unregisteredTokens)
+        try container.encode(scripts, forKey: .scripts)
+        try container.encode(Dictionary(statusMix.map { ($0.answer.description, $0.probability) }, uniquingKeysWith: +),
+                             forKey: .statusMix)
+        try container.encode(latencyMilliseconds, forKey: .latencyMilliseconds)
+        try container.encode(latencyJitterMilliseconds, forKey: .latencyJitterMilliseconds)
+        try container.encodeIfPresent(goAwayAfterStreams, forKey: .goAwayAfterStreams)
+        try container.encodeIfPresent(dropAfterStreams, forKey: .dropAfterStreams)
+        try container.encode(refuseProbability, forKey: .refuseProbability)
+        try container.encodeIfPresent(refuseEveryNth, forKey: .refuseEveryNth)
+    }
+}

@@ -1,0 +1,21 @@
+/// Counts arrivals in a sliding one-second window and remembers the largest count,
+/// so a report can say "at most N requests in any one second" (SPEC §9).
+public struct OneSecondWindow: Sendable {
+    private static let window: UInt64 = 1_000_000_000
+    /// Arrival times (monotonic nanoseconds) within the last second; a ring used as a queue.
+    private var arrivals: [UInt64] = []
+    private var head = 0
+    public private(set) var maximum = 0
+
+    public init() {}
+
+    public mutating func record(atNanoseconds now: UInt64) {
+        while head < arrivals.count, arrivals[head] &+ Self.window <= now { head += 1 }
+        if head > 4096, head * 2 > arrivals.count {
+            arrivals.removeFirst(head)
+            head = 0
+        }
+        arrivals.append(now)
+        maximum = max(maximum, arrivals.count - head)
+    }
+}

@@ -1,0 +1,63 @@
+import Foundation
+import PGPushCore
+
+/// Checks one `authorization: bearer <JWT>` value the way APNs does (apns-reference §5):
+/// ES256 only, `kid` and `iss` must name the configured key and team, the raw r‖s
+/// signature must verify, and `iat` may be at most one hour old.
+public struct ProviderTokenVerifier: Sendable {
+    /// APNs refuses tokens whose `iat` is older than this.
+    public static let maximumAge: TimeInterval = 3600
+    /// Tolerated clock skew for an `iat` in the future; beyond it the token is invalid.
+    public static let futureTolerance: TimeInterval = 300
+
+    public let key: ProviderTokenKey
+
+    public init(key: ProviderTokenKey) {
+        self.key = key
+    }
+
+    /// The token when the `authorization` value holds a valid one, else the 403 reason.
+    public func verify(authorization: String?, now: Date) -> Result<VerifiedProviderToken, ProviderTokenRejection> {
+        guard let authorization, !authorization.isEmpty else { return .failure(.init(.missingProviderToken)) }
+        guard let token = Self.bearerToken(in: authorization) else { return .failure(.init(.invalidProviderToken)) }
+        return verify(token: token, now: now)
+    }
+
+    public func verify(token: String, now: Date) -> Result<VerifiedProviderToken, ProviderTokenRejection> {
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3,
+              let headerBytes = Base64URL.decode(parts[0]), let claimBytes = Base64URL.decode(parts[1]),
+              let signature = Base64URL.decode(parts[2]),
+              let header = JSONValue.parse(headerBytes), let claims = JSONValue.parse(claimBytes)
+        else { return .failure(.init(.invalidProviderToken)) }
+        guard header["alg"]?.stringValue == "ES256",
+              header["kid"]?.stringValue == key.keyID,
+              claims["iss"]?.stringValue == key.teamID,
+              let issuedAt = claims["iat"]?.integerValue,
+              signature.count == 64
+        else { return .failure(.init(.invalidProviderToken)) }
+        let signedPart = token.utf8.prefix(parts[0].utf8.count + 1 + parts[1].utf8.count)
+        guard key.publicKey.verify(message: signedPart, rawSignature: signature) else {
+            return .failure(.init(.invalidProviderToken))
+        }
+        let verified = VerifiedProviderToken(token: token, issuedAt: Date(timeIntervalSince1970: TimeInterval(issuedAt)))
+        if let rejection = Self.checkAge(of: verified, now: now) { return .failure(rejection) }
+        return .success(verified)
+    }
+
+    /// Age rule alone, for a token verified earlier on the same connection.
+    public static func checkAge(of token: VerifiedProviderToken, now: Date) -> ProviderTokenRejection? {
+        let age = now.timeIntervalSince(token.issuedAt)
+        if age > maximumAge { return ProviderTokenRejection(.expiredProviderToken) }
+        if age < -futureTolerance { return ProviderTokenRejection(.invalidProviderToken) }
+        return nil
+    }
+
+    /// The JWT after a case-insensitive `bearer ` prefix.
+    static func bearerToken(in authorization: String) -> String? {
+        let prefix = "bearer "
+        guard authorization.count > prefix.count, authorization.prefix(prefix.count).lowercased() == prefix else { return nil }
+        let token = authorization.dropFirst(prefix.count).trimmingCharacters(in: .whitespaces)
+        return token.isEmpty ? nil : token
+    }
+}

@@ -1,0 +1,20 @@
+/// One line of the simulator's JSON-lines request log. The `authorization` header is
+/// never recorded (it holds the provider token); `providerToken` only says whether one came.
+public struct RequestLogEntry: Sendable, Equatable, Codable {
+    public var timeMilliseconds: Int64
+    public var connection: Int
+    public var stream: Int32
+    public var method: String
+    public var path: String
+    /// The device token from `:path`, as sent.
+    public var token: String?
+    /// Request headers except `authorization`.
+    public var headers: [String: String]
+    public var providerToken: Bool
+    public var bodyBytes: Int
+    /// `answered`, `refused` (REFUSED_STREAM), `dropped` (connection closed, no answer)
+    /// or `ignored` (after this connection's GOAWAY).
+    public var outcome: String
+    public var status: Int?
+    public var reason: String?
+}

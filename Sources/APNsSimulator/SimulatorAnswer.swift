@@ -1,0 +1,52 @@
+import Foundation
+import PGPushCore
+
+/// The HTTP answer the simulator gives to one request: a status, and for errors the
+/// JSON reason (plus the invalidation time on a 410), as APNs sends them (apns-reference §4).
+/// A refusal is also the failure value of the rule checks, hence `Error`.
+public struct SimulatorAnswer: Error, Sendable, Equatable, CustomStringConvertible {
+    public var status: Int
+    /// nil on 200; otherwise usually an `APNsReason` raw value.
+    public var reason: String?
+    /// Sent only with 410, in milliseconds since the epoch.
+    public var timestamp: Date?
+
+    public init(status: Int, reason: String?, timestamp: Date? = nil) {
+        self.status = status
+        self.reason = reason
+        self.timestamp = timestamp
+    }
+
+    public init(_ reason: APNsReason, timestamp: Date? = nil) {
+        self.init(status: reason.status, reason: reason.rawValue, timestamp: timestamp)
+    }
+
+    public static let accepted = SimulatorAnswer(status: 200, reason: nil)
+
+    /// The reason APNs gives with a bare status, for fault scripts that name only a status.
+    public static func typical(forStatus status: Int) -> SimulatorAnswer {
+        switch status {
+        case 200: return .accepted
+        case 400: return SimulatorAnswer(.badDeviceToken)
+        case 403: return SimulatorAnswer(.invalidProviderToken)
+        case 404: return SimulatorAnswer(.badPath)
+        case 405: return SimulatorAnswer(.methodNotAllowed)
+        case 410: return SimulatorAnswer(.unregistered)
+        case 413: return SimulatorAnswer(.payloadTooLarge)
+        case 429: return SimulatorAnswer(.tooManyRequests)
+        case 500: return SimulatorAnswer(.internalServerError)
+        case 503: return SimulatorAnswer(.serviceUnavailable)
+        default: return SimulatorAnswer(status: status, reason: nil)
+        }
+    }
+
+    /// The response body: empty on success, else `{"reason":…}` (and `"timestamp"` on 410).
+    public var body: [UInt8] {
+        if status == 200 && reason == nil { return [] }
+        return APNsErrorBody(reason: reason, timestamp: status == 410 ? timestamp : nil).encoded()
+    }
+
+    public var description: String {
+        reason.map { "\(status) \($0)" } ?? "\(status)"
+    }
+}

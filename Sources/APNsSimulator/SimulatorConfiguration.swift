@@ -1,0 +1,51 @@
+import Foundation
+
+/// How an `APNsSimulator` listens, authenticates and misbehaves.
+public struct SimulatorConfiguration: Sendable {
+    /// Where the server certificate comes from.
+    public enum ServerCertificate: Sendable, Equatable {
+        /// A throwaway CA and a localhost certificate made at start-up. The CA's PEM is
+        /// written to `caOutputPath`, or to a fresh temporary file when nil; either way
+        /// `APNsSimulator.caCertificatePath` names it (for `PGPUSH_CA_FILE`).
+        case generated(caOutputPath: String?)
+        /// PEM files: the certificate chain (leaf first) and its private key.
+        case files(certificateChain: String, privateKey: String)
+    }
+
+    /// How clients prove who they are (apns-reference §5, §6).
+    public enum Authentication: Sendable {
+        /// JWT provider tokens checked against this key. The connection allows one
+        /// stream until the first valid JWT, as APNs does.
+        case token(ProviderTokenKey)
+        /// TLS client certificates. With a CA file only certificates it issued are accepted
+        /// at the handshake; without one any certificate is taken and judged by its subject
+        /// (its `UID`, else its `CN`, is the app's topic).
+        case certificate(trustedCAFile: String?)
+    }
+
+    /// `development` adds `apns-unique-id` to successful answers, as the sandbox does.
+    public enum Environment: String, Sendable {
+        case production
+        case development
+    }
+
+    public var host = "127.0.0.1"
+    /// 0 picks a free port.
+    public var port = 0
+    public var serverCertificate = ServerCertificate.generated(caOutputPath: nil)
+    public var authentication: Authentication
+    /// The app's bundle id: topics must be it plus the push type's suffix. nil accepts any topic.
+    public var bundleID: String?
+    /// SETTINGS_MAX_CONCURRENT_STREAMS once a connection is authenticated.
+    public var maxConcurrentStreams = 1000
+    public var environment = Environment.development
+    public var faults = FaultPlan()
+    /// JSON-lines log of every request, when set.
+    public var logPath: String?
+    /// The wall clock for JWT ages and 410 timestamps (tests move it).
+    public var clock: @Sendable () -> Date = { Date() }
+
+    public init(authentication: Authentication) {
+        self.authentication = authentication
+    }
+}

@@ -1,0 +1,37 @@
+import Foundation
+
+/// What the simulator received and answered, for tests and benchmarks. Encodes to
+/// the JSON that `pgpush mock-apns --report` writes.
+public struct SimulatorReport: Sendable, Equatable, Codable {
+    /// Every request stream that reached the simulator, including refused and dropped ones.
+    public var totalRequests = 0
+    /// Answered requests by status, e.g. `"200": 98`.
+    public var statusCounts: [String: Int] = [:]
+    /// Answered errors by reason, e.g. `"ServiceUnavailable": 2`.
+    public var reasonCounts: [String: Int] = [:]
+    /// Streams reset with REFUSED_STREAM (not processed).
+    public var refusedStreams = 0
+    /// Requests lost with their connection (dropped on purpose: outcome unknown to the client).
+    public var unansweredRequests = 0
+    public var goAwaysSent = 0
+    public var connectionsDropped = 0
+    /// `apns-id`s that arrived on more than one processed request (refused streams do
+    /// not count: they were certainly not processed).
+    public var duplicateAPNsIDs = 0
+    /// `apns-id`s answered 200 more than once: a notification delivered twice.
+    public var duplicateAcceptedAPNsIDs = 0
+    /// The most requests any one connection received within any one second.
+    public var maxRequestsPerConnectionPerSecond = 0
+    public var connections: [ConnectionReport] = []
+
+    public init() {}
+
+    public func count(status: Int) -> Int { statusCounts[String(status)] ?? 0 }
+    public func count(reason: String) -> Int { reasonCounts[reason] ?? 0 }
+
+    public func jsonData() -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        return (try? encoder.encode(self)) ?? Data("{}".utf8)
+    }
+}

@@ -1,0 +1,177 @@
+import Foundation
+import HTTP2TLS
+import PGPushCore
+
+/// Everything the simulator remembers between requests; guarded by the handler's lock.
+/// `decide` is the whole per-request policy: transport faults, route, credentials,
+/// header rules, injected answers, report and log.
+struct SimulatorState {
+    struct Connection {
+        var requests = 0
+        var window = OneSecondWindow()
+        var tokens = ProviderTokenSession()
+        var certificateTopic: String?
+        var hasCertificate = false
+        /// Streams above this were sent after our GOAWAY and are not processed.
+        var goAwayLastStream: Int32?
+        var open = true
+        var dropped = false
+    }
+
+    let verifier: ProviderTokenVerifier?
+    let bundleID: String?
+    let environment: SimulatorConfiguration.Environment
+    let logging: Bool
+    var faults: FaultInjector
+    var recorder = ReportRecorder()
+    var connections: [Int: Connection] = [:]
+
+    init(configuration: SimulatorConfiguration) {
+        if case .token(let key) = configuration.authentication {
+            verifier = ProviderTokenVerifier(key: key)
+        } else {
+            verifier = nil
+        }
+        bundleID = configuration.bundleID
+        environment = configuration.environment
+        logging = configuration.logPath != nil
+        faults = FaultInjector(plan: configuration.faults)
+    }
+
+    mutating func opened(_ info: ServerConnectionInfo) {
+        var connection = Connection()
+        connection.hasCertificate = info.peerCertificateSubject != nil || info.peerCertificateDER != nil
+        connection.certificateTopic = info.peerCertificateSubject.flatMap(CertificateTopic.topic(fromSubject:))
+        connections[info.id] = connection
+    }
+
+    mutating func closed(_ id: Int) {
+        connections[id]?.open = false
+    }
+
+    var report: SimulatorReport {
+        recorder.snapshot(connections: connections.map { id, connection in
+            ConnectionReport(id: id, requests: connection.requests, maxRequestsInOneSecond: connection.window.maximum,
+                             authenticated: connection.tokens.isAuthenticated || (verifier == nil && connection.hasCertificate),
+                             open: connection.open)
+        })
+    }
+
+    mutating func decide(_ request: ServerRequest, now: Date, tick: UInt64) -> SimulatorDecision {
+        recorder.received()
+        var connection = connections[request.connectionID] ?? Connection()
+        defer { connections[request.connectionID] = connection }
+        connection.requests += 1
+        connection.window.record(atNanoseconds: tick)
+        let apnsID = request.headers.value(of: "apns-id")
+
+        if let last = connection.goAwayLastStream, request.streamID > last {
+            recorder.refused()
+            return logged(SimulatorDecision(step: .refuse), request, now: now, outcome: "ignored")
+        }
+        var goAway = false
+        switch faults.transportDecision(requestNumber: connection.requests) {
+        case .drop:
+            return dropped(request, &connection, apnsID: apnsID, now: now)
+        case .refuse:
+            recorder.refused()
+            return logged(SimulatorDecision(step: .refuse), request, now: now, outcome: "refused")
+        case .proceedThenGoAway:
+            connection.goAwayLastStream = request.streamID
+            recorder.goAwaySent()
+            goAway = true
+        case .proceed:
+            break
+        }
+
+        let wasAuthenticated = connection.tokens.isAuthenticated
+        var answer = judge(request, &connection, now: now)
+        let raiseStreamLimit = !wasAuthenticated && connection.tokens.isAuthenticated
+        if answer.status == 200, let token = validToken(request) {
+            switch faults.answer(forToken: token, now: now) {
+            case .answer(let injected):
+                answer = injected
+            case .refuse:
+                recorder.refused()
+                return logged(SimulatorDecision(step: .refuse, goAway: goAway, raiseStreamLimit: raiseStreamLimit),
+                              request, now: now, outcome: "refused")
+            case .drop:
+                var result = dropped(request, &connection, apnsID: apnsID, now: now)
+                result.goAway = goAway
+                return result
+            case nil:
+                break
+            }
+        }
+
+        recorder.processed(apnsID: apnsID)
+        recorder.answered(answer, apnsID: apnsID)
+        var headers = [HTTP2TLS.HeaderField("apns-id", apnsID ?? UUID().uuidString.lowercased())]
+        if answer.status == 200 && environment == .development {
+            headers.append(HTTP2TLS.HeaderField("apns-unique-id", UUID().uuidString.lowercased()))
+        }
+        if answer.status != 200 { headers.append(HTTP2TLS.HeaderField("content-type", "application/json")) }
+        let step = SimulatorDecision.Step.respond(status: answer.status, headers: headers, body: answer.body,
+                                                  after: faults.latency())
+        return logged(SimulatorDecision(step: step, goAway: goAway, raiseStreamLimit: raiseStreamLimit),
+                      request, now: now, outcome: "answered", answer: answer)
+    }
+
+    /// Route, credentials, then content: the order in which APNs reports problems.
+    private func judge(_ request: ServerRequest, _ connection: inout Connection, now: Date) -> SimulatorAnswer {
+        let rawToken: String
+        switch RequestRules.checkRoute(method: request.method, path: request.path) {
+        case .success(let token): rawToken = token
+        case .failure(let answer): return answer
+        }
+        let topics: TopicPolicy
+        if let verifier {
+            if let refusal = connection.tokens.check(authorization: request.headers.value(of: "authorization"),
+                                                     verifier: verifier, now: now) {
+                return refusal
+            }
+            topics = .token(bundleID: bundleID)
+        } else {
+            guard connection.hasCertificate else { return SimulatorAnswer(.missingProviderToken) }
+            topics = .certificate(certificateTopic: connection.certificateTopic, bundleID: bundleID)
+        }
+        switch RequestRules.checkContent(rawToken: rawToken, headers: request.headers, body: request.body, topics: topics) {
+        case .success: return .accepted
+        case .failure(let answer): return answer
+        }
+    }
+
+    private func validToken(_ request: ServerRequest) -> String? {
+        guard case .success(let raw) = RequestRules.checkRoute(method: request.method, path: request.path) else { return nil }
+        return try? DeviceToken(validating: raw).hex
+    }
+
+    private mutating func dropped(_ request: ServerRequest, _ connection: inout Connection, apnsID: String?,
+                                  now: Date) -> SimulatorDecision {
+        recorder.processed(apnsID: apnsID)
+        recorder.unanswered()
+        if !connection.dropped {
+            connection.dropped = true
+            recorder.connectionDropped()
+        }
+        return logged(SimulatorDecision(step: .drop), request, now: now, outcome: "dropped")
+    }
+
+    private func logged(_ decision: SimulatorDecision, _ request: ServerRequest, now: Date, outcome: String,
+                        answer: SimulatorAnswer? = nil) -> SimulatorDecision {
+        guard logging else { return decision }
+        var result = decision
+        var headers: [String: String] = [:]
+        for field in request.headers where field.name.lowercased() != "authorization" {
+            headers[field.name.lowercased()] = field.value
+        }
+        let token = request.path.hasPrefix(RequestRules.devicePathPrefix)
+            ? String(request.path.dropFirst(RequestRules.devicePathPrefix.count)) : nil
+        result.logEntry = RequestLogEntry(
+            timeMilliseconds: Int64((now.timeIntervalSince1970 * 1000).rounded()), connection: request.connectionID,
+            stream: request.streamID, method: request.method, path: request.path, token: token, headers: headers,
+            providerToken: request.headers.value(of: "authorization") != nil, bodyBytes: request.body.count,
+            outcome: outcome, status: answer?.status, reason: answer?.reason)
+        return result
+    }
+}

@@ -1,0 +1,47 @@
+import CNGHTTP2
+
+/// The nghttp2 callback table for client sessions; user_data is the `ClientConnection`,
+/// which outlives its session because it deletes the session before it goes away.
+enum ClientSessionCallbacks {
+    static func make() -> OpaquePointer? {
+        var callbacks: OpaquePointer?
+        guard nghttp2_session_callbacks_new(&callbacks) == 0, let callbacks else { return nil }
+        nghttp2_session_callbacks_set_on_header_callback(callbacks) { _, frame, name, nameLength, value, valueLength, _, userData in
+            guard let frame, let name, let value, let userData else { return 0 }
+            ClientSessionCallbacks.connection(userData).receivedHeader(streamID: frame.pointee.hd.stream_id,
+                                                name: UnsafeBufferPointer(start: name, count: nameLength),
+                                                value: UnsafeBufferPointer(start: value, count: valueLength))
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks) { _, _, streamID, data, length, userData in
+            guard let data, let userData else { return 0 }
+            ClientSessionCallbacks.connection(userData).receivedData(streamID: streamID, UnsafeBufferPointer(start: data, count: length))
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks) { _, frame, userData in
+            guard let frame, let userData else { return 0 }
+            ClientSessionCallbacks.connection(userData).receivedFrame(frame)
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_frame_send_callback(callbacks) { _, frame, userData in
+            guard let frame, let userData else { return 0 }
+            ClientSessionCallbacks.connection(userData).sentFrame(frame)
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_frame_not_send_callback(callbacks) { _, frame, _, userData in
+            guard let frame, let userData else { return 0 }
+            ClientSessionCallbacks.connection(userData).frameNotSent(frame)
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, streamID, errorCode, userData in
+            guard let userData else { return 0 }
+            ClientSessionCallbacks.connection(userData).streamClosed(streamID: streamID, errorCode: errorCode)
+            return 0
+        }
+        return callbacks
+    }
+
+    static func connection(_ userData: UnsafeMutableRawPointer) -> ClientConnection {
+        Unmanaged<ClientConnection>.fromOpaque(userData).takeUnretainedValue()
+    }
+}

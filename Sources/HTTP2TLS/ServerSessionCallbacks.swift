@@ -1,0 +1,42 @@
+import CNGHTTP2
+
+/// The nghttp2 callback table for server sessions; user_data is the `ServerConnection`,
+/// which deletes its session before it goes away.
+enum ServerSessionCallbacks {
+    static func make() -> OpaquePointer? {
+        var callbacks: OpaquePointer?
+        guard nghttp2_session_callbacks_new(&callbacks) == 0, let callbacks else { return nil }
+        nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks) { _, frame, userData in
+            guard let frame, let userData else { return 0 }
+            ServerSessionCallbacks.connection(userData).beginHeaders(frame)
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_header_callback(callbacks) { _, frame, name, nameLength, value, valueLength, flags, userData in
+            guard let frame, let name, let value, let userData else { return 0 }
+            ServerSessionCallbacks.connection(userData).receivedHeader(
+                streamID: frame.pointee.hd.stream_id, name: UnsafeBufferPointer(start: name, count: nameLength),
+                value: UnsafeBufferPointer(start: value, count: valueLength), flags: flags)
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks) { _, _, streamID, data, length, userData in
+            guard let data, let userData else { return 0 }
+            ServerSessionCallbacks.connection(userData).receivedData(streamID: streamID, UnsafeBufferPointer(start: data, count: length))
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks) { _, frame, userData in
+            guard let frame, let userData else { return 0 }
+            ServerSessionCallbacks.connection(userData).receivedFrame(frame)
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, streamID, _, userData in
+            guard let userData else { return 0 }
+            ServerSessionCallbacks.connection(userData).streamClosed(streamID: streamID)
+            return 0
+        }
+        return callbacks
+    }
+
+    static func connection(_ userData: UnsafeMutableRawPointer) -> ServerConnection {
+        Unmanaged<ServerConnection>.fromOpaque(userData).takeUnretainedValue()
+    }
+}

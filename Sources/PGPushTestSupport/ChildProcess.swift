@@ -1,0 +1,78 @@
+import Foundation
+
+/// A process started by a test (the `pgpush` binary, a server), with its
+/// output in a file. posix_spawn and waitpid directly: Foundation's Process
+/// was seen to hang in waitUntilExit on this platform.
+public final class ChildProcess: @unchecked Sendable {
+    // @unchecked: `exitStatus` is written once by `wait`, which callers use from one task.
+    public let pid: pid_t
+    public let outputPath: String
+    private var exitStatus: Int32?
+
+    /// The `pgpush` binary built beside the test bundle, if it exists.
+    public static var pgpushBinary: String? {
+        let candidates = [URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent(),
+                          URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().deletingLastPathComponent()]
+            .map { $0.appendingPathComponent("pgpush").path }
+        return candidates.first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+
+    public init(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws {
+        outputPath = FileManager.default.temporaryDirectory.appendingPathComponent("pgpush-child-\(UUID()).log").path
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        var merged = ProcessInfo.processInfo.environment
+        for (key, value) in environment { merged[key] = value }
+        let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
+        let envp: [UnsafeMutablePointer<CChar>?] = merged.map { strdup("\($0)=\($1)") } + [nil]
+        defer { (argv + envp).forEach { free($0) } }
+        var pid: pid_t = 0
+        let result = posix_spawn(&pid, executable, &actions, nil, argv, envp)
+        guard result == 0 else { throw ChildProcessError("could not start \(executable): errno \(result)") }
+        self.pid = pid
+    }
+
+    deinit {
+        if exitStatus == nil { kill(pid, SIGKILL); var status: Int32 = 0; waitpid(pid, &status, 0) }
+        try? FileManager.default.removeItem(atPath: outputPath)
+    }
+
+    public var output: String { (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "" }
+
+    public func signal(_ number: Int32) { kill(pid, number) }
+
+    /// Waits for the process to exit; returns its exit code (128 + signal when killed), nil on timeout.
+    public func wait(timeout: Duration) async -> Int32? {
+        if let exitStatus { return exitStatus }
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            var status: Int32 = 0
+            if waitpid(pid, &status, WNOHANG) == pid {
+                let code = status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+                exitStatus = code
+                return code
+            }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return nil
+    }
+
+    /// Waits until the output contains `text` (a "listening" line, say).
+    public func waitForOutput(containing text: String, timeout: Duration) async -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if output.contains(text) { return true }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return false
+    }
+}
+
+public struct ChildProcessError: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,85 @@
+import Postgres
+
+/// A worker's row in `pgpush.workers` and its app-health reports in `pgpush.app_health`.
+public struct WorkerRecord: Sendable, Equatable {
+    public var id: String
+    public var host: String
+    public var pid: Int32
+    public var version: String
+    public var apps: [String]
+    public var connections: Int
+
+    public init(id: String, host: String, pid: Int32, version: String, apps: [String], connections: Int) {
+        self.id = id
+        self.host = host
+        self.pid = pid
+        self.version = version
+        self.apps = apps
+        self.connections = connections
+    }
+}
+
+/// Counters since the worker started, published with every heartbeat.
+public struct WorkerCounters: Sendable, Equatable {
+    public var sent = 0
+    public var delivered = 0
+    public var failed = 0
+    public var retried = 0
+    public init() {}
+}
+
+extension NotificationQueue {
+    public func register(_ worker: WorkerRecord) throws {
+        try connection.query("""
+            INSERT INTO pgpush.workers (id, host, pid, version, apps, connections)
+            VALUES ($1, $2, $3, $4, $5, $6)
+            ON CONFLICT (id) DO UPDATE SET heartbeat_at = now(), apps = EXCLUDED.apps, connections = EXCLUDED.connections
+            """, [worker.id, worker.host, worker.pid, worker.version, worker.apps, worker.connections])
+    }
+
+    public func heartbeat(_ counters: WorkerCounters) throws {
+        try connection.query("""
+            UPDATE pgpush.workers SET heartbeat_at = now(), sent = $2, delivered = $3, failed = $4, retried = $5
+             WHERE id = $1
+            """, [workerID, counters.sent, counters.delivered, counters.failed, counters.retried])
+    }
+
+    public func deregister() throws {
+        try connection.query("DELETE FROM pgpush.workers WHERE id = $1", [workerID])
+    }
+
+    /// Records whether `app` can be served; `since` moves only when health changes.
+    public func reportAppHealth(app: String, healthy: Bool, reason: String?) throws {
+        try connection.query("""
+            INSERT INTO pgpush.app_health AS h (app, healthy, reason, worker_id)
+            VALUES ($1, $2, $3, $4)
+            ON CONFLICT (app) DO UPDATE SET
+                healthy    = EXCLUDED.healthy,
+                reason     = EXCLUDED.reason,
+                worker_id  = EXCLUDED.worker_id,
+                checked_at = now(),
+                since      = CASE WHEN h.healthy = EXCLUDED.healthy AND h.reason IS NOT DISTINCT FROM EXCLUDED.reason
+                                  THEN h.since ELSE now() END
+            """, [app, healthy, reason, workerID])
+    }
+}
+
+/// One app's unfinished rows, as `pgpush.queue_depth` shows them.
+public struct QueueDepth: Sendable, Equatable {
+    public var due: Int
+    public var sending: Int
+    public var oldestDueSeconds: Double
+}
+
+extension NotificationQueue {
+    public func queueDepth() throws -> [String: QueueDepth] {
+        let result = try connection.query("SELECT app, due, sending, oldest_due_seconds FROM pgpush.queue_depth")
+        var depth: [String: QueueDepth] = [:]
+        for row in 0..<result.rowCount {
+            guard let app = result.string(row, 0) else { continue }
+            depth[app] = QueueDepth(due: result.int(row, 1) ?? 0, sending: result.int(row, 2) ?? 0,
+                                    oldestDueSeconds: result.double(row, 3) ?? 0)
+        }
+        return depth
+    }
+}

@@ -1,0 +1,370 @@
+import Foundation
+import PGPushCore
+import PushQueue
+import Synchronization
+
+/// `pgpush run`: claims rows, sends them, writes outcomes (SPEC §3, §4).
+///
+/// Per app, one claim loop keeps about one second of sending capacity in
+/// flight; each row is validated, sent and decided in a child task; outcomes
+/// go to the batch writer. Small services beside it renew leases, rescue rows
+/// of dead workers and publish the heartbeat. `stop()` drains: no new claims,
+/// rows not yet sent go back to `queued`, outcomes are written, the worker
+/// deregisters.
+public final class Worker: Sendable {
+    public let configuration: WorkerConfiguration
+    private let senders: [String: any NotificationSender]
+    private let log: Log
+    private let claims: DatabaseExecutor
+    private let maintenance: DatabaseExecutor
+    private let writer: OutcomeWriter
+    private let listener: QueueListener
+    private let inFlight = InFlightRegistry()
+    private let doorbells: [String: Doorbell]
+    private let health: [String: AppHealth]
+    private let stopping = Atomic<Bool>(false)
+    private let stopRequested = Latch()
+    private let drainDeadline = Mutex<ContinuousClock.Instant?>(nil)
+    private let counters = Mutex(WorkerCounters())
+    private let decider: OutcomeDecider
+    private let random = Mutex(SystemRandomNumberGenerator())
+    private let metrics: WorkerMetrics
+    private let metricsServer: MetricsServer?
+    /// How often the worker holding the prune lock prunes (when PGPUSH_PRUNE_AFTER_DAYS is set).
+    static let pruneEvery: Duration = .seconds(600)
+    /// Claims never ask for more than this many rows at once.
+    static let largestClaim = 1000
+    /// In-flight target when an app has no rate cap (benchmarks).
+    static let uncappedInFlight = 2000
+
+    public init(configuration: WorkerConfiguration, senders: [String: any NotificationSender], log: Log = Log()) throws {
+        self.configuration = configuration
+        self.senders = senders
+        self.log = log
+        claims = DatabaseExecutor(name: "claims", conninfo: configuration.databaseURL, workerID: configuration.workerID)
+        maintenance = DatabaseExecutor(name: "maintenance", conninfo: configuration.databaseURL, workerID: configuration.workerID)
+        let outcomes = DatabaseExecutor(name: "outcomes", conninfo: configuration.databaseURL, workerID: configuration.workerID)
+        writer = OutcomeWriter(database: outcomes, interval: configuration.flushInterval, log: log)
+        listener = try QueueListener()
+        doorbells = Dictionary(uniqueKeysWithValues: configuration.apps.map { ($0.name, Doorbell()) })
+        health = Dictionary(uniqueKeysWithValues: configuration.apps.map { ($0.name, AppHealth()) })
+        decider = OutcomeDecider(retry: configuration.retry)
+        let metrics = WorkerMetrics()
+        self.metrics = metrics
+        metricsServer = try configuration.metricsAddress.map { address throws(ConfigurationError) in
+            try MetricsServer(address: address) { path in Self.route(path, metrics: metrics, senders: senders) }
+        }
+    }
+
+    /// The port the metrics endpoint listens on (useful with port 0).
+    public var metricsPort: Int? { metricsServer?.port }
+
+    private static func route(_ path: String, metrics: WorkerMetrics, senders: [String: any NotificationSender]) -> MetricsServer.Response {
+        switch path {
+        case "/metrics":
+            var connections: [String: (live: Int, rateLimiterWaits: Int, requests: Int)] = [:]
+            for (app, sender) in senders {
+                let statistics = sender.statistics
+                connections[app] = (statistics.liveConnections, statistics.rateLimiterWaits, statistics.requestsSent)
+            }
+            return MetricsServer.Response(status: 200, contentType: "text/plain; version=0.0.4; charset=utf-8",
+                                          body: metrics.render(connections: connections))
+        case "/healthz":
+            return MetricsServer.Response(status: 200, body: "ok\n")
+        case "/readyz":
+            return metrics.isReady(window: .seconds(30))
+                ? MetricsServer.Response(status: 200, body: "ready\n")
+                : MetricsServer.Response(status: 503, body: "database not reached in the last 30 s\n")
+        default:
+            return MetricsServer.Response(status: 404, body: "try /metrics, /healthz or /readyz\n")
+        }
+    }
+
+    public var statistics: WorkerCounters { counters.withLock { $0 } }
+
+    /// Asks the worker to drain and return from `run()`. Safe from any thread.
+    public func stop() {
+        guard !stopping.exchange(true, ordering: .sequentiallyConsistent) else { return }
+        drainDeadline.withLock { $0 = .now + configuration.drainTimeout }
+        stopRequested.open()
+        doorbells.values.forEach { $0.ring() }
+    }
+
+    private var isStopping: Bool { stopping.load(ordering: .sequentiallyConsistent) }
+
+    public func run() async throws {
+        try await register()
+        listener.start(conninfo: configuration.databaseURL, log: log,
+                       onQueued: { [doorbells] app in doorbells[app]?.ring() },
+                       onReconnect: { [doorbells] in doorbells.values.forEach { $0.ring() } })
+        log.info("worker_started", ["worker": configuration.workerID, "apps": configuration.apps.map(\.name).joined(separator: ",")])
+
+        await withTaskGroup(of: Void.self) { group in
+            let writerDone = Doorbell()
+            group.addTask { [self] in
+                await writer.run(shouldStop: { [self] in isStopping && inFlight.isEmpty },
+                                 giveUpAt: { [self] in drainDeadline.withLock { $0 }.map { $0 + .seconds(10) } })
+                writerDone.ring()
+            }
+            group.addTask { [self] in await maintain() }
+            // Claim loops end when stopping; their sends are awaited here. The
+            // drain task returns when they are done or the drain timeout passed,
+            // whichever comes first (sends themselves end by their deadline).
+            await withTaskGroup(of: Bool.self) { apps in
+                let drained = Doorbell()
+                for app in configuration.apps {
+                    apps.addTask { [self] in
+                        await dispatch(app)
+                        return false
+                    }
+                }
+                apps.addTask { [self] in
+                    await stopRequested.wait()
+                    await drained.wait(timeout: configuration.drainTimeout)
+                    return true
+                }
+                var finishedApps = 0
+                while let isDrainTask = await apps.next() {
+                    if isDrainTask { break }
+                    finishedApps += 1
+                    if finishedApps == configuration.apps.count { drained.ring() }
+                }
+                if !inFlight.isEmpty {
+                    log.warning("drain_timeout", ["in_flight": inFlight.ids.count, "why": "their leases will return them"])
+                }
+                apps.cancelAll()
+            }
+            writer.wake()
+            await writerDone.wait(timeout: configuration.drainTimeout + .seconds(15))
+            group.cancelAll()
+        }
+
+        metricsServer?.stop()
+        try? await maintenance.run { queue in try queue.deregister() }
+        for sender in senders.values { await sender.shutdown() }
+        await listener.stop()
+        let totals = statistics
+        log.info("worker_stopped", ["sent": totals.sent, "delivered": totals.delivered, "failed": totals.failed,
+                                    "retried": totals.retried])
+    }
+
+    // MARK: Claiming
+
+    private func dispatch(_ app: AppConfiguration) async {
+        guard let sender = senders[app.name], let doorbell = doorbells[app.name], let health = health[app.name] else { return }
+        let target = sender.requestsPerSecond.map { max($0, 1) } ?? Self.uncappedInFlight
+        var backoff = Duration.milliseconds(100)
+        await withDiscardingTaskGroup { group in
+            while !isStopping {
+                var limit = target - inFlight.count(app: app.name)
+                switch health.phase {
+                case .healthy: break
+                case .paused(let until):
+                    await doorbell.wait(timeout: ContinuousClock.now.duration(to: until))
+                    continue
+                case .probing:
+                    limit = inFlight.count(app: app.name) == 0 ? 1 : 0
+                }
+                // Small top-ups cost a round trip each; wait until a quarter of the window is free.
+                guard limit >= max(1, min(target / 4, 100)) || (limit > 0 && inFlight.count(app: app.name) == 0) else {
+                    await doorbell.wait(timeout: configuration.pollInterval)
+                    continue
+                }
+                let batch = min(limit, Self.largestClaim)
+                let result: ClaimResult
+                do {
+                    result = try await claims.run { [configuration] queue in
+                        try queue.claim(app: app.name, limit: batch, lease: configuration.lease)
+                    }
+                    backoff = .milliseconds(100)
+                } catch {
+                    log.warning("claim_failed", ["app": app.name, "retry_in": backoff, "error": error])
+                    await doorbell.wait(timeout: backoff)
+                    backoff = min(backoff * 2, .seconds(5))
+                    continue
+                }
+                if !result.expiredIDs.isEmpty {
+                    log.info("expired_before_send", ["app": app.name, "count": result.expiredIDs.count])
+                }
+                inFlight.add(result.claimed, app: app.name)
+                for row in result.claimed {
+                    group.addTask { [self] in await deliver(row, app: app, sender: sender) }
+                }
+                if result.claimed.count < batch {
+                    // The queue is drained for now: sleep until NOTIFY, a finished send, or the poll interval.
+                    await doorbell.wait(timeout: configuration.pollInterval)
+                }
+            }
+        }
+    }
+
+    // MARK: Sending
+
+    private func deliver(_ row: ClaimedNotification, app: AppConfiguration, sender: any NotificationSender) async {
+        defer {
+            inFlight.remove(row.id)
+            doorbells[app.name]?.ring()
+        }
+        if isStopping {
+            writer.add(.released(row))
+            return
+        }
+        let request: APNsRequest
+        do {
+            request = try row.notification.validated(bundleID: app.bundleID, authentication: sender.authenticationMethod)
+        } catch {
+            let outcome = decider.rejected(row, error)
+            writer.add(outcome)
+            metrics.recordOutcome(app: app.name, outcome)
+            counters.withLock { $0.failed += 1 }
+            log.info("notification_rejected", ["id": row.id, "app": app.name, "reason": error.reason.rawValue,
+                                               "detail": error.message])
+            return
+        }
+        let result = await sender.send(request)
+        metrics.recordLatency(result.latency)
+        let decision = random.withLock { decider.decide(row, result, using: &$0) }
+        writer.add(decision.outcome)
+        metrics.recordOutcome(app: app.name, decision.outcome)
+        record(decision, row: row, app: app)
+    }
+
+    private func record(_ decision: OutcomeDecider.Decision, row: ClaimedNotification, app: AppConfiguration) {
+        let outcome = decision.outcome
+        counters.withLock { counters in
+            counters.sent += 1
+            switch outcome.disposition {
+            case .delivered: counters.delivered += 1
+            case .failed, .expired: counters.failed += 1
+            case .retry: counters.retried += 1
+            }
+        }
+        if outcome.recordsError {
+            log.info("apns_error", ["id": row.id, "app": app.name, "token": row.notification.deviceToken,
+                                    "status": outcome.httpStatus.map(String.init) ?? "none",
+                                    "reason": outcome.reason ?? "none", "outcome": Self.describe(outcome.disposition)])
+        }
+        guard let appHealth = health[app.name] else { return }
+        if outcome.httpStatus != nil {
+            switch appHealth.recordAnswer(reason: outcome.disposition == .delivered ? nil : outcome.reason) {
+            case .suspected:
+                log.error("environment_mismatch_suspected", [
+                    "app": app.name, "environment": app.environment.rawValue,
+                    "why": "most recent answers are BadDeviceToken: tokens may belong to the other APNs environment"])
+                reportHealth(app: app.name, healthy: false, reason: Self.environmentMismatch)
+            case .cleared:
+                reportHealth(app: app.name, healthy: true, reason: nil)
+            case .unchanged:
+                break
+            }
+        }
+        if let problem = decision.appProblem {
+            if let pause = appHealth.reportProblem() {
+                log.error("app_paused", ["app": app.name, "reason": problem, "retry_in": pause])
+                reportHealth(app: app.name, healthy: false, reason: problem)
+            }
+        } else if decision.delivered, appHealth.reportSuccess() {
+            reportHealth(app: app.name, healthy: true, reason: nil)
+        }
+    }
+
+    /// The `app_health` reason when most answers are BadDeviceToken.
+    static let environmentMismatch = "LikelyEnvironmentMismatch"
+
+    private func reportHealth(app: String, healthy: Bool, reason: String?) {
+        Task { [self] in
+            do {
+                try await maintenance.run { queue in try queue.reportAppHealth(app: app, healthy: healthy, reason: reason) }
+            } catch {
+                log.warning("app_health_not_written", ["app": app, "error": error])
+            }
+        }
+    }
+
+    private static func describe(_ disposition: Outcome.Disposition) -> String {
+        switch disposition {
+        case .delivered: "delivered"
+        case .failed: "failed"
+        case .expired: "expired"
+        case .retry(let delay, let counts): "retry_in_\(delay)" + (counts ? "" : "_uncounted")
+        }
+    }
+
+    // MARK: Services
+
+    private func register() async throws {
+        let record = WorkerRecord(
+            id: configuration.workerID, host: ProcessInfo.processInfo.hostName, pid: getpid(), version: PGPushVersion.current,
+            apps: configuration.apps.map(\.name), connections: configuration.apps.reduce(0) { $0 + $1.connections })
+        var backoff = Duration.milliseconds(200)
+        while true {
+            do {
+                try await maintenance.run { queue in try queue.register(record) }
+                return
+            } catch {
+                if isStopping { throw error }
+                log.warning("database_unreachable", ["retry_in": backoff, "error": error])
+                await stopRequested.wait(timeout: backoff)
+                backoff = min(backoff * 2, .seconds(5))
+            }
+        }
+    }
+
+    /// Heartbeat every 5 s; lease renewal every third of a lease; rescue of
+    /// dead workers' rows every half lease.
+    private func maintain() async {
+        let heartbeatEvery = Duration.seconds(5)
+        let renewEvery = configuration.lease / 3
+        let rescueEvery = configuration.lease / 2
+        var lastRenew = ContinuousClock.now
+        var lastRescue = ContinuousClock.now - rescueEvery
+        var lastPrune = ContinuousClock.now - Self.pruneEvery
+        while !isStopping || !inFlight.isEmpty {
+            let now = ContinuousClock.now
+            let totals = statistics
+            if let depth = try? await maintenance.run({ queue in
+                try queue.heartbeat(totals)
+                return try queue.queueDepth()
+            }) {
+                metrics.recordQueueDepth(depth)
+            }
+            if now - lastRenew >= renewEvery {
+                let ids = inFlight.ids
+                let lease = configuration.lease
+                do {
+                    _ = try await maintenance.run { queue in try queue.renewLeases(ids: ids, lease: lease) }
+                    lastRenew = now
+                } catch {
+                    log.warning("lease_renewal_failed", ["rows": ids.count, "error": error])
+                }
+            }
+            if now - lastRescue >= rescueEvery && !isStopping {
+                let maxAttempts = configuration.rescueMaxAttempts
+                if let rescued = try? await maintenance.run({ queue in try queue.rescueExpiredLeases(maxAttempts: maxAttempts) }),
+                   rescued > 0 {
+                    log.info("leases_rescued", ["rows": rescued])
+                    doorbells.values.forEach { $0.ring() }
+                }
+                lastRescue = now
+            }
+            if let retention = configuration.pruneAfter, now - lastPrune >= Self.pruneEvery, !isStopping {
+                lastPrune = now
+                do {
+                    if let deleted = try await maintenance.run({ queue in try queue.prune(olderThan: retention, onlyIfLeader: true) }),
+                       deleted > 0 {
+                        log.info("pruned", ["rows": deleted])
+                    }
+                } catch {
+                    log.warning("prune_failed", ["error": error])
+                }
+            }
+            await stopRequested.wait(timeout: min(heartbeatEvery, renewEvery))
+            if isStopping { try? await Task.sleep(for: .milliseconds(200)) }
+        }
+    }
+}
+
+/// The version written to `pgpush.workers` and printed by `pgpush --version`.
+public enum PGPushVersion {
+    public static let current = "0.1.0"
+}

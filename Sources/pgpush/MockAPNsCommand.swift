@@ -1,0 +1,213 @@
+import APNsSimulator
+import Dispatch
+import Foundation
+import HTTP2TLS
+
+enum MockAPNsCommand {
+    static let help = """
+        pgpush mock-apns — an APNs look-alike over TLS + HTTP/2, for tests and trials
+
+        Checks provider tokens (ES256 signature, kid, iss, iat age, one new token per 20 min per
+        connection), every apns-* header, token format and payload size per push type, and answers
+        with APNs' statuses and JSON reasons. Prints one line when ready:
+          mock-apns listening on https://127.0.0.1:PORT (CA: PATH)
+        SIGTERM/SIGINT write the report (--report) and exit 0; SIGUSR1 writes it and keeps running.
+
+        Listening:
+          --port N               port to listen on (default 2197; 0 picks a free one)
+          --host ADDRESS         address to bind (default 127.0.0.1)
+          --cert FILE --key FILE server certificate chain and key (PEM); otherwise a CA and a
+                                 localhost certificate are generated at start-up
+          --ca-out PATH          where to write the generated CA (default: a temporary file);
+                                 point PGPUSH_CA_FILE at it
+          --max-streams N        SETTINGS_MAX_CONCURRENT_STREAMS after the first valid JWT (default 1000;
+                                 token connections start at 1, as APNs does)
+          --environment E        development (default: adds apns-unique-id) or production
+
+        Authentication (token auth unless --certificate-auth):
+          --team-id T --key-id K the expected iss and kid
+          --public-key FILE      PEM public key to verify JWTs, or
+          --p8 FILE              the .p8 private key (only its public half is used)
+          --certificate-auth     require TLS client certificates instead; the topic is the certificate's
+                                 UID (or CN)
+          --client-ca FILE       with --certificate-auth: accept only certificates issued by this CA
+          --bundle-id B          topics must be B plus the push type's suffix (default: any topic)
+
+        Faults (all counts per connection; random choices follow --seed):
+          --faults FILE.json     a fault plan (see the APNsSimulator FaultPlan docs); flags below add to it
+          --fault-503 P          answer 503 ServiceUnavailable with probability P (also --fault-500, --fault-429)
+          --fault-mix LIST       e.g. "503=0.05,TooManyRequests=0.02,refuse=0.01"
+          --unregistered LIST    comma-separated tokens answered 410 Unregistered with a timestamp
+          --script LIST          per-token answers, e.g. "TOKEN=503,503,200;OTHER=TooManyRequests"
+          --latency-ms N         delay every answer by N ms (--latency-jitter-ms N adds 0…N at random)
+          --goaway-after N       GOAWAY (reason Shutdown) after N requests on a connection
+          --drop-after N         close a connection without answering its request N+1
+          --refuse-probability P RST_STREAM REFUSED_STREAM with probability P
+          --refuse-every N       refuse every Nth request on a connection
+          --seed N               seed for the random choices (default 0)
+
+        Output:
+          --log FILE             JSON lines, one per request (never the authorization header)
+          --report FILE          JSON report: counts by status and reason, requests per connection,
+                                 most requests per connection in one second, duplicate apns-ids
+
+        Examples:
+          pgpush mock-apns --port 2197 --team-id TEAM123456 --key-id KEY1234567 --p8 AuthKey.p8 \\
+              --bundle-id com.example.app --ca-out /tmp/mock-ca.pem
+          PGPUSH_APNS_URL=https://127.0.0.1:2197 PGPUSH_CA_FILE=/tmp/mock-ca.pem pgpush run
+          pgpush mock-apns --port 0 --p8 key.p8 --team-id T --key-id K --fault-503 0.05 --fault-429 0.02 \\
+              --seed 7 --goaway-after 1000 --report /tmp/report.json
+        """
+
+    static let flags: Set<String> = [
+        "help", "port", "host", "cert", "key", "ca-out", "max-streams", "environment", "team-id", "key-id",
+        "public-key", "p8", "certificate-auth", "client-ca", "bundle-id", "faults", "fault-503", "fault-500",
+        "fault-429", "fault-mix", "unregistered", "script", "latency-ms", "latency-jitter-ms", "goaway-after",
+        "drop-after", "refuse-probability", "refuse-every", "seed", "log", "report",
+    ]
+    static let switches: Set<String> = ["help", "certificate-auth"]
+
+    static func run(_ arguments: Arguments) throws -> Int32 {
+        try arguments.checkOnly(flags)
+        let configuration = try makeConfiguration(arguments)
+        let reportPath = arguments.value("report")
+
+        let simulator = try APNsSimulator(configuration: configuration)
+        let port = try simulator.start()
+        let address = simulator.baseURL ?? "https://\(configuration.host):\(port)"
+        let trust = simulator.caCertificatePath.map { "CA: \($0)" } ?? "certificate: \(arguments.value("cert") ?? "")"
+        FileHandle.standardOutput.write(Data("mock-apns listening on \(address) (\(trust))\n".utf8))
+
+        let finished = DispatchSemaphore(value: 0)
+        let queue = DispatchQueue(label: "mock-apns.signals")
+        var sources: [any DispatchSourceSignal] = []
+        for signalNumber in [SIGTERM, SIGINT, SIGUSR1] {
+            signal(signalNumber, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: queue)
+            source.setEventHandler {
+                if signalNumber == SIGUSR1 {
+                    writeReport(simulator, to: reportPath)
+                } else {
+                    finished.signal()  // the final report is written after the server has stopped
+                }
+            }
+            source.resume()
+            sources.append(source)
+        }
+        finished.wait()
+        simulator.stop()
+        writeReport(simulator, to: reportPath)
+        sources.forEach { $0.cancel() }
+        return 0
+    }
+
+    private static func writeReport(_ simulator: APNsSimulator, to path: String?) {
+        guard let path else { return }
+        do { try simulator.writeReport(toFile: path) } catch { printError("pgpush mock-apns: \(error)") }
+    }
+
+    static func makeConfiguration(_ arguments: Arguments) throws -> SimulatorConfiguration {
+        let authentication: SimulatorConfiguration.Authentication
+        if arguments.isSet("certificate-auth") {
+            authentication = .certificate(trustedCAFile: arguments.value("client-ca"))
+        } else {
+            guard let teamID = arguments.value("team-id"), let keyID = arguments.value("key-id") else {
+                throw UsageError("token authentication needs --team-id and --key-id (or use --certificate-auth)")
+            }
+            let publicKey: ES256PublicKey
+            if let path = arguments.value("public-key") {
+                publicKey = try ES256PublicKey(contentsOfFile: path)
+            } else if let path = arguments.value("p8") {
+                publicKey = try ES256PublicKey.fromPrivateKeyFile(path)
+            } else {
+                throw UsageError("token authentication needs --public-key FILE or --p8 FILE")
+            }
+            authentication = .token(ProviderTokenKey(teamID: teamID, keyID: keyID, publicKey: publicKey))
+        }
+        var configuration = SimulatorConfiguration(authentication: authentication)
+        configuration.host = arguments.value("host") ?? "127.0.0.1"
+        configuration.port = try integer(arguments, "port", range: 0...65535) ?? 2197
+        switch (arguments.value("cert"), arguments.value("key")) {
+        case (let certificate?, let key?):
+            configuration.serverCertificate = .files(certificateChain: certificate, privateKey: key)
+        case (nil, nil):
+            configuration.serverCertificate = .generated(caOutputPath: arguments.value("ca-out"))
+        default:
+            throw UsageError("--cert and --key go together")
+        }
+        configuration.maxConcurrentStreams = try integer(arguments, "max-streams", range: 1...Int(Int32.max)) ?? 1000
+        if let text = arguments.value("environment") {
+            guard let environment = SimulatorConfiguration.Environment(rawValue: text) else {
+                throw UsageError("--environment must be development or production")
+            }
+            configuration.environment = environment
+        }
+        configuration.bundleID = arguments.value("bundle-id")
+        configuration.logPath = arguments.value("log")
+        configuration.faults = try makeFaults(arguments)
+        return configuration
+    }
+
+    static func makeFaults(_ arguments: Arguments) throws -> FaultPlan {
+        do { return try parseFaults(arguments) } catch let error as FaultPlanError { throw UsageError(error.description) }
+    }
+
+    private static func parseFaults(_ arguments: Arguments) throws -> FaultPlan {
+        var plan = try arguments.value("faults").map { try FaultPlan.load(path: $0) } ?? FaultPlan()
+        if let seed = arguments.value("seed") {
+            guard let value = UInt64(seed) else { throw UsageError("--seed must be a non-negative integer") }
+            plan.seed = value
+        }
+        var mix: [(String, Double)] = []
+        for status in ["503", "500", "429"] {
+            if let probability = try probability(arguments, "fault-\(status)") { mix.append((status, probability)) }
+        }
+        if let text = arguments.value("fault-mix") {
+            for item in text.split(separator: ",") {
+                let parts = item.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+                guard parts.count == 2, let value = Double(parts[1]) else {
+                    throw UsageError("--fault-mix items look like 503=0.05, got \"\(item)\"")
+                }
+                mix.append((parts[0], value))
+            }
+        }
+        for (answer, value) in mix {
+            plan.statusMix.append(FaultPlan.MixEntry(answer: try ScriptedAnswer(parsing: answer), probability: value))
+        }
+        if let tokens = arguments.value("unregistered") {
+            plan.unregisteredTokens.formUnion(tokens.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() })
+        }
+        if let text = arguments.value("script") {
+            for item in text.split(separator: ";") {
+                let parts = item.split(separator: "=", maxSplits: 1)
+                guard parts.count == 2 else { throw UsageError("--script items look like TOKEN=503,503,200, got \"\(item)\"") }
+                let answers = try parts[1].split(separator: ",").map { try ScriptedAnswer(parsing: String($0)) }
+                plan.scripts[parts[0].trimmingCharacters(in: .whitespaces).lowercased(), default: []] += answers
+            }
+        }
+        if let value = try integer(arguments, "latency-ms", range: 0...600_000) { plan.latencyMilliseconds = value }
+        if let value = try integer(arguments, "latency-jitter-ms", range: 0...600_000) { plan.latencyJitterMilliseconds = value }
+        if let value = try integer(arguments, "goaway-after", range: 1...Int.max) { plan.goAwayAfterStreams = value }
+        if let value = try integer(arguments, "drop-after", range: 1...Int.max) { plan.dropAfterStreams = value }
+        if let value = try probability(arguments, "refuse-probability") { plan.refuseProbability = value }
+        if let value = try integer(arguments, "refuse-every", range: 1...Int.max) { plan.refuseEveryNth = value }
+        try plan.validate()
+        return plan
+    }
+
+    private static func integer(_ arguments: Arguments, _ name: String, range: ClosedRange<Int>) throws(UsageError) -> Int? {
+        guard let text = arguments.value(name) else { return nil }
+        guard let value = Int(text), range.contains(value) else {
+            throw UsageError("--\(name) must be an integer in \(range.lowerBound)...\(range.upperBound), got \"\(text)\"")
+        }
+        return value
+    }
+
+    private static func probability(_ arguments: Arguments, _ name: String) throws(UsageError) -> Double? {
+        guard let text = arguments.value(name) else { return nil }
+        guard let value = Double(text), (0...1).contains(value) else {
+            throw UsageError("--\(name) must be a probability between 0 and 1, got \"\(text)\"")
+        }
+        return value
+    }
+}

@@ -1,0 +1,113 @@
+import Dispatch
+import Foundation
+import Synchronization
+import PushWorker
+
+enum RunCommand {
+    static let help = """
+        pgpush run — the worker: claim queued notifications, send them to APNs, record every outcome
+
+        Configuration comes from flags, then environment variables, then the JSON file
+        given by --config / PGPUSH_CONFIG (for several apps). Everything is checked before
+        the worker connects anywhere; an error names the setting to fix.
+
+        Flags (environment variable in brackets):
+          --database-url URL        [DATABASE_URL]  libpq connection string or URI (PG* variables also work)
+          --config FILE             [PGPUSH_CONFIG] JSON file listing apps (see README)
+          --app NAME                [PGPUSH_APP]    the app the single-app settings describe (default: default)
+          --topic BUNDLE_ID         [PGPUSH_TOPIC]
+          --apns-env ENV            [PGPUSH_APNS_ENV] production (default) or development
+          --apns-url URL            [PGPUSH_APNS_URL] e.g. https://127.0.0.1:2197 for the simulator
+          --ca-file FILE            [PGPUSH_CA_FILE]  extra trust anchors (PEM); verification is always on
+          --team-id ID --key-id ID --key-file FILE   [PGPUSH_TEAM_ID, PGPUSH_KEY_ID, PGPUSH_KEY_FILE] token auth
+          --cert-file FILE          [PGPUSH_CERT_FILE] certificate auth (.p12, or PEM with certificate and key);
+                                    its password only from PGPUSH_CERT_PASSWORD
+          --connections N           [PGPUSH_CONNECTIONS] HTTP/2 connections per app (default 4)
+          --rate-per-connection N   [PGPUSH_RATE_PER_CONNECTION] requests/second per connection (default 100)
+          --lease-seconds N         [PGPUSH_LEASE_SECONDS] how long a claim holds a row (default 60)
+          --drain-seconds N         [PGPUSH_DRAIN_SECONDS] how long SIGTERM waits for requests in flight (default 20)
+          --worker-id ID            [PGPUSH_WORKER_ID] default: host-pid-random
+          --metrics-addr HOST:PORT  [PGPUSH_METRICS_ADDR] Prometheus /metrics, /healthz and /readyz (off by default)
+          --prune-after-days N      [PGPUSH_PRUNE_AFTER_DAYS] delete rows finished longer ago (off by default;
+                                    one worker at a time prunes, every 10 minutes)
+
+        Signals: SIGTERM or SIGINT stops claiming, lets requests in flight finish, writes every
+        outcome, returns unsent rows to the queue and exits 0. A second signal exits at once
+        (exit code 1); leases return whatever was left.
+
+        Examples:
+          DATABASE_URL=postgres://pgpush@db/app PGPUSH_TOPIC=com.example.app \\
+          PGPUSH_TEAM_ID=ABCDE12345 PGPUSH_KEY_ID=KEY1234567 PGPUSH_KEY_FILE=/etc/pgpush/AuthKey.p8 pgpush run
+
+          pgpush run --config /etc/pgpush/apps.json
+        """
+
+    static let flags: Set<String> = [
+        "help", "database-url", "config", "app", "topic", "apns-env", "apns-url", "ca-file", "team-id", "key-id",
+        "key-file", "cert-file", "connections", "rate-per-connection", "lease-seconds", "drain-seconds", "worker-id",
+        "prune-after-days", "metrics-addr",
+    ]
+
+    static func run(_ arguments: Arguments) throws -> Int32 {
+        try arguments.checkOnly(flags)
+        var flagValues: [String: String] = [:]
+        for flag in flags { if let value = arguments.value(flag) { flagValues[flag] = value } }
+        let configuration: WorkerConfiguration
+        do {
+            configuration = try WorkerConfiguration.load(flags: flagValues, environment: ProcessInfo.processInfo.environment)
+        } catch {
+            throw UsageError(error.description)
+        }
+        let senders: [String: any NotificationSender]
+        do {
+            senders = try APNsSenderFactory.makeSenders(for: configuration.apps)
+        } catch {
+            throw UsageError(error.description)
+        }
+        let log = Log()
+        for app in configuration.apps {
+            for warning in CredentialFilePermissions.warnings(for: app) { log.warning("credential_file_permissions", ["app": app.name, "problem": warning]) }
+        }
+        let worker = try Worker(configuration: configuration, senders: senders, log: log)
+        let signals = SignalTrap(onFirst: { worker.stop() })
+        defer { withExtendedLifetime(signals) {} }
+        return try blockOn { try await worker.run() } ? 0 : 1
+    }
+}
+
+/// SIGTERM/SIGINT: the first asks for a graceful stop, the second exits at once.
+final class SignalTrap {
+    private let sources: [any DispatchSourceSignal]
+
+    init(onFirst: @escaping @Sendable () -> Void) {
+        let received = Atomic<Int>(0)
+        sources = [SIGTERM, SIGINT].map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler {
+                if received.add(1, ordering: .sequentiallyConsistent).newValue == 1 {
+                    FileHandle.standardError.write(Data("pgpush: stopping (send the signal again to exit at once)\n".utf8))
+                    onFirst()
+                } else {
+                    exit(1)
+                }
+            }
+            source.resume()
+            return source
+        }
+    }
+}
+
+/// Runs async work from the synchronous command layer and waits for it.
+func blockOn(_ body: @escaping @Sendable () async throws -> Void) throws -> Bool {
+    let outcome = Mutex<Result<Void, any Error>?>(nil)
+    let done = DispatchSemaphore(value: 0)
+    Task {
+        do { try await body(); outcome.withLock { $0 = .success(()) } } catch { outcome.withLock { $0 = .failure(error) } }
+        done.signal()
+    }
+    done.wait()
+    try outcome.withLock { $0 }?.get()
+    return true
+}
+

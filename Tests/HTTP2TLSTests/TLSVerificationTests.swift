@@ -1,0 +1,142 @@
+import Foundation
+import HTTP2TLS
+import Testing
+
+@Suite("TLS: verification, ALPN and protocol version are enforced")
+struct TLSVerificationTests {
+    private func connectError(host: String = "localhost", port: Int, configuration: HTTP2ClientConfiguration) async throws -> ConnectError? {
+        let client = try HTTP2Client()
+        defer { client.shutdown() }
+        do throws(ConnectError) {
+            let connection = try await client.connect(host: host, port: port, configuration: configuration)
+            connection.close(graceful: false)
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    @Test("a certificate for localhost from the trusted CA is accepted by name and by IP")
+    func validCertificate() async throws {
+        let server = try makeServer(echoHandler)
+        defer { server.shutdown() }
+        let client = try HTTP2Client()
+        defer { client.shutdown() }
+        for host in ["localhost", "127.0.0.1"] {
+            let connection = try await client.connect(host: host, port: server.port, configuration: try clientConfiguration())
+            #expect(try await connection.send(request(1)).status == 200)
+        }
+    }
+
+    @Test("a certificate for another host name is refused")
+    func wrongHostName() async throws {
+        let certificates = try TestCertificates.get()
+        let server = try makeServer(echoHandler, certificate: certificates.wrongHostCertificate, key: certificates.wrongHostKey)
+        defer { server.shutdown() }
+        let error = try await connectError(port: server.port, configuration: try clientConfiguration())
+        guard case .tlsHandshakeFailed(let detail) = error else {
+            Issue.record("expected a TLS failure, got \(String(describing: error))")
+            return
+        }
+        #expect(detail.contains("hostname mismatch"))
+        #expect(server.statistics.requestsReceived == 0)
+    }
+
+    @Test("a certificate from an unknown CA is refused, with or without an extra CA file")
+    func unknownCA() async throws {
+        let certificates = try TestCertificates.get()
+        let server = try makeServer(echoHandler, certificate: certificates.otherCAServerCertificate, key: certificates.otherCAServerKey)
+        defer { server.shutdown() }
+        for configuration in [try clientConfiguration(), HTTP2ClientConfiguration(tls: try ClientTLSContext())] {
+            let error = try await connectError(port: server.port, configuration: configuration)
+            guard case .tlsHandshakeFailed(let detail) = error else {
+                Issue.record("expected a TLS failure, got \(String(describing: error))")
+                continue
+            }
+            #expect(detail.contains("certificate verify failed"))
+        }
+    }
+
+    @Test("a server that does not agree to ALPN h2 is refused", .enabled(if: Tool.path("openssl") != nil))
+    func noALPN() async throws {
+        let error = try await withOpenSSLServer([]) { port in
+            try await connectError(host: "127.0.0.1", port: port, configuration: try clientConfiguration())
+        }
+        #expect(error == .alpnNotNegotiated(selected: nil))
+    }
+
+    @Test("a server limited to TLS 1.1 is refused", .enabled(if: Tool.path("openssl") != nil))
+    func oldTLSVersion() async throws {
+        let error = try await withOpenSSLServer(["-tls1_1", "-cipher", "DEFAULT@SECLEVEL=0", "-alpn", "h2"]) { port in
+            try await connectError(host: "127.0.0.1", port: port, configuration: try clientConfiguration())
+        }
+        guard case .tlsHandshakeFailed(let detail) = error else {
+            Issue.record("expected a TLS failure, got \(String(describing: error))")
+            return
+        }
+        #expect(detail.contains("version") || detail.contains("protocol"))
+    }
+
+    @Test("a peer that stops answering is detected by PING and its requests may have been processed",
+          .enabled(if: Tool.path("openssl") != nil), .timeLimit(.minutes(1)))
+    func pingTimeout() async throws {
+        // openssl s_server completes TLS with ALPN h2 and then stays silent.
+        try await withOpenSSLServer(["-alpn", "h2"]) { port in
+            let client = try HTTP2Client()
+            defer { client.shutdown() }
+            var configuration = try clientConfiguration()
+            // The interval leaves the request ample time to go out first, even on a loaded machine.
+            configuration.pingInterval = .seconds(3)
+            configuration.pingTimeout = .seconds(1)
+            let connection = try await client.connect(host: "127.0.0.1", port: port, configuration: configuration)
+            let failure = await failure(of: connection, request(1))
+            #expect(failure == RequestFailure(.possiblyProcessed, .connectionClosed(.pingTimeout)))
+            #expect(connection.status.phase == .closed(.pingTimeout))
+        }
+    }
+
+    @Test("a listener that never completes the handshake hits the connect timeout", .timeLimit(.minutes(1)))
+    func connectTimeout() async throws {
+        let listener = try SilentListener()
+        defer { listener.close() }
+        var configuration = try clientConfiguration()
+        configuration.connectTimeout = .milliseconds(300)
+        let start = ContinuousClock.now
+        let error = try await connectError(host: "127.0.0.1", port: listener.port, configuration: configuration)
+        #expect(error == .timedOut)
+        #expect(ContinuousClock.now - start >= .milliseconds(290))
+    }
+
+    @Test("an unknown host name fails resolution")
+    func unresolvableHost() async throws {
+        let error = try await connectError(host: "nonexistent.invalid", port: 443, configuration: try clientConfiguration())
+        guard case .resolutionFailed(let host, _) = error else {
+            Issue.record("expected a resolution failure, got \(String(describing: error))")
+            return
+        }
+        #expect(host == "nonexistent.invalid")
+    }
+
+    @Test("nothing listening: connect fails at once")
+    func refusedConnect() async throws {
+        let port = try freePort()
+        let error = try await connectError(host: "127.0.0.1", port: port, configuration: try clientConfiguration())
+        guard case .connectFailed(let detail) = error else {
+            Issue.record("expected a connect failure, got \(String(describing: error))")
+            return
+        }
+        #expect(detail.contains("refused"))
+    }
+
+    /// Runs `openssl s_server` with the test certificate on a free port for `body`.
+    private func withOpenSSLServer<T>(_ extra: [String], _ body: (Int) async throws -> T) async throws -> T {
+        let certificates = try TestCertificates.get()
+        let port = try freePort()
+        let process = try Tool.start("openssl", ["s_server", "-accept", "127.0.0.1:\(port)", "-cert", certificates.serverCertificate,
+                                                 "-key", certificates.serverKey, "-quiet"] + extra)
+        // s_server ignores SIGTERM while it waits on stdin.
+        defer { Tool.kill(process) }
+        try await waitForListener(port: port)
+        return try await body(port)
+    }
+}

@@ -1,0 +1,104 @@
+import APNsClient
+import Foundation
+import PGPushCore
+@testable import PushWorker
+import PushQueue
+import Testing
+
+@Suite struct OutcomeDeciderTests {
+    let decider = OutcomeDecider(retry: .default)
+
+    func row(attempts: Int = 1, topic: String? = nil) -> ClaimedNotification {
+        ClaimedNotification(
+            notification: PushNotification(id: 7, app: "default", deviceToken: String(repeating: "ab", count: 32),
+                                            pushType: "alert", priority: nil, topic: topic,
+                                            payload: Array(#"{"aps":{"alert":"x"}}"#.utf8), collapseID: nil,
+                                            expiration: nil, apnsID: UUID()),
+            claimCount: 3, attempts: attempts)
+    }
+
+    func decide(_ answer: DeliveryResult, attempts: Int = 1, resends: Int = 0) -> OutcomeDecider.Decision {
+        var random = SeededRandomNumberGenerator(seed: 42)
+        var result = answer
+        result.resends = resends
+        return decider.decide(row(attempts: attempts), result, using: &random)
+    }
+
+    func failure(_ processing: DeliveryFailure.Processing, _ cause: DeliveryFailure.Cause) -> DeliveryResult {
+        DeliveryResult(status: nil, failure: DeliveryFailure(processing: processing, cause: cause, detail: "test"))
+    }
+
+    @Test func deliveredKeepsTheLeaseClaim() {
+        let decision = decide(DeliveryResult(status: 200, reason: nil, timestamp: nil))
+        #expect(decision.outcome == Outcome(id: 7, claimCount: 3, disposition: .delivered, httpStatus: 200))
+        #expect(decision.appProblem == nil)
+    }
+
+    @Test func serverErrorsRetryThreeTimesWithinOneToFiveSecondsThenFail() throws {
+        for attempts in 1...3 {
+            let decision = decide(DeliveryResult(status: 503, reason: "ServiceUnavailable", timestamp: nil), attempts: attempts)
+            guard case .retry(let delay, let counts) = decision.outcome.disposition else {
+                Issue.record("attempt \(attempts) should retry, got \(decision.outcome.disposition)")
+                continue
+            }
+            #expect(counts)
+            #expect(delay >= .seconds(1) && delay <= .seconds(5))
+            #expect(decision.outcome.recordsError)
+            #expect(decision.outcome.reason == "ServiceUnavailable")
+        }
+        let last = decide(DeliveryResult(status: 500, reason: "InternalServerError", timestamp: nil), attempts: 4)
+        #expect(last.outcome.disposition == .failed)
+        let silent = decide(failure(.mayHaveBeenProcessed, .deadlineExceeded), attempts: 4)
+        #expect(silent.outcome.disposition == .failed)
+        #expect(silent.outcome.reason == "DeadlineExceeded")
+        #expect(silent.outcome.httpStatus == nil)
+    }
+
+    @Test func unregisteredFailsAndInvalidatesWithApplesTimestamp() {
+        let when = Date(timeIntervalSince1970: 1_700_000_000)
+        let decision = decide(DeliveryResult(status: 410, reason: "Unregistered", timestamp: when))
+        #expect(decision.outcome.disposition == .failed)
+        #expect(decision.outcome.invalidatesToken)
+        #expect(decision.outcome.appleTimestamp == when)
+        #expect(decision.outcome.recordsError)
+    }
+
+    @Test func credentialErrorsHoldTheRowAndFlagTheApp() {
+        let decision = decide(DeliveryResult(status: 403, reason: "InvalidProviderToken", timestamp: nil))
+        #expect(decision.outcome.disposition == .retry(after: OutcomeDecider.holdDelay, countsAsAttempt: false))
+        #expect(decision.appProblem == "InvalidProviderToken")
+    }
+
+    @Test func notProcessedGoesBackWithoutAnAttemptOrAnErrorRow() {
+        let decision = decide(failure(.notProcessed, .refusedStream), resends: 0)
+        guard case .retry(_, let counts) = decision.outcome.disposition else {
+            Issue.record("expected a retry, got \(decision.outcome.disposition)")
+            return
+        }
+        #expect(!counts)
+        #expect(!decision.outcome.recordsError)
+        #expect(decision.outcome.keepsLastAnswer)
+    }
+
+    @Test func tooManyRequestsBacksOffExponentially() {
+        var previous = Duration.zero
+        for attempts in 1...4 {
+            guard case .retry(let delay, true) = decide(DeliveryResult(status: 429, reason: "TooManyRequests", timestamp: nil),
+                                                        attempts: attempts).outcome.disposition else {
+                Issue.record("429 should retry")
+                return
+            }
+            #expect(delay >= previous / 2)
+            previous = delay
+        }
+        #expect(previous >= .seconds(4))
+    }
+
+    @Test func rejectedRowsFailWithThePGPushReason() {
+        let outcome = decider.rejected(row(), ValidationFailure(.invalidPayload, "not JSON"))
+        #expect(outcome.disposition == .failed)
+        #expect(outcome.reason == "InvalidPayload")
+        #expect(outcome.httpStatus == nil)
+        #expect(outcome.recordsError)
+    }
+}

@@ -1,0 +1,194 @@
+import APNsClient
+import APNsSimulator
+import Foundation
+import HTTP2TLS
+import PGPushCore
+import PGPushTestSupport
+import Postgres
+import PushWorker
+import Testing
+
+/// The worker against a real PostgreSQL and the APNs simulator over TLS + HTTP/2.
+@Suite struct WorkerEndToEndTests {
+    static let bundleID = "com.example.app"
+
+    /// A simulator with a fresh p8 key, and the app configuration that talks to it.
+    struct Harness {
+        let simulator: APNsSimulator
+        let app: AppConfiguration
+        let directory: URL
+
+        init(faults: FaultPlan, ratePerConnection: Int = 0, connections: Int = 2) throws {
+            directory = FileManager.default.temporaryDirectory.appendingPathComponent("pgpush-worker-\(UUID())")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            let key = try ES256PrivateKey.generate()
+            let keyFile = directory.appendingPathComponent("AuthKey.p8").path
+            try key.writePKCS8(toFile: keyFile)
+            var configuration = SimulatorConfiguration(authentication: .token(
+                ProviderTokenKey(teamID: "TEAM123456", keyID: "KEY1234567", publicKey: try key.publicKey())))
+            configuration.bundleID = WorkerEndToEndTests.bundleID
+            configuration.faults = faults
+            simulator = try APNsSimulator(configuration: configuration)
+            _ = try simulator.start()
+            app = AppConfiguration(
+                name: "default", bundleID: WorkerEndToEndTests.bundleID, apnsURL: simulator.baseURL,
+                caFile: simulator.caCertificatePath,
+                authentication: .token(teamID: "TEAM123456", keyID: "KEY1234567", keyFile: keyFile),
+                connections: connections, ratePerConnection: ratePerConnection)
+        }
+
+        func stop() {
+            simulator.stop()
+            try? FileManager.default.removeItem(at: directory)
+        }
+    }
+
+    static func token(_ number: Int) -> String { String(format: "%064x", number) }
+
+    static func fastRetries() -> RetryConfiguration {
+        var retry = RetryConfiguration.default
+        retry.serverErrorDelay = .milliseconds(10) ... .milliseconds(50)
+        retry.tooManyRequestsBaseDelay = .milliseconds(20)
+        retry.tooManyRequestsMaximumDelay = .milliseconds(100)
+        return retry
+    }
+
+    /// Polls the table until no row is unfinished; the worker has no "done" event of its own.
+    static func waitUntilFinished(_ connection: PostgresConnection, timeout: Duration = .seconds(60)) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            let open = try connection.query("SELECT count(*) FROM pgpush.notifications WHERE status IN ('queued', 'sending')")
+            if open.int(0, 0) == 0 { return }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        Issue.record("rows still unfinished after \(timeout)")
+    }
+
+    static func counts(_ connection: PostgresConnection, _ sql: String) throws -> [String: Int] {
+        let result = try connection.query(sql)
+        var counts: [String: Int] = [:]
+        for row in 0..<result.rowCount { counts[result.string(row, 0) ?? "null"] = result.int(row, 1) }
+        return counts
+    }
+
+    @Test func deliversRetriesAndRecordsEveryOutcome() async throws {
+        let unregistered = Self.token(900_001), flaky = Self.token(900_002), hammered = Self.token(900_003)
+        var faults = FaultPlan()
+        faults.unregisteredTokens = [unregistered]
+        faults.scripts = [flaky: [try ScriptedAnswer(parsing: "503"), try ScriptedAnswer(parsing: "503")],
+                          hammered: [try ScriptedAnswer(parsing: "TooManyRequests")]]
+        let harness = try Harness(faults: faults)
+        defer { harness.stop() }
+
+        let conninfo = try TestDatabase.migrated()
+        let database = try PostgresConnection(conninfo: conninfo)
+        let goodTokens = (1...300).map(Self.token)
+        try database.query("SELECT pgpush.enqueue_many(device_tokens => $1, payload => '{\"aps\":{\"alert\":\"hello\"}}')", [goodTokens])
+        for token in [unregistered, flaky, hammered] {
+            try database.query("SELECT pgpush.enqueue(device_token => $1, payload => '{\"aps\":{\"alert\":\"x\"}}')", [token])
+        }
+        // Valid for SQL, but a background push may not carry an alert: only the worker can tell.
+        try database.query("""
+            SELECT pgpush.enqueue(device_token => $1, push_type => 'background',
+                                  payload => '{"aps":{"content-available":1,"alert":"no"}}')
+            """, [Self.token(900_004)])
+
+        var configuration = WorkerConfiguration(databaseURL: conninfo, apps: [harness.app], workerID: "test-worker")
+        configuration.retry = Self.fastRetries()
+        configuration.pollInterval = .milliseconds(50)
+        let worker = try Worker(configuration: configuration, senders: try APNsSenderFactory.makeSenders(for: [harness.app]),
+                                log: Log(minimum: .warning))
+        let running = Task { try await worker.run() }
+        try await Self.waitUntilFinished(database)
+
+        let registered = try database.query("SELECT id, host, pid FROM pgpush.workers")
+        #expect(registered.string(0, 0) == "test-worker")
+        worker.stop()
+        try await running.value
+
+        #expect(try Self.counts(database, "SELECT status, count(*) FROM pgpush.notifications GROUP BY 1")
+                == ["delivered": 302, "failed": 2])
+        let rows = try database.query("""
+            SELECT device_token, status, attempts, last_status, last_reason FROM pgpush.notifications
+             WHERE device_token = ANY($1) ORDER BY device_token
+            """, [[unregistered, flaky, hammered, Self.token(900_004)]])
+        #expect(rows.rowCount == 4)
+        #expect(rows.string(0, 1) == "failed" && rows.int(0, 3) == 410 && rows.string(0, 4) == "Unregistered")
+        #expect(rows.string(1, 1) == "delivered" && rows.int(1, 2) == 3 && rows.int(1, 3) == 200)
+        #expect(rows.string(2, 1) == "delivered" && rows.int(2, 2) == 2)
+        #expect(rows.string(3, 1) == "failed" && rows.int(3, 2) == 1 && rows.int(3, 3) == nil)
+        #expect(rows.string(3, 4) == "BadBackgroundPayload")
+
+        #expect(try Self.counts(database, "SELECT coalesce(status::text, 'none') || ' ' || reason, count(*) FROM pgpush.delivery_errors GROUP BY 1")
+                == ["503 ServiceUnavailable": 2, "429 TooManyRequests": 1, "410 Unregistered": 1, "none BadBackgroundPayload": 1])
+        let invalid = try database.query("SELECT device_token, reason, apple_timestamp IS NOT NULL FROM pgpush.invalid_tokens")
+        #expect(invalid.rowCount == 1)
+        #expect(invalid.string(0, 0) == unregistered)
+        #expect(invalid.bool(0, 2) == true)
+        #expect(try database.query("SELECT count(*) FROM pgpush.workers").int(0, 0) == 0)
+        #expect(try database.query("SELECT healthy FROM pgpush.app_health WHERE app = 'default'").bool(0, 0) == true)
+
+        let report = harness.simulator.report()
+        #expect(report.totalRequests == 300 + 1 + 3 + 2)
+        #expect(report.duplicateAcceptedAPNsIDs == 0)
+    }
+
+    @Test func newRowsAreSentWithoutPolling() async throws {
+        let harness = try Harness(faults: FaultPlan())
+        defer { harness.stop() }
+        let conninfo = try TestDatabase.migrated()
+        let database = try PostgresConnection(conninfo: conninfo)
+        var configuration = WorkerConfiguration(databaseURL: conninfo, apps: [harness.app], workerID: "notify-worker")
+        // Polling so rare that only NOTIFY can explain a quick delivery.
+        configuration.pollInterval = .seconds(600)
+        let worker = try Worker(configuration: configuration, senders: try APNsSenderFactory.makeSenders(for: [harness.app]),
+                                log: Log(minimum: .warning))
+        let running = Task { try await worker.run() }
+        defer { worker.stop() }
+        // Wait until the worker is registered (its listener starts right after).
+        for _ in 0..<200 where try database.query("SELECT count(*) FROM pgpush.workers").int(0, 0) == 0 {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        for round in 1...3 {
+            try await Task.sleep(for: .milliseconds(200))   // let the claim loop go idle
+            try database.query("SELECT pgpush.enqueue(device_token => $1, payload => '{\"aps\":{\"alert\":\"hi\"}}')", [Self.token(round)])
+            try await Self.waitUntilFinished(database, timeout: .seconds(30))
+        }
+        #expect(try database.query("SELECT count(*) FROM pgpush.notifications WHERE status = 'delivered'").int(0, 0) == 3)
+        worker.stop()
+        try await running.value
+    }
+
+    @Test func stopReturnsUnsentRowsAndExitsCleanly() async throws {
+        // One connection at 20/s and a backlog of 400: most rows are still queued when the stop comes.
+        let harness = try Harness(faults: FaultPlan(), ratePerConnection: 20, connections: 1)
+        defer { harness.stop() }
+        let conninfo = try TestDatabase.migrated()
+        let database = try PostgresConnection(conninfo: conninfo)
+        try database.query("SELECT pgpush.enqueue_many(device_tokens => $1, payload => '{\"aps\":{\"alert\":\"x\"}}')",
+                           [(1...400).map(Self.token)])
+        var configuration = WorkerConfiguration(databaseURL: conninfo, apps: [harness.app], workerID: "draining-worker")
+        configuration.drainTimeout = .seconds(10)
+        let worker = try Worker(configuration: configuration, senders: try APNsSenderFactory.makeSenders(for: [harness.app]),
+                                log: Log(minimum: .warning))
+        let running = Task { try await worker.run() }
+        for _ in 0..<500 where try database.query("SELECT count(*) FROM pgpush.notifications WHERE status = 'delivered'").int(0, 0) ?? 0 < 5 {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        worker.stop()
+        try await running.value
+
+        let states = try Self.counts(database, "SELECT status, count(*) FROM pgpush.notifications GROUP BY 1")
+        #expect(states["sending"] == nil)
+        #expect((states["delivered"] ?? 0) + (states["queued"] ?? 0) == 400)
+        #expect((states["queued"] ?? 0) > 0)
+        // Rows given back spent no attempt and carry no lease.
+        let released = try database.query("""
+            SELECT count(*) FROM pgpush.notifications
+             WHERE status = 'queued' AND (attempts <> 0 OR locked_by IS NOT NULL)
+            """)
+        #expect(released.int(0, 0) == 0)
+        #expect(harness.simulator.report().totalRequests == states["delivered"])
+        #expect(try database.query("SELECT count(*) FROM pgpush.workers").int(0, 0) == 0)
+    }
+}
