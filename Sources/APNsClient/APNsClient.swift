@@ -10,6 +10,10 @@ import PGPushCore
 /// an auth answer (403 ExpiredProviderToken: new JWT, new connection; 429
 /// TooManyProviderTokenUpdates: new connection; each at most once). It never resends a
 /// request APNs may have processed, and leaves every other answer to the caller's policy.
+///
+/// Many `send`s may run at once; each waits its turn for a free stream and the connection's
+/// rate, so a caller with a backlog simply awaits. The worker should hand over no more than
+/// it can afford to wait for: connections × rate per second.
 public final class APNsClient: Sendable {
     public let configuration: APNsClientConfiguration
     private let pool: APNsConnectionPool
@@ -93,29 +97,31 @@ public final class APNsClient: Sendable {
             case .success(let current): token = current
             case .failure(let failure): return failed(failure, resends: resends, since: started)
             }
+            // Built before the lease: once granted, the request is to be written at once.
+            let wireRequest = http2Request(for: request, token: token)
             let lease: ConnectionLease
-            switch await acquireConnection(avoiding: avoidedSlot) {
+            var rateWait: Duration?
+            switch await acquireConnection(avoiding: avoidedSlot, rateWait: &rateWait) {
             case .success(let granted): lease = granted
             case .failure(let failure): return failed(failure, resends: resends, since: started)
             }
-            let waited = await lease.limiter.wait(until: lease.start)
-            recorder.update {
-                $0.requestsSent += 1
-                if waited > .zero {
-                    $0.rateLimiterWaits += 1
-                    $0.rateLimiterWaitTime += waited
-                }
-            }
             let outcome: Result<HTTP2Response, RequestFailure>
             do throws(RequestFailure) {
-                outcome = .success(try await lease.connection.send(http2Request(for: request, token: token)))
+                outcome = .success(try await lease.connection.send(wireRequest))
             } catch {
                 outcome = .failure(error)
+            }
+            recorder.update {
+                $0.requestsSent += 1
+                if let rateWait {
+                    $0.rateLimiterWaits += 1
+                    $0.rateLimiterWaitTime += rateWait
+                }
             }
 
             switch outcome {
             case .success(let response):
-                var result = answered(response, resends: resends, since: started)
+                let result = answered(response, resends: resends, since: started)
                 pool.finish(lease, answer: response.status, reason: result.reason)
                 recorder.update { $0.answersByStatus[response.status, default: 0] += 1 }
                 if case .token(let cache) = configuration.authentication, let token,
@@ -123,24 +129,18 @@ public final class APNsClient: Sendable {
                     // Not counted as an attempt (SPEC §4); the connection is closed as Pushy does,
                     // since APNs may keep it wedged on the old token.
                     refreshedExpiredToken = true
-                    do {
-                        _ = try cache.refreshAfterExpired(previous: token)
-                    } catch {
-                        result.resends = resends
-                        return result
-                    }
+                    // If no new token can be signed, the 403 itself is the answer to give.
+                    guard (try? cache.refreshAfterExpired(previous: token)) != nil else { return result }
                     recorder.update { $0.providerTokenRefreshes += 1 }
                     pool.retire(lease)
-                    resends += 1
-                    recorder.update { $0.resends += 1 }
+                    noteResend(&resends)
                     avoidedSlot = lease.slot
                     continue
                 }
                 if response.status == 429, result.reason == APNsReason.tooManyProviderTokenUpdates.rawValue, !resentAfterTokenUpdates {
                     resentAfterTokenUpdates = true
                     pool.retire(lease)
-                    resends += 1
-                    recorder.update { $0.resends += 1 }
+                    noteResend(&resends)
                     avoidedSlot = lease.slot
                     continue
                 }
@@ -150,8 +150,7 @@ public final class APNsClient: Sendable {
                 pool.finish(lease, answer: nil, reason: nil)
                 if Self.isResendable(failure), unprocessedResends < Self.maximumUnprocessedResends, !pool.isShuttingDown {
                     unprocessedResends += 1
-                    resends += 1
-                    recorder.update { $0.resends += 1 }
+                    noteResend(&resends)
                     avoidedSlot = lease.slot
                     continue
                 }
@@ -162,6 +161,11 @@ public final class APNsClient: Sendable {
 
     // MARK: pieces of send
 
+    private func noteResend(_ resends: inout Int) {
+        resends += 1
+        recorder.update { $0.resends += 1 }
+    }
+
     private func providerToken() -> Result<ProviderToken?, DeliveryFailure> {
         guard case .token(let cache) = configuration.authentication else { return .success(nil) }
         do throws(ProviderTokenError) {
@@ -171,31 +175,52 @@ public final class APNsClient: Sendable {
         }
     }
 
-    /// A connection for the next try, waiting up to the request timeout for one to open.
-    private func acquireConnection(avoiding avoided: Int?) async -> Result<ConnectionLease, DeliveryFailure> {
-        let deadline = clock.now.advanced(by: configuration.requestTimeout)
+    /// A stream to write the next try on now. Waits for a free stream and the rate for as
+    /// long as it takes while a connection is open: each stream frees within the request
+    /// timeout and the rate frees on schedule, so the wait ends; how much to queue is the
+    /// caller's choice. Without any open connection it waits up to the request timeout, then
+    /// gives up with `couldNotConnect` (the request was never written).
+    /// `rateWait`: set to how long the request waited for the rate limit, if it did.
+    private func acquireConnection(avoiding avoided: Int?, rateWait: inout Duration?) async -> Result<ConnectionLease, DeliveryFailure> {
+        var deadline = clock.now.advanced(by: configuration.requestTimeout)
+        var rateSleeper = false
+        var rateWaitBegan: ContinuousClock.Instant?
         while true {
-            switch pool.lease(avoiding: avoided) {
-            case .leased(let lease):
+            let attempt = pool.lease(avoiding: avoided, wasRateSleeper: rateSleeper)
+            rateSleeper = false
+            if case .leased(let lease) = attempt {
+                rateWait = rateWaitBegan.map { $0.duration(to: clock.now) }
                 return .success(lease)
-            case .shutDown:
+            }
+            if case .shutDown = attempt {
                 return .failure(DeliveryFailure(processing: .notProcessed, cause: .clientShutDown, detail: "APNs client is shut down"))
-            case .unavailable(let generation):
-                if clock.now >= deadline {
-                    let open = pool.liveConnections
-                    if open > 0 {
-                        return .failure(DeliveryFailure(
-                            processing: .notProcessed, cause: .noFreeStream,
-                            detail: "every stream of the \(open) connection(s) to \(configuration.endpoint) stayed busy for \(configuration.requestTimeout)"))
-                    }
-                    let why = pool.lastConnectError.map { ": \($0)" } ?? ""
-                    return .failure(DeliveryFailure(
-                        processing: .notProcessed, cause: .couldNotConnect,
-                        detail: "no connection to \(configuration.endpoint) within \(configuration.requestTimeout)\(why)"))
-                }
+            }
+            let now = clock.now
+            if pool.liveConnections > 0 {
+                deadline = now.advanced(by: configuration.requestTimeout)
+            } else if now >= deadline {
+                if case .rateLimited = attempt { pool.resignRateSleeper() }
+                return .failure(couldNotConnect())
+            }
+            switch attempt {
+            case .rateLimited(let until, let generation):
+                rateSleeper = true
+                if rateWaitBegan == nil { rateWaitBegan = now }
+                await pool.waitForChange(after: generation, until: min(until, deadline))
+            case .unavailable(let generation, let rateLimited):
+                if rateLimited && rateWaitBegan == nil { rateWaitBegan = now }
                 await pool.waitForChange(after: generation, until: deadline)
+            case .leased, .shutDown:
+                break
             }
         }
+    }
+
+    private func couldNotConnect() -> DeliveryFailure {
+        let why = pool.lastConnectError.map { ": \($0)" } ?? ""
+        return DeliveryFailure(
+            processing: .notProcessed, cause: .couldNotConnect,
+            detail: "no connection to \(configuration.endpoint) within \(configuration.requestTimeout)\(why)")
     }
 
     private func http2Request(for request: APNsRequest, token: ProviderToken?) -> HTTP2Request {

@@ -60,9 +60,6 @@ public struct DeliveryFailure: Error, Sendable, Equatable, CustomStringConvertib
     public enum Cause: String, Sendable, Equatable {
         /// No connection could be opened within the request timeout.
         case couldNotConnect
-        /// Connections were open, but every stream they allow stayed busy for the whole
-        /// request timeout (APNs answering slowly, or a very low stream limit).
-        case noFreeStream
         /// RST_STREAM REFUSED_STREAM, also after the client's own resends.
         case refusedStream
         /// The connection was going away (GOAWAY) and resends were used up.

@@ -16,8 +16,10 @@ public struct APNsClientConfiguration: Sendable {
     /// HTTP/2 connections kept open for this app.
     public var connections: Int = 4
     /// Requests per second per connection, over any one-second window; nil or 0: no cap
-    /// (benchmarks). A connection whose answers are more than 10% 429 TooManyRequests runs
-    /// at half this rate for a while (see `TooManyRequestsThrottle`); an uncapped one does not.
+    /// (benchmarks). Sends are paced in tenths of a second (a tenth of the rate each) so
+    /// that APNs never counts more in a second. A connection whose answers are more than
+    /// 10% 429 TooManyRequests runs at half this rate for a while (see
+    /// `TooManyRequestsThrottle`); an uncapped one does not.
     public var ratePerConnection: Int? = 100
     /// From writing a request to its answer; also how long `send` waits for a connection.
     public var requestTimeout: Duration = .seconds(10)

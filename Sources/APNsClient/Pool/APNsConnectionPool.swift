@@ -6,20 +6,16 @@ import Synchronization
 /// Each slot has a keeper task that connects, waits until the connection stops taking
 /// requests (GOAWAY, close, or retired after an auth error), and connects again: at once
 /// after a healthy connection, otherwise after the reconnect backoff with jitter. The
-/// transport resolves DNS afresh at each connect (apns-reference §1). Requests go to the
-/// connection whose rate limiter frees first, then to the least loaded.
+/// transport resolves DNS afresh at each connect (apns-reference §1).
+///
+/// Requests wait here, not in the transport's queue, until a connection has a free stream
+/// and rate to spare, then go to the connection that can send soonest, then to the least
+/// loaded; so each request is written at the instant its `ConnectionRate` recorded.
 final class APNsConnectionPool: Sendable {
     /// A connection that answered, or lived this long, counts as healthy: its successor
     /// connects without backoff. One that died younger and silent counts as a failure, so
     /// a server that accepts and drops connections is not hammered (apns-reference §7).
     static let healthyLifetime: Duration = .seconds(10)
-
-    /// The rate window the limiters use: a second plus a margin. The limiter spaces send
-    /// *starts*; APNs sees arrivals, and a burst's arrivals spread by a few milliseconds of
-    /// scheduling and I/O jitter that the next burst need not repeat. Measured on loopback,
-    /// a 1 s spacing let the server count up to N + 20 in some second; 20 ms of margin
-    /// (2% of throughput) keeps every server-side window within N.
-    static let rateWindow: Duration = .milliseconds(1020)
 
     private struct Waiter {
         let continuation: CheckedContinuation<Void, Never>
@@ -30,13 +26,16 @@ final class APNsConnectionPool: Sendable {
         var slots: [PoolSlot]
         var started = false
         var shuttingDown = false
-        /// Bumped whenever a connection is installed or shutdown begins.
+        /// Bumped whenever a connection is installed, a stream is freed, a stream limit
+        /// changes, or shutdown begins: a request that found nothing waits for a new one.
         var generation = 0
         var waiters: [Int: Waiter] = [:]
         /// Waiter ids in arrival order (ids already woken are skipped): a freed stream
         /// wakes the longest waiting request only.
         var waitOrder: [Int] = []
         var waitOrderHead = 0
+        /// One request sleeps until the next rate-limit instant; see `lease`.
+        var rateSleeperActive = false
         var nextWaiterID = 0
         var keepers: [Task<Void, Never>] = []
         var startWaiters: [CheckedContinuation<Void, Never>] = []
@@ -51,7 +50,6 @@ final class APNsConnectionPool: Sendable {
     private let backoff: ReconnectBackoff
     private let localStreamCap: Int
     private let oneStreamUntilFirstAnswer: Bool
-    private let limiters: [RateLimiter<ContinuousClock>]
     private let statistics: StatisticsRecorder
     private let state: Mutex<State>
     private let clock = ContinuousClock()
@@ -65,7 +63,6 @@ final class APNsConnectionPool: Sendable {
         self.statistics = statistics
         localStreamCap = connectionConfiguration.maxConcurrentStreams
         oneStreamUntilFirstAnswer = connectionConfiguration.singleStreamUntilFirstResponse
-        limiters = (0..<connections).map { _ in RateLimiter(limit: ratePerConnection, window: Self.rateWindow) }
         state = Mutex(State(slots: (0..<connections).map { _ in PoolSlot(ratePerConnection: ratePerConnection) }))
     }
 
@@ -100,36 +97,71 @@ final class APNsConnectionPool: Sendable {
 
     // MARK: leasing
 
-    /// The best connection for a new request, with its start instant reserved. A slot named
-    /// in `avoiding` (where the request just failed) is taken only when nothing else is open.
-    func lease(avoiding avoided: Int? = nil) -> LeaseAttempt {
-        let now = clock.now
-        return state.withLock { state -> LeaseAttempt in
-            if state.shuttingDown { return .shutDown }
+    /// The best connection for a request that is to be written now: one with a free stream
+    /// whose rate limiter allows a send now (the instant is recorded), preferring the least
+    /// loaded. A slot named in `avoiding` (where the request just failed) is taken only when
+    /// nothing else is.
+    ///
+    /// Only a send that goes out at once is recorded, so the limiter's window holds real
+    /// send instants. When streams are free but rates are used up, one waiting request (the
+    /// "rate sleeper") sleeps until the exact instant the first limiter frees; the others
+    /// wait in line, and each granted lease wakes the next, so a backlog costs one wake-up
+    /// per send rather than one per waiting request. `wasRateSleeper`: the caller held that
+    /// role and is back to try again.
+    func lease(avoiding avoided: Int? = nil, wasRateSleeper: Bool = false) -> LeaseAttempt {
+        let (attempt, next) = state.withLock { state -> (LeaseAttempt, Waiter?) in
+            // Read under the lock: a lease must record the instant it was granted, not the
+            // instant its caller started waiting for the lock.
+            let now = clock.now
+            if wasRateSleeper { state.rateSleeperActive = false }
+            if state.shuttingDown { return (.shutDown, nil) }
             var best: (slot: Int, start: ContinuousClock.Instant, load: Int, avoided: Bool)?
             for index in state.slots.indices {
                 let slot = state.slots[index]
                 guard let connection = slot.connection, connection.status.acceptsRequests,
                       slot.inFlight < slot.streamLimit(localCap: localStreamCap, oneStreamUntilFirstAnswer: oneStreamUntilFirstAnswer)
                 else { continue }
-                let candidate = (slot: index, start: limiters[index].earliestStart(at: now), load: state.slots[index].inFlight,
+                let candidate = (slot: index, start: slot.rate.earliestStart(at: now), load: slot.inFlight,
                                  avoided: index == avoided)
                 guard let current = best else { best = candidate; continue }
-                if Self.isBetter(candidate, than: current) { best = candidate }
+                if Self.isBetter(candidate, than: current, now: now) { best = candidate }
             }
             guard let best, let connection = state.slots[best.slot].connection else {
-                return .unavailable(generation: state.generation)
+                return (.unavailable(generation: state.generation, rateLimited: false), nil)
+            }
+            guard best.start <= now else {
+                if state.rateSleeperActive { return (.unavailable(generation: state.generation, rateLimited: true), nil) }
+                state.rateSleeperActive = true
+                return (.rateLimited(until: best.start, generation: state.generation), nil)
             }
             state.slots[best.slot].inFlight += 1
-            let start = limiters[best.slot].reserve(at: now)
-            return .leased(ConnectionLease(slot: best.slot, connection: connection, start: start, limiter: limiters[best.slot]))
+            state.slots[best.slot].rate.record(at: now)
+            let lease = ConnectionLease(slot: best.slot, connection: connection)
+            // Pass the turn on: the next waiting request either finds room too or becomes
+            // the rate sleeper.
+            return (.leased(lease), Self.takeLongestWaiter(&state))
         }
+        if let next { Self.wake([next]) }
+        return attempt
     }
 
+    /// A rate sleeper that gives up (its deadline passed) hands the role to the next in line.
+    func resignRateSleeper() {
+        let next = state.withLock { state -> Waiter? in
+            state.rateSleeperActive = false
+            return Self.takeLongestWaiter(&state)
+        }
+        if let next { Self.wake([next]) }
+    }
+
+    /// Not avoided first; then sendable now (or freeing first); then least loaded.
     private static func isBetter(_ candidate: (slot: Int, start: ContinuousClock.Instant, load: Int, avoided: Bool),
-                                 than current: (slot: Int, start: ContinuousClock.Instant, load: Int, avoided: Bool)) -> Bool {
+                                 than current: (slot: Int, start: ContinuousClock.Instant, load: Int, avoided: Bool),
+                                 now: ContinuousClock.Instant) -> Bool {
         if candidate.avoided != current.avoided { return !candidate.avoided }
-        if candidate.start != current.start { return candidate.start < current.start }
+        let candidateStart = max(candidate.start, now)
+        let currentStart = max(current.start, now)
+        if candidateStart != currentStart { return candidateStart < currentStart }
         return candidate.load < current.load
     }
 
@@ -224,13 +256,11 @@ final class APNsConnectionPool: Sendable {
             let tooManyRequests = answer == 429 && reason != "TooManyProviderTokenUpdates"
             let change = throttle.record(tooManyRequests: tooManyRequests, at: now)
             state.slots[lease.slot].throttle = throttle
+            if let change { state.slots[lease.slot].rate.setLimit(change) }
             return (change, freed)
         }
         Self.wake(freed)
-        if let newRate {
-            lease.limiter.setLimit(newRate)
-            updateThrottleCount()
-        }
+        if newRate != nil { updateThrottleCount() }
     }
 
     private func updateThrottleCount() {

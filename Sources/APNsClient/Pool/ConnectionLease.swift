@@ -1,18 +1,21 @@
 import HTTP2TLS
 
-/// One request's claim on a pooled connection: the connection, its slot, and the instant
-/// the rate limiter reserved for the request's start.
+/// One request's claim on a stream of a pooled connection, granted at the instant the
+/// connection's rate recorded: the request is to be written now.
 struct ConnectionLease: Sendable {
     let slot: Int
     let connection: HTTP2ClientConnection
-    let start: ContinuousClock.Instant
-    let limiter: RateLimiter<ContinuousClock>
 }
 
 /// What asking the pool for a connection gave.
 enum LeaseAttempt: Sendable {
     case leased(ConnectionLease)
-    /// Nothing usable now; wait for the pool to change after this generation.
-    case unavailable(generation: Int)
+    /// Nothing to write on now; wait for the pool to change after this generation.
+    /// `rateLimited`: a stream is free, but the rate is used up and another request
+    /// already sleeps until it frees.
+    case unavailable(generation: Int, rateLimited: Bool)
+    /// A stream is free but every such connection sent its full rate in the last window;
+    /// the caller is the one request that sleeps until `until`, when the first frees.
+    case rateLimited(until: ContinuousClock.Instant, generation: Int)
     case shutDown
 }

@@ -1,23 +1,24 @@
 import HTTP2TLS
 
 /// One of the pool's connection places: the connection that currently fills it (if any)
-/// and what the pool knows about it. The rate limiter and 429 throttle belong to the
+/// and what the pool knows about it. The rate and the 429 throttle belong to the
 /// slot, so a replacement connection inherits a slowed-down rate instead of resetting it.
 struct PoolSlot {
     var connection: HTTP2ClientConnection?
     var connectedAt: ContinuousClock.Instant?
     var answeredSinceConnect = false
-    /// Requests leased on the current connection and not yet finished (streams it uses,
-    /// including requests waiting for their rate-limited start).
+    /// Requests leased on the current connection and not yet finished: streams it uses.
     var inFlight = 0
     /// Set when the current connection stopped taking requests; read by the keeper.
     var lastConnectionWasHealthy = false
     var replacementWaiter: CheckedContinuation<Bool, Never>?
     var throttle: TooManyRequestsThrottle<ContinuousClock.Instant>?
+    var rate: ConnectionRate
     var firstAttemptDone = false
 
     init(ratePerConnection: Int?) {
         throttle = ratePerConnection.map { TooManyRequestsThrottle(configuredRate: $0) }
+        rate = ConnectionRate(limit: ratePerConnection)
     }
 
     /// How many streams the current connection may have open: the server's
