@@ -24,7 +24,7 @@ public struct DemoReport: Sendable {
     }
 
     /// `0123abcd…89ef (64)`: enough to tell tokens apart, with the length that matters.
-    static func shortToken(_ token: String) -> String {
+    public static func shortToken(_ token: String) -> String {
         token.count <= 16 ? token : "\(token.prefix(8))…\(token.suffix(4)) (\(token.count))"
     }
 
