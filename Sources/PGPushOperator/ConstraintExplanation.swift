@@ -21,6 +21,7 @@ public enum ConstraintExplanation {
         "notifications_payload_too_large": "the payload is over the size limit of its push type (4096 bytes, 5120 for voip)",
         "notifications_collapse_id_too_long": "the collapse id must be 1 to 64 bytes",
         "notifications_idempotency_key_empty": "the idempotency key is empty",
+        "notifications_idempotency": "the app already has a notification with this idempotency key",
         "notifications_status_unknown": "the status is not one pgpush knows",
         "notifications_attempts_negative": "attempts cannot be negative",
     ]

@@ -43,6 +43,7 @@ public final class DemoRun: Sendable {
     public let options: DemoOptions
     private let stopRequested = Atomic<Bool>(false)
     private let activeWorker = Mutex<Worker?>(nil)
+    private let workingDirectory = Mutex<String?>(nil)
 
     static let teamID = "DEMOTEAM01"
     static let keyID = "DEMOKEY001"
@@ -60,6 +61,11 @@ public final class DemoRun: Sendable {
 
     public var wasStopped: Bool { stopRequested.load(ordering: .sequentiallyConsistent) }
 
+    /// Removes the key, the CA and the certificates now, for an exit that cannot wait for `run` to return.
+    public func removeTemporaryFiles() {
+        if let directory = workingDirectory.withLock({ $0 }) { try? FileManager.default.removeItem(atPath: directory) }
+    }
+
     /// `narrate` gets one line per step (simulator up, rows enqueued, worker started); `progress`
     /// is called about every `options.progressInterval` with the counts and the seconds since the start.
     public func run(narrate: @Sendable (String) -> Void = { _ in },
@@ -70,7 +76,11 @@ public final class DemoRun: Sendable {
             return Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
         }
         let directory = try Self.makeTemporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        workingDirectory.withLock { $0 = directory }
+        defer {
+            try? FileManager.default.removeItem(atPath: directory)
+            workingDirectory.withLock { $0 = nil }
+        }
 
         let key = try ES256PrivateKey.generate()
         let keyFile = directory + "/AuthKey_\(Self.keyID).p8"

@@ -30,6 +30,16 @@ public struct StatusSnapshot: Sendable, Equatable, Codable {
         public var reason: String
         public var errors: Int
         public var lastSeen: String
+
+        // Written out so a missing status is `null` in the JSON, not an absent key.
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(app, forKey: .app)
+            try container.encode(status, forKey: .status)
+            try container.encode(reason, forKey: .reason)
+            try container.encode(errors, forKey: .errors)
+            try container.encode(lastSeen, forKey: .lastSeen)
+        }
     }
 
     public struct InvalidTokenCount: Sendable, Equatable, Codable {
@@ -62,6 +72,15 @@ public struct StatusSnapshot: Sendable, Equatable, Codable {
         // "workerId" so snake_case conversion gives worker_id both ways.
         private enum CodingKeys: String, CodingKey {
             case app, healthy, reason, since, workerID = "workerId"
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(app, forKey: .app)
+            try container.encode(healthy, forKey: .healthy)
+            try container.encode(reason, forKey: .reason)
+            try container.encode(since, forKey: .since)
+            try container.encode(workerID, forKey: .workerID)
         }
     }
 
@@ -170,6 +189,22 @@ public struct StatusSnapshot: Sendable, Equatable, Codable {
     }
 
     private static func rounded(_ value: Double) -> Double { (value * 10).rounded() / 10 }
+
+    private enum CodingKeys: String, CodingKey {
+        case takenAt, app, queue, throughput, errors, invalidTokens, workers, apps
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(takenAt, forKey: .takenAt)
+        try container.encode(app, forKey: .app)
+        try container.encode(queue, forKey: .queue)
+        try container.encode(throughput, forKey: .throughput)
+        try container.encode(errors, forKey: .errors)
+        try container.encode(invalidTokens, forKey: .invalidTokens)
+        try container.encode(workers, forKey: .workers)
+        try container.encode(apps, forKey: .apps)
+    }
 
     /// The `--json` form: one object, snake_case keys, stable key order.
     public func jsonData() throws -> Data {

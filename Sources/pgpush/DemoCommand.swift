@@ -158,10 +158,12 @@ private final class InterruptionState: Sendable {
             FileHandle.standardError.write(Data("\npgpush demo: interrupted, stopping the worker and cleaning up…\n".utf8))
             demo?.stop()
             DispatchQueue.global().asyncAfter(deadline: .now() + 8) {
+                demo?.removeTemporaryFiles()
                 cleanUp?()
                 exit(130)
             }
         } else {
+            demo?.removeTemporaryFiles()
             cleanUp?()
             exit(130)
         }

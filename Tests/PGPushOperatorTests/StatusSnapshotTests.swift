@@ -42,7 +42,8 @@ import Testing
         let database = try Self.seeded()
         let data = try StatusSnapshot.load(from: database).jsonData()
         let object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
-        #expect(Set(object.keys) == ["taken_at", "queue", "throughput", "errors", "invalid_tokens", "workers", "apps"])
+        #expect(Set(object.keys) == ["taken_at", "app", "queue", "throughput", "errors", "invalid_tokens", "workers", "apps"])
+        #expect(object["app"] is NSNull)
 
         let queue = try #require(object["queue"] as? [[String: Any]])
         #expect(queue.map { $0["app"] as? String } == ["news", "shop"])
@@ -57,7 +58,7 @@ import Testing
 
         let errors = try #require(object["errors"] as? [[String: Any]])
         #expect(errors.first?["reason"] as? String == "ServiceUnavailable" && errors.first?["errors"] as? Int == 2)
-        #expect(errors.contains { $0["reason"] as? String == "BadBackgroundPayload" && $0["status"] == nil })
+        #expect(errors.contains { $0["reason"] as? String == "BadBackgroundPayload" && $0["status"] is NSNull })
 
         let invalid = try #require(object["invalid_tokens"] as? [[String: Any]])
         #expect(invalid.map { "\($0["app"] ?? "") \($0["tokens"] ?? "")" } == ["news 1", "shop 2"])
@@ -71,6 +72,7 @@ import Testing
         let apps = try #require(object["apps"] as? [[String: Any]])
         #expect(apps.first?["app"] as? String == "news" && apps.first?["healthy"] as? Bool == false)
         #expect(apps.first?["reason"] as? String == "InvalidProviderToken" && apps.first?["worker_id"] as? String == "w-news")
+        #expect(apps.last?["reason"] is NSNull)
 
         // The JSON reads back into the same snapshot.
         #expect(try StatusSnapshot.decode(data) == StatusSnapshot.load(from: database).withTakenAt(of: StatusSnapshot.decode(data)))

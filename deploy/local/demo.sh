@@ -12,7 +12,8 @@ if ! command -v swift >/dev/null; then
 fi
 deploy/local/install-dependencies.sh
 # A debug build of the one product: the quickest build that runs the demo
-# (a few minutes the first time on 2 cores; seconds afterwards).
+# (about 1–3 minutes the first time on 2 cores; seconds afterwards). Build
+# output goes to stderr, so stdout holds only the report.
 echo "demo.sh: building pgpush (swift build --product pgpush)…" >&2
-swift build --product pgpush
+swift build --product pgpush >&2
 exec "$(swift build --product pgpush --show-bin-path)/pgpush" demo "$@"
