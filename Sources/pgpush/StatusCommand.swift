@@ -38,7 +38,18 @@ enum StatusCommand {
         let connection = try PostgresConnection(conninfo: arguments.value("database-url") ?? PostgresConnection.conninfoFromEnvironment())
         let clearScreen = interval != nil && !json && isatty(STDOUT_FILENO) == 1
         while true {
-            let snapshot = try StatusSnapshot.load(from: connection, app: arguments.value("app"))
+            let snapshot: StatusSnapshot
+            do {
+                snapshot = try StatusSnapshot.load(from: connection, app: arguments.value("app"))
+            } catch let error as PostgresError where error.sqlState == "42P01" || error.sqlState == "3F000" {
+                throw StatusError("schema pgpush is missing or incomplete in this database: run pgpush migrate (\(error.message))")
+            } catch let error as PostgresError where interval != nil && error.isConnectionProblem {
+                // Watching outlives a database restart: say so, and try again next round.
+                printError("pgpush status: \(error) — retrying")
+                Thread.sleep(forTimeInterval: interval ?? 2)
+                try? connection.reconnect()
+                continue
+            }
             let text = json ? String(decoding: try snapshot.jsonData(), as: UTF8.self) : snapshot.rendered()
             print((clearScreen ? "\u{1B}[H\u{1B}[2J" : "") + text)
             guard let interval else { return 0 }
@@ -63,4 +74,9 @@ enum StatusCommand {
         }
         return seconds
     }
+}
+
+struct StatusError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
 }
