@@ -57,22 +57,23 @@ public struct DemoReport: Sendable {
         return "== By kind ==\n\n" + table.rendered()
     }
 
-    private func rowTable(_ rows: [DemoRow]) -> TextTable {
+    /// At most `limit` rows, so a big run (--alerts 100000) keeps a readable report.
+    private func rowTable(_ rows: [DemoRow], limit: Int = 25) -> String {
         var table = TextTable(headers: ["id", "token", "push type", "status", "attempts", "last_status", "last_reason", "kind"])
-        for row in rows {
+        for row in rows.prefix(limit) {
             table.append(["\(row.id)", Self.shortToken(row.token), row.pushType, row.status, "\(row.attempts)",
                           row.lastStatus.map(String.init) ?? "-", row.lastReason ?? "-", row.label])
         }
-        return table
+        return table.rendered() + (rows.count > limit ? "\n  … and \(rows.count - limit) more" : "")
     }
 
     private func fates() -> String {
-        "== Rows not delivered, and why ==\n\n" + rowTable(result.rows.filter { $0.status != "delivered" }).rendered()
+        "== Rows not delivered, and why ==\n\n" + rowTable(result.rows.filter { $0.status != "delivered" })
     }
 
     private func retried() -> String {
         let rows = result.rows.filter { $0.status == "delivered" && $0.attempts > 1 }
-        return "== Delivered after retries (503 and 429 answers are retried with backoff) ==\n\n" + rowTable(rows).rendered()
+        return "== Delivered after retries (503 and 429 answers are retried with backoff) ==\n\n" + rowTable(rows)
     }
 
     private func simulator() -> String {

@@ -83,7 +83,11 @@ enum DemoCommand {
 
         var options = DemoOptions(conninfo: conninfo)
         if arguments.isSet("verbose") { options.workerLog = .init(minimum: .warning) }
-        let demo = DemoRun(scenario: .standard(alerts: alerts), options: options)
+        let scenario = DemoScenario.standard(alerts: alerts)
+        // Twice the time the rate cap needs, plus a minute for retries and the scheduled row.
+        let secondsAtFullRate = scenario.notificationCount / (options.connections * options.ratePerConnection)
+        options.timeout = .seconds(60 + 2 * secondsAtFullRate)
+        let demo = DemoRun(scenario: scenario, options: options)
         interruption.demo = demo
         let printer = ProgressPrinter(isTerminal: isatty(STDERR_FILENO) == 1)
         let outcome = Mutex<Result<DemoResult, any Error>?>(nil)
