@@ -5,7 +5,7 @@ extension StatusSnapshot {
     public func rendered() -> String {
         var sections: [String] = []
         let scope = app.map { "app \($0)" } ?? "all apps"
-        sections.append("pgpush status — \(scope), \(takenAt)")
+        sections.append("pgpush status — \(scope), \(takenAt)\n" + headline())
 
         var depth = TextTable(headers: ["app", "due", "scheduled", "sending", "oldest due"])
         for row in queue {
@@ -44,6 +44,19 @@ extension StatusSnapshot {
         }
         sections.append("Apps (pgpush.app_health)\n" + appTable.rendered())
         return sections.joined(separator: "\n\n")
+    }
+
+    /// One line for a glance: backlog, workers, apps in trouble.
+    func headline() -> String {
+        let due = queue.reduce(0) { $0 + $1.due }, scheduled = queue.reduce(0) { $0 + $1.scheduled }
+        let sending = queue.reduce(0) { $0 + $1.sending }
+        var line = "  \(due) due (oldest \(Self.age(oldestDueSeconds))), \(scheduled) scheduled, \(sending) sending"
+        let alive = workers.filter(\.alive).count
+        line += " · workers: \(alive) alive" + (workers.count > alive ? ", \(workers.count - alive) silent" : "")
+        let unhealthy = apps.filter { !$0.healthy }
+        line += unhealthy.isEmpty ? " · apps: all healthy"
+            : " · unhealthy: " + unhealthy.map { "\($0.app) (\($0.reason ?? "?"))" }.joined(separator: ", ")
+        return line
     }
 
     /// `0.4s`, `12s`, `3m05s`, `2h10m`.

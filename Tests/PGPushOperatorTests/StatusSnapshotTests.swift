@@ -90,6 +90,8 @@ import Testing
         #expect(snapshot.apps.map(\.healthy) == [false])
 
         let text = snapshot.rendered()
+        #expect(text.contains("  1 due (oldest 1"))   // 10 s and counting
+        #expect(text.contains("s), 0 scheduled, 0 sending · workers: 0 alive, 1 silent · unhealthy: news (InvalidProviderToken)"))
         #expect(text.contains("Workers (pgpush.worker_health)"))
         #expect(text.contains("w-news") && text.contains("NO"))
         #expect(text.contains("InvalidProviderToken"))
