@@ -32,8 +32,13 @@ let package = Package(
         .target(name: "PushQueue", dependencies: ["PGPushCore", "Postgres"]),
         .target(name: "APNsSimulator", dependencies: ["PGPushCore", "HTTP2TLS"]),
         .target(name: "PushWorker", dependencies: ["PGPushCore", "PushQueue", "APNsClient", "Postgres", "CShims"]),
+        // What operators see: the demo scenario, status snapshots, enqueue requests and their errors.
+        .target(name: "PGPushOperator", dependencies: [
+            "PGPushCore", "Postgres", "PushQueue", "PushWorker", "APNsSimulator", "HTTP2TLS",
+        ]),
         .executableTarget(name: "pgpush", dependencies: [
             "PGPushCore", "Postgres", "EmbeddedPostgres", "PushQueue", "APNsClient", "APNsSimulator", "PushWorker",
+            "PGPushOperator", "HTTP2TLS",
         ]),
 
         // Shared by the test targets: the throwaway PostgreSQL cluster and fresh databases.
@@ -49,6 +54,7 @@ let package = Package(
             "PushWorker", "PushQueue", "PGPushCore", "PGPushTestSupport", "Postgres", "APNsSimulator", "APNsClient", "HTTP2TLS",
         ]),
         .testTarget(name: "pgpushTests", dependencies: ["PGPushTestSupport", "Postgres", "APNsSimulator", "HTTP2TLS"]),
+        .testTarget(name: "PGPushOperatorTests", dependencies: ["PGPushOperator", "PGPushTestSupport", "Postgres"]),
         .testTarget(name: "APNsSimulatorTests", dependencies: ["APNsSimulator", "HTTP2TLS", "PGPushCore"]),
     ]
 )

@@ -20,6 +20,12 @@ let commands = [
             help: DoctorCommand.help, run: DoctorCommand.run),
     Command(name: "prune", summary: "delete finished notifications and old error rows past a retention",
             help: PruneCommand.help, run: PruneCommand.run),
+    Command(name: "enqueue", summary: "add notifications to the queue (pgpush.enqueue / enqueue_many)",
+            help: EnqueueCommand.help, run: EnqueueCommand.run),
+    Command(name: "status", summary: "queue depth, throughput, errors, workers and apps, from the SQL views",
+            help: StatusCommand.help, switches: StatusCommand.switches, run: StatusCommand.run),
+    Command(name: "demo", summary: "everything on embedded defaults: PostgreSQL, simulator, worker, report",
+            help: DemoCommand.help, switches: DemoCommand.switches, run: DemoCommand.run),
     Command(name: "mock-apns", summary: "an APNs simulator over TLS + HTTP/2 (faults, reports) for tests and trials",
             help: MockAPNsCommand.help, switches: MockAPNsCommand.switches, run: MockAPNsCommand.run),
 ]

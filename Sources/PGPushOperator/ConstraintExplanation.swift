@@ -1,0 +1,47 @@
+import Postgres
+
+/// Turns a rejected INSERT into a sentence: pgpush names its CHECK constraints after
+/// what is wrong (sql/001_queue.sql), and this says it in words for the command line.
+public enum ConstraintExplanation {
+    public static let sentences: [String: String] = [
+        "notifications_app_not_empty": "the app name is empty",
+        "notifications_device_token_not_hex": "the device token has characters other than hex digits",
+        "notifications_device_token_bad_length":
+            "the device token must have an even number of hex digits, between 2 and 400 (64 is common)",
+        "notifications_push_type_unknown":
+            "the push type is not one APNs knows (alert, background, voip, complication, fileprovider, mdm, "
+            + "location, liveactivity, pushtotalk, widgets, controls)",
+        "notifications_priority_not_1_5_10": "the priority must be 10, 5 or 1",
+        "notifications_background_priority_must_be_5": "a background push must have priority 5 (or none, to derive it)",
+        "notifications_background_needs_content_available":
+            "a background push needs \"content-available\": 1 in its aps dictionary",
+        "notifications_mdm_needs_topic": "an mdm push needs an explicit topic (the MDM certificate's topic)",
+        "notifications_topic_empty": "the topic is empty (leave it out to derive it from the app's bundle id)",
+        "notifications_payload_not_object": "the payload must be a JSON object ({…})",
+        "notifications_payload_too_large": "the payload is over the size limit of its push type (4096 bytes, 5120 for voip)",
+        "notifications_collapse_id_too_long": "the collapse id must be 1 to 64 bytes",
+        "notifications_idempotency_key_empty": "the idempotency key is empty",
+        "notifications_idempotency": "the app already has a notification with this idempotency key",
+        "notifications_status_unknown": "the status is not one pgpush knows",
+        "notifications_attempts_negative": "attempts cannot be negative",
+    ]
+
+    /// A sentence for a database error an enqueue caused, or nil when it is not about the row
+    /// (connection lost, missing schema, …) and should be reported as it is.
+    public static func explain(_ error: PostgresError) -> String? {
+        if let constraint = error.constraint {
+            let sentence = sentences[constraint] ?? "the row breaks the rule \(constraint)"
+            return "\(sentence) (constraint \(constraint))"
+        }
+        switch error.sqlState {
+        case "22P02" where error.message.contains("json"):
+            return "the payload is not valid JSON (\(error.message))"
+        case "22P02", "22007", "22008":
+            return "a value has the wrong form: \(error.message)"
+        case "22003":
+            return "a number is out of range: \(error.message)"
+        default:
+            return nil
+        }
+    }
+}

@@ -1,0 +1,132 @@
+import Foundation
+
+/// The text `pgpush demo` prints after the run: what happened to every row, the
+/// monitoring views, what the simulator saw, and the SQL to look for yourself.
+public struct DemoReport: Sendable {
+    public var result: DemoResult
+    public var app: String
+    /// How the reader reaches the database afterwards, e.g. `psql "$DATABASE_URL"`; nil when it is thrown away.
+    public var psqlCommand: String?
+
+    public init(result: DemoResult, app: String, psqlCommand: String?) {
+        self.result = result
+        self.app = app
+        self.psqlCommand = psqlCommand
+    }
+
+    public func rendered() -> String {
+        var sections = [summary(), byKind(), fates(), retried()]
+        if let snapshot = result.snapshot {
+            sections.append("== Monitoring views (what `pgpush status --app \(app)` shows) ==\n\n" + snapshot.rendered())
+        }
+        sections += [simulator(), sql(), verdict()]
+        return sections.joined(separator: "\n\n") + "\n"
+    }
+
+    /// `0123abcd…89ef (64)`: enough to tell tokens apart, with the length that matters.
+    public static func shortToken(_ token: String) -> String {
+        token.count <= 16 ? token : "\(token.prefix(8))…\(token.suffix(4)) (\(token.count))"
+    }
+
+    private func summary() -> String {
+        let statuses = ["delivered", "failed", "expired", "cancelled", "queued", "sending"]
+        var table = TextTable(headers: ["status", "rows"])
+        for status in statuses {
+            let count = result.rows.filter { $0.status == status }.count
+            if count > 0 || ["delivered", "failed", "expired"].contains(status) { table.append([status, "\(count)"]) }
+        }
+        table.append(["total", "\(result.rows.count)"])
+        let time = String(format: "%.1f", result.elapsedSeconds)
+        return "== Demo finished in \(time) s: \(result.rows.count) notifications for app \"\(app)\" ==\n\n" + table.rendered()
+    }
+
+    private func byKind() -> String {
+        var order: [String] = []
+        var groups: [String: [DemoRow]] = [:]
+        for row in result.rows {
+            if groups[row.label] == nil { order.append(row.label) }
+            groups[row.label, default: []].append(row)
+        }
+        var table = TextTable(headers: ["kind", "push type", "rows", "delivered", "failed", "expired", "retried", "as expected"])
+        for label in order {
+            let rows = groups[label] ?? []
+            func count(_ status: String) -> String { "\(rows.filter { $0.status == status }.count)" }
+            table.append([label, rows.first?.pushType ?? "", "\(rows.count)", count("delivered"), count("failed"), count("expired"),
+                          "\(rows.filter { $0.attempts > 1 }.count)", rows.allSatisfy(\.meetsExpectation) ? "yes" : "NO"])
+        }
+        return "== By kind ==\n\n" + table.rendered()
+    }
+
+    /// At most `limit` rows, so a big run (--alerts 100000) keeps a readable report.
+    private func rowTable(_ rows: [DemoRow], limit: Int = 25) -> String {
+        var table = TextTable(headers: ["id", "token", "push type", "status", "attempts", "last_status", "last_reason", "kind"])
+        for row in rows.prefix(limit) {
+            table.append(["\(row.id)", Self.shortToken(row.token), row.pushType, row.status, "\(row.attempts)",
+                          row.lastStatus.map(String.init) ?? "-", row.lastReason ?? "-", row.label])
+        }
+        return table.rendered() + (rows.count > limit ? "\n  … and \(rows.count - limit) more" : "")
+    }
+
+    private func fates() -> String {
+        "== Rows not delivered, and why ==\n\n" + rowTable(result.rows.filter { $0.status != "delivered" })
+    }
+
+    private func retried() -> String {
+        let rows = result.rows.filter { $0.status == "delivered" && $0.attempts > 1 }
+        return "== Delivered after retries (503 and 429 answers are retried with backoff) ==\n\n" + rowTable(rows)
+    }
+
+    private func simulator() -> String {
+        let report = result.simulator
+        var statuses = TextTable(headers: ["HTTP status", "answers"])
+        for (status, count) in report.statusCounts.sorted(by: { $0.key < $1.key }) { statuses.append([status, "\(count)"]) }
+        var reasons = TextTable(headers: ["reason", "answers"])
+        for (reason, count) in report.reasonCounts.sorted(by: { $0.key < $1.key }) { reasons.append([reason, "\(count)"]) }
+        var connections = TextTable(headers: ["connection", "requests", "most in one second"])
+        for connection in report.connections { connections.append(["\(connection.id)", "\(connection.requests)", "\(connection.maxRequestsInOneSecond)"]) }
+        return """
+            == The APNs simulator saw ==
+
+              requests received: \(report.totalRequests)   duplicates delivered: \(report.duplicateAcceptedAPNsIDs)
+              most requests on one connection in any one second: \(report.maxRequestsPerConnectionPerSecond) \
+            (limit \(result.ratePerConnection)/s per connection)
+
+            \(statuses.rendered())
+
+            \(reasons.rendered())
+
+            \(connections.rendered())
+            """
+    }
+
+    private func sql() -> String {
+        let where_ = "WHERE app = '\(app)'"
+        let queries = """
+              SELECT status, count(*) FROM pgpush.notifications \(where_) GROUP BY 1;
+              SELECT id, device_token, status, attempts, last_status, last_reason
+                FROM pgpush.notifications \(where_) AND status <> 'delivered';
+              SELECT * FROM pgpush.delivery_errors \(where_) ORDER BY id;
+              SELECT * FROM pgpush.queue_depth;      SELECT * FROM pgpush.throughput;
+              SELECT * FROM pgpush.error_breakdown;  SELECT * FROM pgpush.worker_health;
+              SELECT * FROM pgpush.app_health;       SELECT * FROM pgpush.invalid_tokens;
+            """
+        if let psqlCommand {
+            return "== See it yourself (\(psqlCommand)) ==\n\n" + queries + "\n\n  or: pgpush status --app \(app)"
+        }
+        return "== See it yourself ==\n\nThis database was thrown away. Run the demo against your own with DATABASE_URL=… pgpush demo,\n"
+            + "then:\n\n" + queries + "\n\n  or: pgpush status --app \(app)"
+    }
+
+    private func verdict() -> String {
+        if result.interrupted { return "Demo interrupted before every row finished." }
+        if result.snapshot == nil { return "Some rows did not finish in time: see the table above." }
+        let unexpected = result.unexpected
+        if unexpected.isEmpty { return "Every row ended as expected." }
+        let lines = unexpected.map { row in
+            "  \(row.id) (\(row.label)): \(row.status), \(row.attempts) attempts, \(row.lastReason ?? "-") — expected "
+                + "\(row.expectation.status)\(row.expectation.attempts.map { ", \($0) attempts" } ?? "")"
+                + "\(row.expectation.reason.map { ", \($0)" } ?? "")"
+        }
+        return "\(unexpected.count) row(s) did not end as expected:\n" + lines.joined(separator: "\n")
+    }
+}

@@ -1,0 +1,200 @@
+import APNsSimulator
+import Foundation
+import HTTP2TLS
+import PGPushCore
+import Postgres
+import PushQueue
+import PushWorker
+import Synchronization
+
+/// Settings of one demo run; the defaults are what `pgpush demo` uses.
+public struct DemoOptions: Sendable {
+    public var conninfo: String
+    /// Every demo row is enqueued under this app, and only its rows are reported.
+    public var app = "demo"
+    public var bundleID = "com.example.demo"
+    /// Two connections at 100/s: slow enough that the rate limit shows in the simulator's report.
+    public var connections = 2
+    public var ratePerConnection = 100
+    /// Retries in fractions of a second instead of the production 1–5 s, so the demo ends in seconds.
+    public var retry = DemoOptions.fastRetries
+    public var timeout: Duration = .seconds(120)
+    public var progressInterval: Duration = .milliseconds(200)
+    public var workerLog = Log(minimum: .error)
+
+    public init(conninfo: String) {
+        self.conninfo = conninfo
+    }
+
+    public static var fastRetries: RetryConfiguration {
+        var retry = RetryConfiguration.default
+        retry.serverErrorDelay = .milliseconds(200) ... .milliseconds(800)
+        retry.tooManyRequestsBaseDelay = .milliseconds(250)
+        retry.tooManyRequestsMaximumDelay = .seconds(2)
+        return retry
+    }
+}
+
+/// One demo: a simulator with a fresh p8 key and CA, the scenario's rows enqueued
+/// through `pgpush.enqueue` / `enqueue_many`, a worker until every row is finished,
+/// then what happened. Uses only the database it is given, and only its own app's rows.
+public final class DemoRun: Sendable {
+    public let scenario: DemoScenario
+    public let options: DemoOptions
+    private let stopRequested = Atomic<Bool>(false)
+    private let activeWorker = Mutex<Worker?>(nil)
+    private let workingDirectory = Mutex<String?>(nil)
+
+    static let teamID = "DEMOTEAM01"
+    static let keyID = "DEMOKEY001"
+
+    public init(scenario: DemoScenario, options: DemoOptions) {
+        self.scenario = scenario
+        self.options = options
+    }
+
+    /// Ends the run early (Ctrl-C): the worker drains and `run` returns what it has.
+    public func stop() {
+        stopRequested.store(true, ordering: .sequentiallyConsistent)
+        activeWorker.withLock { $0 }?.stop()
+    }
+
+    public var wasStopped: Bool { stopRequested.load(ordering: .sequentiallyConsistent) }
+
+    /// Removes the key, the CA and the certificates now, for an exit that cannot wait for `run` to return.
+    public func removeTemporaryFiles() {
+        if let directory = workingDirectory.withLock({ $0 }) { try? FileManager.default.removeItem(atPath: directory) }
+    }
+
+    /// `narrate` gets one line per step (simulator up, rows enqueued, worker started); `progress`
+    /// is called about every `options.progressInterval` with the counts and the seconds since the start.
+    public func run(narrate: @Sendable (String) -> Void = { _ in },
+                    progress: @Sendable (DemoProgress, Double) -> Void = { _, _ in }) async throws -> DemoResult {
+        let started = ContinuousClock.now
+        func elapsed() -> Double {
+            let duration = ContinuousClock.now - started
+            return Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+        }
+        let directory = try Self.makeTemporaryDirectory()
+        workingDirectory.withLock { $0 = directory }
+        defer {
+            try? FileManager.default.removeItem(atPath: directory)
+            workingDirectory.withLock { $0 = nil }
+        }
+
+        let key = try ES256PrivateKey.generate()
+        let keyFile = directory + "/AuthKey_\(Self.keyID).p8"
+        try key.writePKCS8(toFile: keyFile)
+        var simulatorConfiguration = SimulatorConfiguration(authentication: .token(
+            ProviderTokenKey(teamID: Self.teamID, keyID: Self.keyID, publicKey: try key.publicKey())))
+        simulatorConfiguration.serverCertificate = .generated(caOutputPath: directory + "/simulator-ca.pem")
+        simulatorConfiguration.bundleID = options.bundleID
+        simulatorConfiguration.faults = scenario.faults
+        let simulator = try APNsSimulator(configuration: simulatorConfiguration)
+        _ = try simulator.start()
+        defer { simulator.stop() }
+        narrate("APNs simulator listening on \(simulator.baseURL ?? "?") (fresh p8 key and TLS CA in \(directory))")
+
+        let database = try PostgresConnection(conninfo: options.conninfo)
+        var labels: [Int64: (String, DemoScenario.Expectation)] = [:]
+        for batch in scenario.batches {
+            for id in try enqueue(batch, on: database) { labels[id] = (batch.label, batch.expectation) }
+        }
+        let ids = labels.keys.sorted()
+        narrate("enqueued \(ids.count) notifications for app \"\(options.app)\" with pgpush.enqueue and pgpush.enqueue_many")
+
+        let app = AppConfiguration(
+            name: options.app, bundleID: options.bundleID, environment: .development, apnsURL: simulator.baseURL,
+            caFile: simulator.caCertificatePath, authentication: .token(teamID: Self.teamID, keyID: Self.keyID, keyFile: keyFile),
+            connections: options.connections, ratePerConnection: options.ratePerConnection)
+        var configuration = WorkerConfiguration(databaseURL: options.conninfo, apps: [app],
+                                                workerID: "demo-\(ProcessInfo.processInfo.hostName)-\(getpid())")
+        configuration.retry = options.retry
+        configuration.pollInterval = .milliseconds(100)
+        configuration.drainTimeout = .seconds(5)
+        let worker = try Worker(configuration: configuration, senders: try APNsSenderFactory.makeSenders(for: [app]),
+                                log: options.workerLog)
+        narrate("worker started: \(options.connections) connections × \(options.ratePerConnection) requests/s, "
+                + "fast retries for the demo (5xx after \(Self.milliseconds(options.retry.serverErrorDelay.lowerBound))–"
+                + "\(Self.milliseconds(options.retry.serverErrorDelay.upperBound)) ms, "
+                + "429 from \(Self.milliseconds(options.retry.tooManyRequestsBaseDelay)) ms)")
+        activeWorker.withLock { $0 = worker }
+        if wasStopped { worker.stop() }
+        let workerEnded = Atomic<Bool>(false)
+        let running = Task {
+            defer { workerEnded.store(true, ordering: .sequentiallyConsistent) }
+            try await worker.run()
+        }
+
+        var snapshot: StatusSnapshot?
+        let deadline = ContinuousClock.now + options.timeout
+        while true {
+            let current = try Self.progress(of: ids, on: database)
+            progress(current, elapsed())
+            if current.isFinished {
+                // Publish the worker's counters now rather than at its next 5 s heartbeat,
+                // so worker_health in the report matches what just happened.
+                try? NotificationQueue(connection: database, workerID: configuration.workerID).heartbeat(worker.statistics)
+                snapshot = try StatusSnapshot.load(from: database, app: options.app)
+                break
+            }
+            if wasStopped || ContinuousClock.now >= deadline || workerEnded.load(ordering: .sequentiallyConsistent) { break }
+            try await Task.sleep(for: options.progressInterval)
+        }
+        worker.stop()
+        try await running.value
+        activeWorker.withLock { $0 = nil }
+
+        let rows = try Self.rows(ids, labels: labels, on: database)
+        return DemoResult(rows: rows, snapshot: snapshot, simulator: simulator.report(), elapsedSeconds: elapsed(),
+                          interrupted: wasStopped, ratePerConnection: options.ratePerConnection)
+    }
+
+    private func enqueue(_ batch: DemoScenario.Batch, on database: PostgresConnection) throws -> [Int64] {
+        let arguments = """
+            payload => $2::jsonb, app => $3, push_type => $4, collapse_id => $5,
+            expires_at => now() + $6::float8 * interval '1 second',
+            send_after => coalesce(now() + $7::float8 * interval '1 second', now())
+            """
+        let rest: [(any PostgresParameter)?] = [batch.payload, options.app, batch.pushType, batch.collapseID,
+                                                batch.expiresIn, batch.sendAfter]
+        let result: PostgresResult
+        if batch.tokens.count == 1 {
+            result = try database.query("SELECT pgpush.enqueue(device_token => $1, \(arguments))", [batch.tokens[0] as (any PostgresParameter)?] + rest)
+        } else {
+            result = try database.query("SELECT pgpush.enqueue_many(device_tokens => $1, \(arguments))", [batch.tokens as (any PostgresParameter)?] + rest)
+        }
+        return (0..<result.rowCount).compactMap { result.int64($0, 0) }
+    }
+
+    static func progress(of ids: [Int64], on database: PostgresConnection) throws -> DemoProgress {
+        let result = try database.query("SELECT status, count(*) FROM pgpush.notifications WHERE id = ANY($1) GROUP BY 1", [ids])
+        var counts: [String: Int] = [:]
+        for row in 0..<result.rowCount { counts[result.string(row, 0) ?? "?"] = result.int(row, 1) ?? 0 }
+        return DemoProgress(total: ids.count, counts: counts)
+    }
+
+    static func rows(_ ids: [Int64], labels: [Int64: (String, DemoScenario.Expectation)],
+                     on database: PostgresConnection) throws -> [DemoRow] {
+        let result = try database.query("""
+            SELECT id, device_token, push_type, status, attempts, last_status, last_reason
+              FROM pgpush.notifications WHERE id = ANY($1) ORDER BY id
+            """, [ids])
+        return (0..<result.rowCount).compactMap { row in
+            guard let id = result.int64(row, 0), let (label, expectation) = labels[id] else { return nil }
+            return DemoRow(id: id, label: label, token: result.string(row, 1) ?? "", pushType: result.string(row, 2) ?? "",
+                           status: result.string(row, 3) ?? "", attempts: result.int(row, 4) ?? 0,
+                           lastStatus: result.int(row, 5), lastReason: result.string(row, 6), expectation: expectation)
+        }
+    }
+
+    private static func milliseconds(_ duration: Duration) -> Int64 {
+        duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
+    }
+
+    private static func makeTemporaryDirectory() throws -> String {
+        var template = Array("/tmp/pgpush-demo-XXXXXX".utf8CString)
+        guard let created = mkdtemp(&template) else { throw DemoError("could not create a temporary folder (errno \(errno))") }
+        return String(cString: created)
+    }
+}

@@ -1,0 +1,119 @@
+import APNsSimulator
+import Foundation
+import PGPushCore
+
+/// The notifications `pgpush demo` enqueues, the faults the simulator plays for them,
+/// and how each one must end. A value, so tests run a small version of the same story.
+public struct DemoScenario: Sendable {
+    /// How a row must end; attempts and reason only where the story fixes them.
+    public struct Expectation: Sendable, Equatable {
+        public var status: String
+        public var attempts: Int?
+        public var reason: String?
+
+        public init(status: String, attempts: Int? = nil, reason: String? = nil) {
+            self.status = status
+            self.attempts = attempts
+            self.reason = reason
+        }
+    }
+
+    /// One `pgpush.enqueue` (one token) or `pgpush.enqueue_many` call.
+    public struct Batch: Sendable {
+        /// What the rows stand for in the report, e.g. "unregistered token".
+        public var label: String
+        public var tokens: [String]
+        public var pushType = "alert"
+        public var payload: String
+        public var collapseID: String?
+        /// Seconds from enqueue; negative is already past.
+        public var expiresIn: Double?
+        public var sendAfter: Double?
+        public var expectation: Expectation
+
+        public init(label: String, tokens: [String], pushType: String = "alert", payload: String,
+                    collapseID: String? = nil, expiresIn: Double? = nil, sendAfter: Double? = nil, expectation: Expectation) {
+            self.label = label
+            self.tokens = tokens
+            self.pushType = pushType
+            self.payload = payload
+            self.collapseID = collapseID
+            self.expiresIn = expiresIn
+            self.sendAfter = sendAfter
+            self.expectation = expectation
+        }
+    }
+
+    public var batches: [Batch]
+    public var faults: FaultPlan
+
+    public var notificationCount: Int { batches.reduce(0) { $0 + $1.tokens.count } }
+
+    /// The realistic mix of SPEC §8: plain alerts (a few of them hit random 503s and
+    /// are retried), background and VoIP pushes, a 160-digit token, an unregistered
+    /// token, a payload only the worker can reject, scripted 503 and 429 answers,
+    /// a row already expired and one scheduled `scheduledDelay` seconds later.
+    public static func standard(alerts: Int = 200, background: Int = 20, voip: Int = 4, scheduledDelay: Double = 3,
+                                randomServerErrors: Double = 0.03, seed: UInt64 = UInt64.random(in: 1...UInt64.max)) -> DemoScenario {
+        var random = SeededRandomNumberGenerator(seed: seed)
+        func token(digits: Int = 64) -> String {
+            String((0..<digits).map { _ in "0123456789abcdef".randomElement(using: &random) ?? "0" })
+        }
+        let delivered = Expectation(status: "delivered")
+        let unregistered = token(), retriedTwice = token(), alwaysBusy = token(), throttled = token()
+
+        var batches: [Batch] = []
+        let greetings = ["Your order has shipped", "New message from Alice", "Your ride is 2 minutes away", "Flash sale: 20% off"]
+        var remaining = alerts
+        for (index, greeting) in greetings.enumerated() where remaining > 0 {
+            let size = index == greetings.count - 1 ? remaining : min(remaining, (alerts + greetings.count - 1) / greetings.count)
+            remaining -= size
+            batches.append(Batch(label: "alert", tokens: (0..<size).map { _ in token() },
+                                 payload: #"{"aps":{"alert":{"title":"Demo","body":"\#(greeting)"},"sound":"default"}}"#,
+                                 collapseID: index == 3 ? "sale" : nil, expectation: delivered))
+        }
+        if background > 0 {
+            batches.append(Batch(label: "background", tokens: (0..<background).map { _ in token() }, pushType: "background",
+                                 payload: #"{"aps":{"content-available":1},"sync":"inbox"}"#, expectation: delivered))
+        }
+        for call in 0..<voip {
+            batches.append(Batch(label: "voip", tokens: [token()], pushType: "voip",
+                                 payload: #"{"call_id":"call-\#(call)","caller":"Alice"}"#, expectation: delivered))
+        }
+        batches += [
+            Batch(label: "160-digit token", tokens: [token(digits: 160)],
+                  payload: #"{"aps":{"alert":"Tokens are not always 64 digits"}}"#, expectation: delivered),
+            Batch(label: "unregistered token", tokens: [unregistered], payload: #"{"aps":{"alert":"Anyone there?"}}"#,
+                  expectation: Expectation(status: "failed", attempts: 1, reason: "Unregistered")),
+            Batch(label: "background push with an alert", tokens: [token()], pushType: "background",
+                  payload: #"{"aps":{"content-available":1,"alert":"not allowed here"}}"#,
+                  expectation: Expectation(status: "failed", attempts: 1, reason: "BadBackgroundPayload")),
+            Batch(label: "503, 503, then 200", tokens: [retriedTwice], payload: #"{"aps":{"alert":"Third time lucky"}}"#,
+                  expectation: Expectation(status: "delivered", attempts: 3)),
+            Batch(label: "503 on every attempt", tokens: [alwaysBusy], payload: #"{"aps":{"alert":"Never answered"}}"#,
+                  expectation: Expectation(status: "failed", attempts: 4, reason: "ServiceUnavailable")),
+            Batch(label: "429, then 200", tokens: [throttled], payload: #"{"aps":{"alert":"Slow down"}}"#,
+                  expectation: Expectation(status: "delivered", attempts: 2)),
+            Batch(label: "expired before sending", tokens: [token()], payload: #"{"aps":{"alert":"Too late"}}"#,
+                  expiresIn: -60, expectation: Expectation(status: "expired", attempts: 0)),
+            Batch(label: "scheduled \(Int(scheduledDelay)) s later", tokens: [token()],
+                  payload: #"{"aps":{"alert":"Scheduled"}}"#, sendAfter: scheduledDelay, expectation: delivered),
+        ]
+
+        var faults = FaultPlan()
+        faults.seed = seed
+        faults.unregisteredTokens = [unregistered]
+        faults.scripts = [
+            // Each script ends in its last attempt, so the random mix cannot change the attempt counts.
+            retriedTwice: [.answer(.typical(forStatus: 503)), .answer(.typical(forStatus: 503)), .answer(.accepted)],
+            alwaysBusy: Array(repeating: .answer(.typical(forStatus: 503)), count: 4),
+            throttled: [.answer(SimulatorAnswer(.tooManyRequests)), .answer(.accepted)],
+        ]
+        if randomServerErrors > 0 {
+            faults.statusMix = [FaultPlan.MixEntry(answer: .answer(.typical(forStatus: 503)), probability: randomServerErrors)]
+        }
+        faults.latencyMilliseconds = 2
+        faults.latencyJitterMilliseconds = 8
+        return DemoScenario(batches: batches, faults: faults)
+    }
+}

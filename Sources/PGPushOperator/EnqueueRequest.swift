@@ -1,0 +1,131 @@
+import Foundation
+import Postgres
+
+/// What `pgpush enqueue` inserts: one payload for one or more device tokens, with
+/// every column of SPEC §2 an application may set. Built from the command's flags;
+/// the database stays the judge of the row (its CHECK constraints), so this only
+/// checks what it must interpret itself (times, numbers, which payload flag).
+public struct EnqueueRequest: Sendable, Equatable {
+    public var tokens: [String]
+    public var payload: String
+    public var app: String?
+    public var pushType: String?
+    public var priority: Int?
+    public var topic: String?
+    public var collapseID: String?
+    public var expiresAt: Date?
+    public var sendAfter: Date?
+    public var idempotencyKey: String?
+
+    public init(tokens: [String], payload: String) {
+        self.tokens = tokens
+        self.payload = payload
+    }
+
+    /// Reads the flags (name without `--` → value). `tokensFromList` are the tokens of
+    /// `--tokens-file`, already read by the caller (a file or stdin).
+    public init(flags: [String: String], tokensFromList: [String] = [], now: Date = Date()) throws(EnqueueUsageError) {
+        var tokens = tokensFromList
+        if let token = flags["token"] { tokens.insert(token.trimmingCharacters(in: .whitespaces), at: 0) }
+        guard !tokens.isEmpty else {
+            throw EnqueueUsageError(flags["tokens-file"] == nil
+                ? "give a device token with --token T, or many with --tokens-file FILE (- for stdin)"
+                : "the tokens file holds no token")
+        }
+        switch (flags["payload"], flags["alert"]) {
+        case (.some, .some):
+            throw EnqueueUsageError("give either --payload JSON or --alert TEXT, not both")
+        case (.some(let json), nil):
+            payload = json
+        case (nil, .some(let alert)):
+            payload = Self.alertPayload(alert)
+        case (nil, nil):
+            throw EnqueueUsageError("give the notification: --alert TEXT, or --payload JSON")
+        }
+        self.tokens = tokens
+        app = flags["app"]
+        pushType = flags["push-type"]
+        topic = flags["topic"]
+        collapseID = flags["collapse-id"]
+        idempotencyKey = flags["idempotency-key"]
+        if let text = flags["priority"] {
+            guard let value = Int(text.trimmingCharacters(in: .whitespaces)) else {
+                throw EnqueueUsageError("--priority must be 10, 5 or 1, got \"\(text)\"")
+            }
+            priority = value
+        }
+        if let text = flags["expires-at"] { expiresAt = try Self.time(text, flag: "expires-at", now: now) }
+        if let text = flags["send-after"] { sendAfter = try Self.time(text, flag: "send-after", now: now) }
+    }
+
+    /// `{"aps":{"alert":TEXT}}` with TEXT escaped as a JSON string.
+    public static func alertPayload(_ text: String) -> String {
+        let aps: [String: [String: String]] = ["aps": ["alert": text]]
+        let data = (try? JSONSerialization.data(withJSONObject: aps, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// ISO-8601 (`2026-01-02T03:04:05Z`, fractional seconds and offsets allowed), UNIX
+    /// seconds (`1767323045`), or relative to now (`+30s`, `+5m`, `+2h`, `-1m`).
+    public static func time(_ text: String, flag: String, now: Date = Date()) throws(EnqueueUsageError) -> Date {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        if let seconds = Double(trimmed), trimmed.first?.isNumber == true {
+            return Date(timeIntervalSince1970: seconds)
+        }
+        if let sign = trimmed.first, sign == "+" || sign == "-", let unit = trimmed.last,
+           let amount = Double(trimmed.dropFirst().dropLast()) {
+            let scale: Double? = switch unit {
+            case "s": 1
+            case "m": 60
+            case "h": 3600
+            case "d": 86_400
+            default: nil
+            }
+            if let scale { return now.addingTimeInterval((sign == "-" ? -1 : 1) * amount * scale) }
+        }
+        for options: ISO8601DateFormatter.Options in [[.withInternetDateTime, .withFractionalSeconds], [.withInternetDateTime]] {
+            let formatter = ISO8601DateFormatter()
+            formatter.formatOptions = options
+            if let date = formatter.date(from: trimmed) { return date }
+        }
+        throw EnqueueUsageError("--\(flag): \"\(text)\" is not a time: use ISO-8601 (2026-01-02T03:04:05Z), "
+                                + "UNIX seconds (1767323045) or +30s / +5m / +2h")
+    }
+
+    /// Device tokens of a tokens file: one per line; blank lines and `#` comments skipped.
+    public static func tokens(fromList text: String) -> [String] {
+        text.split(whereSeparator: \.isNewline)
+            .map { $0.trimmingCharacters(in: .whitespaces) }
+            .filter { !$0.isEmpty && !$0.hasPrefix("#") }
+    }
+
+    /// Inserts the rows with `pgpush.enqueue` (one token) or `pgpush.enqueue_many`, and
+    /// returns their ids. With an idempotency key already used, `enqueue` returns the
+    /// existing row's id and `enqueue_many` skips the token, as the SQL functions do.
+    public func enqueue(on connection: PostgresConnection) throws -> [Int64] {
+        let arguments = """
+            payload => $2::jsonb, app => coalesce($3, 'default'), push_type => coalesce($4, 'alert'),
+            priority => $5::integer, topic => $6, collapse_id => $7, expires_at => $8::timestamptz,
+            send_after => coalesce($9::timestamptz, now()), idempotency_key => $10
+            """
+        let timestamps = ISO8601DateFormatter()
+        timestamps.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        let rest: [(any PostgresParameter)?] = [
+            payload, app, pushType, priority, topic, collapseID,
+            expiresAt.map(timestamps.string(from:)), sendAfter.map(timestamps.string(from:)), idempotencyKey,
+        ]
+        let result: PostgresResult
+        if tokens.count == 1 {
+            result = try connection.query("SELECT pgpush.enqueue(device_token => $1, \(arguments))", [tokens[0] as (any PostgresParameter)?] + rest)
+        } else {
+            result = try connection.query("SELECT pgpush.enqueue_many(device_tokens => $1, \(arguments))", [tokens as (any PostgresParameter)?] + rest)
+        }
+        return (0..<result.rowCount).compactMap { result.int64($0, 0) }
+    }
+}
+
+/// A flag of `pgpush enqueue` is missing or malformed (exit code 2).
+public struct EnqueueUsageError: Error, CustomStringConvertible, Sendable, Equatable {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}

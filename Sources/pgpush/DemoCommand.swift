@@ -1,0 +1,204 @@
+import Dispatch
+import EmbeddedPostgres
+import Foundation
+import PGPushOperator
+import Postgres
+import PushQueue
+import Synchronization
+
+enum DemoCommand {
+    static let help = """
+        pgpush demo — the whole system on embedded defaults, in seconds
+
+        With nothing configured it starts a throwaway PostgreSQL cluster (the installed server
+        binaries, in a temporary folder; as the postgres user when run as root), applies the
+        migrations, starts the APNs simulator with a freshly generated p8 key and TLS CA, and
+        enqueues a realistic mix through pgpush.enqueue / pgpush.enqueue_many:
+          ~200 alerts, background pushes, VoIP pushes, a 160-digit token, an unregistered token,
+          a background push carrying an alert (only the worker can reject it), a token answered
+          503, 503 then 200, one answered 503 every time, one answered 429 then 200, random 503s,
+          a row whose expires_at has passed, and a row scheduled a few seconds later.
+        A worker then sends everything (2 connections × 100 requests/s, retries in fractions of a
+        second instead of the production 1–5 s) while a progress line shows the statuses. At the
+        end it prints each row's fate, the monitoring views, what the simulator saw (including the
+        most requests per connection in any one second) and the SQL to look for yourself, then
+        removes everything it created. Ctrl-C stops the worker, cleans up and exits 130.
+
+        With DATABASE_URL (or --database-url) it uses that database instead: it migrates it,
+        enqueues under the app name "demo" and reports only that app's rows; it never drops
+        anything there, so the rows stay for you to query.
+
+        Flags:
+          --database-url URL   use this database instead of a throwaway cluster [DATABASE_URL]
+          --alerts N           how many plain alerts to send (default 200)
+          --verbose            show the worker's warnings (every APNs error) on stderr
+
+        Exit codes: 0 every row ended as expected, 1 something did not (or a failure),
+        2 wrong usage, 130 interrupted.
+
+        Examples:
+          pgpush demo
+          DATABASE_URL=postgres://me@localhost/scratch pgpush demo
+          pgpush demo --alerts 1000 --verbose
+        """
+
+    static let flags: Set<String> = ["help", "database-url", "alerts", "verbose"]
+    static let switches: Set<String> = ["help", "verbose"]
+
+    static func run(_ arguments: Arguments) throws -> Int32 {
+        try arguments.checkOnly(flags)
+        guard arguments.positional.isEmpty else { throw UsageError("unexpected argument \(arguments.positional[0])") }
+        var alerts = 200
+        if let text = arguments.value("alerts") {
+            guard let value = Int(text), (0...100_000).contains(value) else { throw UsageError("--alerts must be 0…100000, got \(text)") }
+            alerts = value
+        }
+        guard let sqlDirectory = Migration.locateDirectory() else {
+            throw UsageError("cannot find the sql/ migrations folder: set PGPUSH_SQL_DIR")
+        }
+        let given = arguments.value("database-url") ?? ProcessInfo.processInfo.environment["DATABASE_URL"]
+        let interruption = DemoInterruption()
+        defer { interruption.disarm() }
+
+        var cluster: EmbeddedPostgres?
+        defer { cluster?.stop() }
+        let conninfo: String
+        if let given {
+            conninfo = given
+            say("using the database of DATABASE_URL; demo rows go under app \"demo\"")
+        } else {
+            say("starting a throwaway PostgreSQL cluster…")
+            let started = try EmbeddedPostgres.start()
+            cluster = started
+            interruption.cleanUp = { started.stop() }
+            conninfo = started.conninfo()
+            say("PostgreSQL running in \(started.directory) (socket only, removed at exit)")
+        }
+        if interruption.happened { return 130 }
+
+        let migrations = try Migration.load(directory: sqlDirectory)
+        let applied = try MigrationRunner(migrations: migrations).migrate(try PostgresConnection(conninfo: conninfo))
+        say(applied.isEmpty ? "schema pgpush is up to date" : "applied \(applied.count) migration(s) from \(sqlDirectory)")
+        if interruption.happened { return 130 }
+
+        var options = DemoOptions(conninfo: conninfo)
+        if arguments.isSet("verbose") { options.workerLog = .init(minimum: .warning) }
+        let scenario = DemoScenario.standard(alerts: alerts)
+        // Twice the time the rate cap needs, plus a minute for retries and the scheduled row.
+        let secondsAtFullRate = scenario.notificationCount / (options.connections * options.ratePerConnection)
+        options.timeout = .seconds(60 + 2 * secondsAtFullRate)
+        let demo = DemoRun(scenario: scenario, options: options)
+        interruption.demo = demo
+        let printer = ProgressPrinter(isTerminal: isatty(STDERR_FILENO) == 1)
+        let outcome = Mutex<Result<DemoResult, any Error>?>(nil)
+        _ = try blockOn {
+            do {
+                let result = try await demo.run(narrate: { say($0) }, progress: { printer.show($0, elapsed: $1) })
+                outcome.withLock { $0 = .success(result) }
+            } catch {
+                outcome.withLock { $0 = .failure(error) }
+            }
+        }
+        printer.finish()
+        guard let result = try outcome.withLock({ $0 })?.get() else { return 1 }
+
+        let psql = given.map { _ in "psql \"$DATABASE_URL\"" }
+        print(DemoReport(result: result, app: options.app, psqlCommand: psql).rendered(), terminator: "")
+        if result.interrupted { return 130 }
+        return result.succeeded ? 0 : 1
+    }
+
+    static func say(_ line: String) {
+        FileHandle.standardError.write(Data("pgpush demo: \(line)\n".utf8))
+    }
+}
+
+/// SIGINT/SIGTERM during the demo: the first stops the worker and lets the demo clean
+/// up; if that takes more than a few seconds (the database went down with the
+/// terminal's Ctrl-C), or on a second signal, it cleans up and exits 130 at once.
+final class DemoInterruption {
+    private let state = InterruptionState()
+    private var sources: [any DispatchSourceSignal] = []
+
+    init() {
+        sources = [SIGINT, SIGTERM].map { [state] number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { state.handle() }
+            source.resume()
+            return source
+        }
+    }
+
+    var happened: Bool { state.happened }
+
+    var demo: DemoRun? {
+        get { state.handles.withLock { $0.demo } }
+        set { state.handles.withLock { $0.demo = newValue } }
+    }
+
+    var cleanUp: (@Sendable () -> Void)? {
+        get { state.handles.withLock { $0.cleanUp } }
+        set { state.handles.withLock { $0.cleanUp = newValue } }
+    }
+
+    func disarm() {
+        sources.forEach { $0.cancel() }
+        sources = []
+    }
+}
+
+/// What the signal handler reaches from the dispatch queue.
+private final class InterruptionState: Sendable {
+    private let received = Atomic<Int>(0)
+    let handles = Mutex<(demo: DemoRun?, cleanUp: (@Sendable () -> Void)?)>((nil, nil))
+
+    var happened: Bool { received.load(ordering: .sequentiallyConsistent) > 0 }
+
+    func handle() {
+        let count = received.add(1, ordering: .sequentiallyConsistent).newValue
+        let (demo, cleanUp) = handles.withLock { ($0.demo, $0.cleanUp) }
+        if count == 1 {
+            FileHandle.standardError.write(Data("\npgpush demo: interrupted, stopping the worker and cleaning up…\n".utf8))
+            demo?.stop()
+            DispatchQueue.global().asyncAfter(deadline: .now() + 8) {
+                demo?.removeTemporaryFiles()
+                cleanUp?()
+                exit(130)
+            }
+        } else {
+            demo?.removeTemporaryFiles()
+            cleanUp?()
+            exit(130)
+        }
+    }
+}
+
+/// The live status line: rewritten in place on a terminal, a line a second otherwise.
+final class ProgressPrinter: Sendable {
+    private let isTerminal: Bool
+    private let lastLine = Mutex<(text: String, printedAt: ContinuousClock.Instant?)>(("", nil))
+
+    init(isTerminal: Bool) { self.isTerminal = isTerminal }
+
+    func show(_ progress: DemoProgress, elapsed: Double) {
+        let line = progress.line(elapsedSeconds: elapsed)
+        let output: String? = lastLine.withLock { last in
+            if isTerminal {
+                last.text = line
+                return "\r\u{1B}[K" + line
+            }
+            let now = ContinuousClock.now
+            let due = last.printedAt.map { now - $0 >= .seconds(1) } ?? true
+            guard due || progress.isFinished else { return nil }
+            last.printedAt = now
+            last.text = line
+            return line + "\n"
+        }
+        if let output { FileHandle.standardError.write(Data(output.utf8)) }
+    }
+
+    func finish() {
+        if isTerminal && !lastLine.withLock({ $0.text }).isEmpty { FileHandle.standardError.write(Data("\n".utf8)) }
+    }
+}

@@ -1,0 +1,72 @@
+import Foundation
+import PGPushOperator
+import PGPushTestSupport
+import Postgres
+import Synchronization
+import Testing
+
+/// The demo's own story, small, against a real PostgreSQL and the in-process simulator.
+@Suite struct DemoRunTests {
+    @Test func everyRowEndsAsTheScenarioSays() async throws {
+        let conninfo = try TestDatabase.migrated()
+        let database = try PostgresConnection(conninfo: conninfo)
+        // Another application's row in the same database: the demo must neither send nor report it.
+        try database.query("SELECT pgpush.enqueue(device_token => 'aa11', payload => '{\"aps\":{\"alert\":\"x\"}}', app => 'shop')")
+
+        let scenario = DemoScenario.standard(alerts: 24, background: 3, voip: 1, scheduledDelay: 1, randomServerErrors: 0.05, seed: 42)
+        var options = DemoOptions(conninfo: conninfo)
+        options.progressInterval = .milliseconds(50)
+        options.timeout = .seconds(60)
+        let updates = ProgressLog()
+        let result = try await DemoRun(scenario: scenario, options: options).run(progress: { progress, _ in updates.append(progress) })
+
+        #expect(result.rows.count == scenario.notificationCount)
+        #expect(result.unexpected.isEmpty, "\(result.unexpected)")
+        #expect(result.succeeded)
+        let statuses = Dictionary(grouping: result.rows, by: \.status).mapValues(\.count)
+        #expect(statuses == ["delivered": scenario.notificationCount - 4, "failed": 3, "expired": 1])
+        #expect(result.rows.first { $0.label == "503 on every attempt" }?.lastStatus == 503)
+        #expect(result.rows.first { $0.label == "unregistered token" }?.lastReason == "Unregistered")
+
+        // The views were read while the worker still served the app, limited to it.
+        let snapshot = try #require(result.snapshot)
+        #expect(snapshot.app == "demo")
+        #expect(snapshot.workers.count == 1 && snapshot.workers.first?.delivered == scenario.notificationCount - 4)
+        #expect(snapshot.invalidTokens.map(\.app) == ["demo"] && snapshot.invalidTokens.map(\.tokens) == [1])
+        #expect(snapshot.errors.contains { $0.reason == "BadBackgroundPayload" && $0.status == nil })
+        #expect(snapshot.queue.isEmpty)
+
+        // Sent: every row but the expired one and the bad payload, plus each retry.
+        let retries = result.rows.reduce(0) { $0 + max($1.attempts - 1, 0) }
+        #expect(result.simulator.totalRequests == scenario.notificationCount - 2 + retries)
+        #expect(result.simulator.maxRequestsPerConnectionPerSecond <= options.ratePerConnection)
+        #expect(result.simulator.duplicateAcceptedAPNsIDs == 0)
+
+        #expect(updates.last?.isFinished == true)
+        #expect(try database.query("SELECT status FROM pgpush.notifications WHERE app = 'shop'").string(0, 0) == "queued")
+        #expect(try database.query("SELECT count(*) FROM pgpush.workers").int(0, 0) == 0)
+
+        let report = DemoReport(result: result, app: "demo", psqlCommand: nil).rendered()
+        #expect(report.contains("Every row ended as expected."))
+        #expect(report.contains("SELECT status, count(*) FROM pgpush.notifications WHERE app = 'demo' GROUP BY 1;"))
+    }
+
+    @Test func progressLineNamesEveryStatus() {
+        let progress = DemoProgress(total: 10, counts: ["queued": 2, "sending": 3, "delivered": 4, "failed": 1])
+        #expect(!progress.isFinished)
+        #expect(progress.line(elapsedSeconds: 1.25) == "  1.2s  queued 2  sending 3  delivered 4  failed 1  expired 0   (5/10 finished)")
+        #expect(DemoProgress(total: 2, counts: ["delivered": 1, "expired": 1]).isFinished)
+    }
+
+    @Test func shortTokensKeepTheirLength() {
+        #expect(DemoReport.shortToken(String(repeating: "ab", count: 80)) == "abababab…abab (160)")
+        #expect(DemoReport.shortToken("aa11") == "aa11")
+    }
+}
+
+/// Progress updates as the demo reported them.
+final class ProgressLog: Sendable {
+    private let updates = Mutex<[DemoProgress]>([])
+    func append(_ progress: DemoProgress) { updates.withLock { $0.append(progress) } }
+    var last: DemoProgress? { updates.withLock { $0.last } }
+}
