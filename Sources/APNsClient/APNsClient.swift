@@ -42,6 +42,10 @@ public final class APNsClient: Sendable {
         var connection = HTTP2ClientConfiguration(tls: tls)
         connection.requestTimeout = configuration.requestTimeout
         connection.connectTimeout = configuration.connectTimeout
+        // The pool spaces requests; the transport enforces the cap again at the instant of
+        // writing, so a stalled I/O loop can delay requests but never bunch them (SPEC §4:
+        // "measured over any one-second window").
+        connection.maxRequestsPerSecond = configuration.effectiveRatePerConnection
         if case .token = configuration.authentication {
             // APNs allows one stream until it has seen a valid JWT (apns-reference §7).
             connection.singleStreamUntilFirstResponse = true

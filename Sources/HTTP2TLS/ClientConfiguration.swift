@@ -15,6 +15,10 @@ public struct HTTP2ClientConfiguration: Sendable {
     /// Keep one request in flight until the first answer (APNs token auth: the server allows
     /// one stream until a request with a valid JWT has been seen).
     public var singleStreamUntilFirstResponse: Bool = false
+    /// At most this many requests written in any one-second window (nil: no cap). Enforced on
+    /// the I/O thread at the moment of submission, so a stalled loop delays requests but never
+    /// bunches them.
+    public var maxRequestsPerSecond: Int?
 
     public init(tls: ClientTLSContext) {
         self.tls = tls

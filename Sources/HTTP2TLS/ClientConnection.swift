@@ -35,6 +35,9 @@ final class ClientConnection {
     private var goAway: GoAway?
     private var drainingLocally = false
     private var needsSubmit = false
+    /// The per-connection rate cap, if configured, and when it next lets a request go.
+    private var submitWindow: SubmitWindow?
+    private var rateTimer: UInt64?
 
     private let connectDeadline: UInt64
     private let defaultAuthority: String
@@ -53,6 +56,7 @@ final class ClientConnection {
         let now = MonotonicClock.now()
         connectDeadline = now &+ MonotonicClock.nanoseconds(setup.configuration.connectTimeout)
         lastReceive = now
+        submitWindow = setup.configuration.maxRequestsPerSecond.map(SubmitWindow.init(limit:))
         startConnect(from: 0)
     }
 
@@ -210,11 +214,23 @@ final class ClientConnection {
         needsSubmit = false
         guard case .open = phase, let session, goAway == nil, !drainingLocally else { return }
         let limit = streamLimit
+        let now = MonotonicClock.now()
+        rateTimer = nil
         while queueHead < queue.count && streams.count < limit {
+            if let window = submitWindow {
+                let allowed = window.nextAllowed(now: now)
+                if allowed > now {
+                    rateTimer = allowed
+                    break
+                }
+            }
             let next = queue[queueHead]
             queue[queueHead] = nil
             queueHead += 1
-            if let next { submit(next, session: session) }
+            if let next {
+                submit(next, session: session)
+                submitWindow?.record(now)
+            }
         }
         if queueHead == queue.count {
             queue.removeAll(keepingCapacity: true)
@@ -432,7 +448,7 @@ final class ClientConnection {
         case .open:
             let ping = pingSentAt.map { $0 &+ MonotonicClock.nanoseconds(configuration.pingTimeout) }
                 ?? lastReceive &+ MonotonicClock.nanoseconds(configuration.pingInterval)
-            return min(ping, earliestDeadline)
+            return min(ping, earliestDeadline, rateTimer ?? .max)
         }
     }
 
@@ -444,6 +460,7 @@ final class ClientConnection {
             return
         case .open:
             if now >= earliestDeadline { expireRequests(now: now) }
+            if let rateTimer, now >= rateTimer { submitQueued() }
             checkLiveness(now: now)
             transmit()
         }

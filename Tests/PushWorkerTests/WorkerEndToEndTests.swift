@@ -18,7 +18,7 @@ import Testing
         let app: AppConfiguration
         let directory: URL
 
-        init(faults: FaultPlan, ratePerConnection: Int = 0, connections: Int = 2) throws {
+        init(faults: FaultPlan, ratePerConnection: Int = 0, connections: Int = 2, logRequests: Bool = false) throws {
             directory = FileManager.default.temporaryDirectory.appendingPathComponent("pgpush-worker-\(UUID())")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             let key = try ES256PrivateKey.generate()
@@ -28,6 +28,7 @@ import Testing
                 ProviderTokenKey(teamID: "TEAM123456", keyID: "KEY1234567", publicKey: try key.publicKey())))
             configuration.bundleID = WorkerEndToEndTests.bundleID
             configuration.faults = faults
+            if logRequests { configuration.logPath = directory.appendingPathComponent("requests.jsonl").path }
             simulator = try APNsSimulator(configuration: configuration)
             _ = try simulator.start()
             app = AppConfiguration(
@@ -40,6 +41,13 @@ import Testing
         func stop() {
             simulator.stop()
             try? FileManager.default.removeItem(at: directory)
+        }
+
+        /// Stops the simulator (which flushes its request log) and reads the log.
+        func stopAndReadLog() throws -> [RequestLogEntry] {
+            simulator.stop()
+            let text = try String(contentsOf: directory.appendingPathComponent("requests.jsonl"), encoding: .utf8)
+            return try text.split(separator: "\n").map { try JSONDecoder().decode(RequestLogEntry.self, from: Data($0.utf8)) }
         }
     }
 
