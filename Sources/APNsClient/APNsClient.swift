@@ -195,6 +195,11 @@ public final class APNsClient: Sendable {
             if case .shutDown = attempt {
                 return .failure(DeliveryFailure(processing: .notProcessed, cause: .clientShutDown, detail: "APNs client is shut down"))
             }
+            if Task.isCancelled {
+                if case .rateLimited = attempt { pool.resignRateSleeper() }
+                return .failure(DeliveryFailure(processing: .notProcessed, cause: .clientShutDown,
+                                                detail: "the sending task was cancelled before the request was written"))
+            }
             let now = clock.now
             if pool.liveConnections > 0 {
                 deadline = now.advanced(by: configuration.requestTimeout)

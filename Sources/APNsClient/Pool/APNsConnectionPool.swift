@@ -168,35 +168,44 @@ final class APNsConnectionPool: Sendable {
     /// Waits until the pool changes after `generation` (a connection came up, a stream was
     /// freed, a stream limit rose, or shutdown), or until `deadline`.
     func waitForChange(after generation: Int, until deadline: ContinuousClock.Instant) async {
-        guard clock.now < deadline else { return }
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let registered = state.withLock { state -> Int? in
-                if state.generation != generation || state.shuttingDown { return nil }
-                let id = state.nextWaiterID
-                state.nextWaiterID += 1
-                state.waiters[id] = Waiter(continuation: continuation, timer: nil)
-                state.waitOrder.append(id)
-                return id
+        guard clock.now < deadline, !Task.isCancelled else { return }
+        let id = state.withLock { state -> Int in
+            defer { state.nextWaiterID += 1 }
+            return state.nextWaiterID
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let registered = state.withLock { state -> Bool in
+                    if state.generation != generation || state.shuttingDown { return false }
+                    state.waiters[id] = Waiter(continuation: continuation, timer: nil)
+                    state.waitOrder.append(id)
+                    return true
+                }
+                guard registered else {
+                    continuation.resume()
+                    return
+                }
+                let timer = Task { [self] in
+                    try? await Task.sleep(until: deadline, clock: .continuous)
+                    expireWaiter(id)
+                }
+                let orphaned = state.withLock { state -> Bool in
+                    guard state.waiters[id] != nil else { return true }
+                    state.waiters[id]?.timer = timer
+                    return false
+                }
+                if orphaned { timer.cancel() }
+                // A cancellation that came before the waiter was registered found nothing to end.
+                if Task.isCancelled { expireWaiter(id) }
             }
-            guard let id = registered else {
-                continuation.resume()
-                return
-            }
-            let timer = Task { [self] in
-                try? await Task.sleep(until: deadline, clock: .continuous)
-                expireWaiter(id)
-            }
-            let orphaned = state.withLock { state -> Bool in
-                guard state.waiters[id] != nil else { return true }
-                state.waiters[id]?.timer = timer
-                return false
-            }
-            if orphaned { timer.cancel() }
+        } onCancel: {
+            expireWaiter(id)
         }
     }
 
     private func expireWaiter(_ id: Int) {
         let waiter = state.withLock { $0.waiters.removeValue(forKey: id) }
+        waiter?.timer?.cancel()
         waiter?.continuation.resume()
     }
 
