@@ -71,7 +71,12 @@ public final class APNsClient: Sendable {
         await pool.shutdown(timeout: timeout)
     }
 
-    public var statistics: APNsClientStatistics { recorder.snapshot }
+    public var statistics: APNsClientStatistics {
+        var snapshot = recorder.snapshot
+        snapshot.liveConnections = pool.liveConnections
+        snapshot.throttledConnections = pool.throttledConnections
+        return snapshot
+    }
 
     /// The last connect error (for `pgpush doctor` and logs), nil if none happened.
     public var lastConnectError: String? { pool.lastConnectError }

@@ -68,6 +68,8 @@ final class APNsConnectionPool: Sendable {
 
     var lastConnectError: String? { state.withLock { $0.lastConnectError } }
     var liveConnections: Int { state.withLock { state in state.slots.count { $0.connection != nil } } }
+    /// Connections whose rate is lowered because 429s spread.
+    var throttledConnections: Int { state.withLock { state in state.slots.count { $0.throttle?.isThrottled == true } } }
     var isShuttingDown: Bool { state.withLock { $0.shuttingDown } }
 
     // MARK: starting
@@ -246,7 +248,7 @@ final class APNsConnectionPool: Sendable {
     /// answers feed the slot's throttle, which may change the slot's rate.
     func finish(_ lease: ConnectionLease, answer: Int?, reason: String?) {
         let now = clock.now
-        let (newRate, freed) = state.withLock { state -> (Int?, [Waiter]) in
+        let freed = state.withLock { state -> [Waiter] in
             let current = state.slots[lease.slot].connection === lease.connection
             var freed: [Waiter] = []
             if current {
@@ -261,20 +263,14 @@ final class APNsConnectionPool: Sendable {
                     freed = [waiter]
                 }
             }
-            guard let answer, var throttle = state.slots[lease.slot].throttle else { return (nil, freed) }
+            guard let answer, var throttle = state.slots[lease.slot].throttle else { return freed }
             let tooManyRequests = answer == 429 && reason != "TooManyProviderTokenUpdates"
             let change = throttle.record(tooManyRequests: tooManyRequests, at: now)
             state.slots[lease.slot].throttle = throttle
             if let change { state.slots[lease.slot].rate.setLimit(change) }
-            return (change, freed)
+            return freed
         }
         Self.wake(freed)
-        if newRate != nil { updateThrottleCount() }
-    }
-
-    private func updateThrottleCount() {
-        let throttled = state.withLock { $0.slots.count { $0.throttle?.isThrottled == true } }
-        statistics.update { $0.throttledConnections = throttled }
     }
 
     /// Takes the lease's connection out of the pool and closes it gracefully (its other
@@ -332,22 +328,20 @@ final class APNsConnectionPool: Sendable {
 
     private func install(_ connection: HTTP2ClientConnection, slot: Int, isReconnect: Bool) -> Bool {
         let now = clock.now
-        let outcome = state.withLock { state -> (installed: Bool, waiters: [Waiter], starters: [CheckedContinuation<Void, Never>], live: Int) in
-            guard !state.shuttingDown else { return (false, [], [], 0) }
+        let outcome = state.withLock { state -> (installed: Bool, waiters: [Waiter], starters: [CheckedContinuation<Void, Never>]) in
+            guard !state.shuttingDown else { return (false, [], []) }
             state.slots[slot].connection = connection
             state.slots[slot].connectedAt = now
             state.slots[slot].answeredSinceConnect = false
             state.slots[slot].inFlight = 0
             state.generation += 1
             let starters = Self.markFirstAttemptDone(slot: slot, &state)
-            let live = state.slots.count { $0.connection != nil }
-            return (true, Self.takeWaiters(&state), starters, live)
+            return (true, Self.takeWaiters(&state), starters)
         }
         guard outcome.installed else { return false }
         statistics.update {
             $0.connectionsOpened += 1
             if isReconnect { $0.reconnects += 1 }
-            $0.liveConnections = outcome.live
         }
         Self.wake(outcome.waiters)
         for starter in outcome.starters { starter.resume() }
@@ -392,7 +386,6 @@ final class APNsConnectionPool: Sendable {
             return (waiter, healthy, state.slots.count { $0.connection != nil })
         }
         guard let outcome else { return }
-        statistics.update { $0.liveConnections = outcome.live }
         outcome.waiter?.resume(returning: outcome.healthy)
     }
 
@@ -460,10 +453,6 @@ final class APNsConnectionPool: Sendable {
         for waiter in replacementWaiters { waiter.resume(returning: true) }
         for connection in connections { connection.close(graceful: false) }
         transport.shutdown()
-        statistics.update {
-            $0.liveConnections = 0
-            $0.throttledConnections = 0
-        }
     }
 
     private func waitUntilIdle(until deadline: ContinuousClock.Instant) async {
