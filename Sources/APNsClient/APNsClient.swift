@@ -75,7 +75,12 @@ public final class APNsClient: Sendable {
         await pool.shutdown(timeout: timeout)
     }
 
-    public var statistics: APNsClientStatistics { recorder.snapshot }
+    public var statistics: APNsClientStatistics {
+        var snapshot = recorder.snapshot
+        snapshot.liveConnections = pool.liveConnections
+        snapshot.throttledConnections = pool.throttledConnections
+        return snapshot
+    }
 
     /// The last connect error (for `pgpush doctor` and logs), nil if none happened.
     public var lastConnectError: String? { pool.lastConnectError }
@@ -198,6 +203,11 @@ public final class APNsClient: Sendable {
             }
             if case .shutDown = attempt {
                 return .failure(DeliveryFailure(processing: .notProcessed, cause: .clientShutDown, detail: "APNs client is shut down"))
+            }
+            if Task.isCancelled {
+                if case .rateLimited = attempt { pool.resignRateSleeper() }
+                return .failure(DeliveryFailure(processing: .notProcessed, cause: .clientShutDown,
+                                                detail: "the sending task was cancelled before the request was written"))
             }
             let now = clock.now
             if pool.liveConnections > 0 {

@@ -72,7 +72,7 @@ public struct DeliveryFailure: Error, Sendable, Equatable, CustomStringConvertib
         case streamReset
         /// The HTTP/2 layer refused to encode the request; sending it again will not help.
         case invalidRequest
-        /// The client was shut down (or not started) before the request could go out.
+        /// The client was shut down, or the sending task cancelled, before an answer.
         case clientShutDown
         /// No provider token could be signed: the app's key is unusable.
         case credentials

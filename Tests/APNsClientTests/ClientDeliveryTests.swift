@@ -92,6 +92,26 @@ struct ClientDeliveryTests {
         await client.shutdown()
     }
 
+    @Test("cancelling a send that waits for its rate ends the wait; nothing is written")
+    func cancelledWhileWaiting() async throws {
+        let pki = try ClientTestPKI()
+        let server = try FakeAPNsServer(pki: pki)
+        defer { server.stop() }
+        let client = try ClientTestValues.client(port: server.port, pki: pki,
+                                                 authentication: .token(try ClientTestValues.tokenCache()), connections: 1, rate: 1)
+        #expect(await client.send(try ClientTestValues.request(1)).status == 200)
+        let request = try ClientTestValues.request(2)
+        let waiting = Task { await client.send(request) }
+        waiting.cancel()
+        let result = await waiting.value
+        #expect(result.failure?.cause == .clientShutDown)
+        #expect(result.failure?.processing == .notProcessed)
+        #expect(result.latency < .milliseconds(900), "it did not wait out the rate")
+        #expect(server.handler.arrivals.value.count == 1)
+        #expect(await client.send(try ClientTestValues.request(3)).status == 200, "the pool still works")
+        await client.shutdown()
+    }
+
     @Test("a request goes to the connection that can send soonest: no wait while another has rate to spare")
     func picksFreeConnection() async throws {
         let pki = try ClientTestPKI()

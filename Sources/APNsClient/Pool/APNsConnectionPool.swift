@@ -68,6 +68,8 @@ final class APNsConnectionPool: Sendable {
 
     var lastConnectError: String? { state.withLock { $0.lastConnectError } }
     var liveConnections: Int { state.withLock { state in state.slots.count { $0.connection != nil } } }
+    /// Connections whose rate is lowered because 429s spread.
+    var throttledConnections: Int { state.withLock { state in state.slots.count { $0.throttle?.isThrottled == true } } }
     var isShuttingDown: Bool { state.withLock { $0.shuttingDown } }
 
     // MARK: starting
@@ -168,35 +170,44 @@ final class APNsConnectionPool: Sendable {
     /// Waits until the pool changes after `generation` (a connection came up, a stream was
     /// freed, a stream limit rose, or shutdown), or until `deadline`.
     func waitForChange(after generation: Int, until deadline: ContinuousClock.Instant) async {
-        guard clock.now < deadline else { return }
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let registered = state.withLock { state -> Int? in
-                if state.generation != generation || state.shuttingDown { return nil }
-                let id = state.nextWaiterID
-                state.nextWaiterID += 1
-                state.waiters[id] = Waiter(continuation: continuation, timer: nil)
-                state.waitOrder.append(id)
-                return id
+        guard clock.now < deadline, !Task.isCancelled else { return }
+        let id = state.withLock { state -> Int in
+            defer { state.nextWaiterID += 1 }
+            return state.nextWaiterID
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let registered = state.withLock { state -> Bool in
+                    if state.generation != generation || state.shuttingDown { return false }
+                    state.waiters[id] = Waiter(continuation: continuation, timer: nil)
+                    state.waitOrder.append(id)
+                    return true
+                }
+                guard registered else {
+                    continuation.resume()
+                    return
+                }
+                let timer = Task { [self] in
+                    try? await Task.sleep(until: deadline, clock: .continuous)
+                    expireWaiter(id)
+                }
+                let orphaned = state.withLock { state -> Bool in
+                    guard state.waiters[id] != nil else { return true }
+                    state.waiters[id]?.timer = timer
+                    return false
+                }
+                if orphaned { timer.cancel() }
+                // A cancellation that came before the waiter was registered found nothing to end.
+                if Task.isCancelled { expireWaiter(id) }
             }
-            guard let id = registered else {
-                continuation.resume()
-                return
-            }
-            let timer = Task { [self] in
-                try? await Task.sleep(until: deadline, clock: .continuous)
-                expireWaiter(id)
-            }
-            let orphaned = state.withLock { state -> Bool in
-                guard state.waiters[id] != nil else { return true }
-                state.waiters[id]?.timer = timer
-                return false
-            }
-            if orphaned { timer.cancel() }
+        } onCancel: {
+            expireWaiter(id)
         }
     }
 
     private func expireWaiter(_ id: Int) {
         let waiter = state.withLock { $0.waiters.removeValue(forKey: id) }
+        waiter?.timer?.cancel()
         waiter?.continuation.resume()
     }
 
@@ -237,7 +248,7 @@ final class APNsConnectionPool: Sendable {
     /// answers feed the slot's throttle, which may change the slot's rate.
     func finish(_ lease: ConnectionLease, answer: Int?, reason: String?) {
         let now = clock.now
-        let (newRate, freed) = state.withLock { state -> (Int?, [Waiter]) in
+        let freed = state.withLock { state -> [Waiter] in
             let current = state.slots[lease.slot].connection === lease.connection
             var freed: [Waiter] = []
             if current {
@@ -252,20 +263,14 @@ final class APNsConnectionPool: Sendable {
                     freed = [waiter]
                 }
             }
-            guard let answer, var throttle = state.slots[lease.slot].throttle else { return (nil, freed) }
+            guard let answer, var throttle = state.slots[lease.slot].throttle else { return freed }
             let tooManyRequests = answer == 429 && reason != "TooManyProviderTokenUpdates"
             let change = throttle.record(tooManyRequests: tooManyRequests, at: now)
             state.slots[lease.slot].throttle = throttle
             if let change { state.slots[lease.slot].rate.setLimit(change) }
-            return (change, freed)
+            return freed
         }
         Self.wake(freed)
-        if newRate != nil { updateThrottleCount() }
-    }
-
-    private func updateThrottleCount() {
-        let throttled = state.withLock { $0.slots.count { $0.throttle?.isThrottled == true } }
-        statistics.update { $0.throttledConnections = throttled }
     }
 
     /// Takes the lease's connection out of the pool and closes it gracefully (its other
@@ -323,22 +328,20 @@ final class APNsConnectionPool: Sendable {
 
     private func install(_ connection: HTTP2ClientConnection, slot: Int, isReconnect: Bool) -> Bool {
         let now = clock.now
-        let outcome = state.withLock { state -> (installed: Bool, waiters: [Waiter], starters: [CheckedContinuation<Void, Never>], live: Int) in
-            guard !state.shuttingDown else { return (false, [], [], 0) }
+        let outcome = state.withLock { state -> (installed: Bool, waiters: [Waiter], starters: [CheckedContinuation<Void, Never>]) in
+            guard !state.shuttingDown else { return (false, [], []) }
             state.slots[slot].connection = connection
             state.slots[slot].connectedAt = now
             state.slots[slot].answeredSinceConnect = false
             state.slots[slot].inFlight = 0
             state.generation += 1
             let starters = Self.markFirstAttemptDone(slot: slot, &state)
-            let live = state.slots.count { $0.connection != nil }
-            return (true, Self.takeWaiters(&state), starters, live)
+            return (true, Self.takeWaiters(&state), starters)
         }
         guard outcome.installed else { return false }
         statistics.update {
             $0.connectionsOpened += 1
             if isReconnect { $0.reconnects += 1 }
-            $0.liveConnections = outcome.live
         }
         Self.wake(outcome.waiters)
         for starter in outcome.starters { starter.resume() }
@@ -383,7 +386,6 @@ final class APNsConnectionPool: Sendable {
             return (waiter, healthy, state.slots.count { $0.connection != nil })
         }
         guard let outcome else { return }
-        statistics.update { $0.liveConnections = outcome.live }
         outcome.waiter?.resume(returning: outcome.healthy)
     }
 
@@ -451,10 +453,6 @@ final class APNsConnectionPool: Sendable {
         for waiter in replacementWaiters { waiter.resume(returning: true) }
         for connection in connections { connection.close(graceful: false) }
         transport.shutdown()
-        statistics.update {
-            $0.liveConnections = 0
-            $0.throttledConnections = 0
-        }
     }
 
     private func waitUntilIdle(until deadline: ContinuousClock.Instant) async {
