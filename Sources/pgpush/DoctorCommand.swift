@@ -87,10 +87,10 @@ enum DoctorCommand {
             let connection = try PostgresConnection(conninfo: conninfo)
             let version = try connection.query("SELECT current_setting('server_version')").string(0, 0) ?? "?"
             report.ok("database", "connected, PostgreSQL \(version)")
-            let applied = try connection.query("""
-                SELECT CASE WHEN to_regclass('pgpush.schema_migrations') IS NULL THEN 0
-                            ELSE (SELECT coalesce(max(version), 0) FROM pgpush.schema_migrations) END
-                """).int(0, 0) ?? 0
+            let hasSchema = try connection.query("SELECT to_regclass('pgpush.schema_migrations') IS NOT NULL").bool(0, 0) == true
+            let applied = hasSchema
+                ? try connection.query("SELECT coalesce(max(version), 0) FROM pgpush.schema_migrations").int(0, 0) ?? 0
+                : 0
             let available = Migration.locateDirectory().flatMap { try? Migration.load(directory: $0) }?.last?.version
             switch (applied, available) {
             case (0, _): report.fail("migrations", "schema pgpush is missing: run `pgpush migrate`")

@@ -50,40 +50,118 @@ struct CommandLineTests {
         #expect(badKey.output.contains("/nonexistent/AuthKey.p8"))
     }
 
-    @Test func sigtermDrainsDeregistersAndExitsZero() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pgpush-cli-\(UUID())")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let key = try ES256PrivateKey.generate()
-        let keyFile = directory.appendingPathComponent("AuthKey.p8").path
-        try key.writePKCS8(toFile: keyFile)
-        var configuration = SimulatorConfiguration(authentication: .token(
-            ProviderTokenKey(teamID: "TEAM123456", keyID: "KEY1234567", publicKey: try key.publicKey())))
-        configuration.bundleID = "com.example.app"
-        let simulator = try APNsSimulator(configuration: configuration)
-        _ = try simulator.start()
-        defer { simulator.stop() }
+    /// A simulator with a fresh p8 key; the environment that points `pgpush run` at it.
+    struct Simulated {
+        let simulator: APNsSimulator
+        let directory: URL
+        let environment: [String: String]
 
-        let conninfo = try TestDatabase.migrated()
-        let database = try PostgresConnection(conninfo: conninfo)
+        init(conninfo: String) throws {
+            directory = FileManager.default.temporaryDirectory.appendingPathComponent("pgpush-cli-\(UUID())")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            let key = try ES256PrivateKey.generate()
+            let keyFile = directory.appendingPathComponent("AuthKey.p8").path
+            try key.writePKCS8(toFile: keyFile)
+            var configuration = SimulatorConfiguration(authentication: .token(
+                ProviderTokenKey(teamID: "TEAM123456", keyID: "KEY1234567", publicKey: try key.publicKey())))
+            configuration.bundleID = "com.example.app"
+            simulator = try APNsSimulator(configuration: configuration)
+            _ = try simulator.start()
+            environment = [
+                "DATABASE_URL": conninfo, "PGPUSH_TOPIC": "com.example.app", "PGPUSH_TEAM_ID": "TEAM123456",
+                "PGPUSH_KEY_ID": "KEY1234567", "PGPUSH_KEY_FILE": keyFile, "PGPUSH_APNS_URL": simulator.baseURL ?? "",
+                "PGPUSH_CA_FILE": simulator.caCertificatePath ?? "",
+            ]
+        }
+
+        func stop() {
+            simulator.stop()
+            try? FileManager.default.removeItem(at: directory)
+        }
+    }
+
+    static func enqueue(_ database: PostgresConnection, count: Int) throws {
         try database.query("SELECT pgpush.enqueue_many(device_tokens => $1, payload => '{\"aps\":{\"alert\":\"x\"}}')",
-                           [(1...50).map { String(format: "%064x", $0) }])
-        let worker = try ChildProcess(binary, ["run"], environment: [
-            "DATABASE_URL": conninfo, "PGPUSH_TOPIC": "com.example.app", "PGPUSH_TEAM_ID": "TEAM123456",
-            "PGPUSH_KEY_ID": "KEY1234567", "PGPUSH_KEY_FILE": keyFile, "PGPUSH_APNS_URL": simulator.baseURL ?? "",
-            "PGPUSH_CA_FILE": simulator.caCertificatePath ?? "", "PGPUSH_WORKER_ID": "cli-worker",
-        ])
-        var delivered = 0
-        for _ in 0..<1500 where delivered < 50 {
-            delivered = try database.query("SELECT count(*) FROM pgpush.notifications WHERE status = 'delivered'").int(0, 0) ?? 0
+                           [(1...count).map { String(format: "%064x", $0) }])
+    }
+
+    static func count(_ database: PostgresConnection, _ status: String) throws -> Int {
+        try database.query("SELECT count(*) FROM pgpush.notifications WHERE status = $1", [status]).int(0, 0) ?? 0
+    }
+
+    @Test func sigtermDuringABacklogDrainsDeregistersAndExitsZero() async throws {
+        let conninfo = try TestDatabase.migrated()
+        let simulated = try Simulated(conninfo: conninfo)
+        defer { simulated.stop() }
+        let database = try PostgresConnection(conninfo: conninfo)
+        try Self.enqueue(database, count: 300)
+        // One connection at 50/s: six seconds of backlog, stopped after a moment.
+        let worker = try ChildProcess(binary, ["run"], environment: simulated.environment.merging([
+            "PGPUSH_WORKER_ID": "cli-worker", "PGPUSH_CONNECTIONS": "1", "PGPUSH_RATE_PER_CONNECTION": "50",
+        ]) { $1 })
+        for _ in 0..<1500 where try Self.count(database, "delivered") < 20 {
             try await Task.sleep(for: .milliseconds(20))
         }
-        #expect(delivered == 50)
         #expect(try database.query("SELECT count(*) FROM pgpush.workers WHERE id = 'cli-worker'").int(0, 0) == 1)
         worker.signal(SIGTERM)
         let code = await worker.wait(timeout: .seconds(30))
         #expect(code == 0, "output: \(worker.output)")
         #expect(worker.output.contains("worker_stopped"))
+        let delivered = try Self.count(database, "delivered"), queued = try Self.count(database, "queued")
+        #expect(try Self.count(database, "sending") == 0)
+        #expect(delivered + queued == 300)
+        #expect(queued > 0)
+        #expect(simulated.simulator.report().totalRequests == delivered)
         #expect(try database.query("SELECT count(*) FROM pgpush.workers").int(0, 0) == 0)
+    }
+
+    @Test func threeWorkerProcessesDeliverEveryRowExactlyOnce() async throws {
+        let conninfo = try TestDatabase.migrated()
+        let simulated = try Simulated(conninfo: conninfo)
+        defer { simulated.stop() }
+        let database = try PostgresConnection(conninfo: conninfo)
+        try Self.enqueue(database, count: 900)
+        let workers = try (1...3).map { number in
+            try ChildProcess(binary, ["run"], environment: simulated.environment.merging([
+                "PGPUSH_WORKER_ID": "worker-\(number)", "PGPUSH_CONNECTIONS": "2", "PGPUSH_RATE_PER_CONNECTION": "100",
+            ]) { $1 })
+        }
+        for _ in 0..<3000 where try Self.count(database, "delivered") < 900 {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        for worker in workers { worker.signal(SIGTERM) }
+        for worker in workers { #expect(await worker.wait(timeout: .seconds(30)) == 0, "\(worker.output)") }
+        #expect(try Self.count(database, "delivered") == 900)
+        let report = simulated.simulator.report()
+        #expect(report.totalRequests == 900)
+        #expect(report.duplicateAPNsIDs == 0)
+        // Every worker took part: SKIP LOCKED shares the queue.
+        let perWorker = try database.query("SELECT count(*) FROM pgpush.delivery_errors").int(0, 0)
+        #expect(perWorker == 0)
+        #expect(report.connections.count >= 6)
+    }
+
+    @Test func doctorPassesOnAGoodSetupAndNamesWhatIsWrong() async throws {
+        let conninfo = try TestDatabase.migrated()
+        let simulated = try Simulated(conninfo: conninfo)
+        defer { simulated.stop() }
+        chmod(simulated.environment["PGPUSH_KEY_FILE"] ?? "", 0o600)
+        let good = try await run(["doctor"], environment: simulated.environment)
+        #expect(good.code == 0, "\(good.output)")
+        #expect(good.output.contains("✔ database"))
+        #expect(good.output.contains("✔ app default: APNs: TLS + HTTP/2"))
+        #expect(!good.output.contains("✘"))
+        #expect(!good.output.contains("BEGIN PRIVATE KEY"))
+
+        chmod(simulated.environment["PGPUSH_KEY_FILE"] ?? "", 0o644)
+        let emptyDatabase = try TestDatabase.empty()
+        let bad = try await run(["doctor"], environment: simulated.environment.merging([
+            "DATABASE_URL": emptyDatabase, "PGPUSH_APNS_URL": "https://127.0.0.1:1",
+        ]) { $1 })
+        #expect(bad.code == 1)
+        #expect(bad.output.contains("⚠ app default: credentials"))
+        #expect(bad.output.contains("chmod 600"))
+        #expect(bad.output.contains("✘ migrations: schema pgpush is missing"))
+        #expect(bad.output.contains("✘ app default: APNs"))
     }
 }
