@@ -154,9 +154,7 @@ import Testing
         let running = Task { try await worker.run() }
         defer { worker.stop() }
         // Wait until the worker is registered (its listener starts right after).
-        for _ in 0..<200 where try database.query("SELECT count(*) FROM pgpush.workers").int(0, 0) == 0 {
-            try await Task.sleep(for: .milliseconds(20))
-        }
+        #expect(try await eventually { try database.query("SELECT count(*) FROM pgpush.workers").int(0, 0) == 1 })
         for round in 1...3 {
             try await Task.sleep(for: .milliseconds(200))   // let the claim loop go idle
             try database.query("SELECT pgpush.enqueue(device_token => $1, payload => '{\"aps\":{\"alert\":\"hi\"}}')", [Self.token(round)])
@@ -180,9 +178,9 @@ import Testing
         let worker = try Worker(configuration: configuration, senders: try APNsSenderFactory.makeSenders(for: [harness.app]),
                                 log: Log(minimum: .warning))
         let running = Task { try await worker.run() }
-        for _ in 0..<500 where try database.query("SELECT count(*) FROM pgpush.notifications WHERE status = 'delivered'").int(0, 0) ?? 0 < 5 {
-            try await Task.sleep(for: .milliseconds(20))
-        }
+        #expect(try await eventually {
+            try database.query("SELECT count(*) FROM pgpush.notifications WHERE status = 'delivered'").int(0, 0) ?? 0 >= 5
+        })
         worker.stop()
         try await running.value
 

@@ -99,9 +99,7 @@ struct CommandLineTests {
         let worker = try ChildProcess(binary, ["run"], environment: simulated.environment.merging([
             "PGPUSH_WORKER_ID": "cli-worker", "PGPUSH_CONNECTIONS": "1", "PGPUSH_RATE_PER_CONNECTION": "50",
         ]) { $1 })
-        for _ in 0..<1500 where try Self.count(database, "delivered") < 20 {
-            try await Task.sleep(for: .milliseconds(20))
-        }
+        #expect(try await eventually { try Self.count(database, "delivered") >= 20 })
         #expect(try database.query("SELECT count(*) FROM pgpush.workers WHERE id = 'cli-worker'").int(0, 0) == 1)
         worker.signal(SIGTERM)
         let code = await worker.wait(timeout: .seconds(30))
@@ -126,9 +124,7 @@ struct CommandLineTests {
                 "PGPUSH_WORKER_ID": "worker-\(number)", "PGPUSH_CONNECTIONS": "2", "PGPUSH_RATE_PER_CONNECTION": "100",
             ]) { $1 })
         }
-        for _ in 0..<3000 where try Self.count(database, "delivered") < 900 {
-            try await Task.sleep(for: .milliseconds(20))
-        }
+        #expect(try await eventually { try Self.count(database, "delivered") == 900 })
         for worker in workers { worker.signal(SIGTERM) }
         for worker in workers { #expect(await worker.wait(timeout: .seconds(30)) == 0, "\(worker.output)") }
         #expect(try Self.count(database, "delivered") == 900)
