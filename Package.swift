@@ -46,7 +46,7 @@ let package = Package(
 
         // Tests mirror the modules.
         .testTarget(name: "PGPushCoreTests", dependencies: ["PGPushCore"]),
-        .testTarget(name: "PostgresTests", dependencies: ["Postgres", "PGPushTestSupport"]),
+        .testTarget(name: "PostgresTests", dependencies: ["Postgres", "EmbeddedPostgres", "PGPushTestSupport"]),
         .testTarget(name: "PushQueueTests", dependencies: ["PushQueue", "Postgres", "PGPushTestSupport", "PGPushCore"]),
         .testTarget(name: "HTTP2TLSTests", dependencies: ["HTTP2TLS"]),
         .testTarget(name: "APNsClientTests", dependencies: ["APNsClient", "APNsSimulator", "HTTP2TLS", "PGPushCore"]),

@@ -1,4 +1,5 @@
 import Foundation
+import EmbeddedPostgres
 import PGPushTestSupport
 import Postgres
 import Testing
@@ -93,5 +94,39 @@ import Testing
             received = try connection.waitForNotifications(timeout: .seconds(1))
         }
         #expect(received.map(\.payload) == ["again"])
+    }
+}
+
+/// A cluster of its own: restarting the shared one would disturb tests running beside it.
+@Suite struct PostgresRestartTests {
+    @Test func reconnectsAfterTheServerRestarts() throws {
+        let cluster = try EmbeddedPostgres.start()
+        defer { cluster.stop() }
+        let connection = try PostgresConnection(conninfo: cluster.conninfo())
+        try connection.listen("after_restart")
+        try cluster.restartServer()
+        let lost = try #require(throws: PostgresError.self) { try connection.query("SELECT 1") }
+        #expect(lost.isConnectionProblem)
+        try connection.reconnect()
+        #expect(try connection.query("SELECT 1").int(0, 0) == 1)
+        let sender = try PostgresConnection(conninfo: cluster.conninfo())
+        try sender.query("SELECT pg_notify('after_restart', 'still listening')")
+        var received: [PostgresNotification] = []
+        for _ in 0..<50 where received.isEmpty {
+            received = try connection.waitForNotifications(timeout: .seconds(1))
+        }
+        #expect(received.map(\.payload) == ["still listening"])
+    }
+
+    @Test func reconnectFailsClearlyWhileTheServerIsDown() throws {
+        let cluster = try EmbeddedPostgres.start()
+        defer { cluster.stop() }
+        let connection = try PostgresConnection(conninfo: cluster.conninfo())
+        try cluster.stopServer()
+        let error = try #require(throws: PostgresError.self) { try connection.reconnect() }
+        #expect(error.kind == .connection)
+        try cluster.startServer()
+        try connection.reconnect()
+        #expect(try connection.query("SELECT 2").int(0, 0) == 2)
     }
 }
