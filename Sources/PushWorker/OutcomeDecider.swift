@@ -36,8 +36,7 @@ struct OutcomeDecider {
         let decision = RetryPolicy.decide(outcomeClass, attempts: row.attempts,
                                           freshConnectionResends: result.resends,
                                           configuration: retry, using: &random)
-        var outcome = Outcome(id: row.id, claimCount: row.claimCount, disposition: .failed, httpStatus: status,
-                              reason: reason, recordsError: outcomeClass != .delivered && outcomeClass != .notProcessed)
+        var outcome = Outcome(id: row.id, claimCount: row.claimCount, disposition: .failed, httpStatus: status, reason: reason)
         var appProblem: String?
         switch decision {
         case .delivered:
@@ -60,6 +59,14 @@ struct OutcomeDecider {
             outcome.disposition = .failed
             outcome.invalidatesToken = invalidatesToken
             if invalidatesToken { outcome.appleTimestamp = timestamp }
+        }
+        // Every attempt that did not deliver leaves an error row, also when a
+        // not-processed request escalates to a counted attempt; only uncounted
+        // requeues (nothing was learned, nothing was spent) leave none.
+        if case .retry(_, false) = outcome.disposition, outcomeClass == .notProcessed {
+            outcome.recordsError = false
+        } else {
+            outcome.recordsError = outcome.disposition != .delivered
         }
         return Decision(outcome: outcome, appProblem: appProblem)
     }

@@ -102,3 +102,17 @@ import Testing
         #expect(outcome.recordsError)
     }
 }
+
+@Suite struct OutcomeDeciderEscalationTests {
+    @Test func refusedStreamsPastTheResendCapSpendAnAttemptAndLeaveAnErrorRow() {
+        let decider = OutcomeDecider(retry: .default)
+        let row = OutcomeDeciderTests().row(attempts: 4)
+        var random = SeededRandomNumberGenerator(seed: 1)
+        var refused = DeliveryResult(status: nil, failure: DeliveryFailure(processing: .notProcessed, cause: .refusedStream, detail: "t"))
+        refused.resends = 2
+        let decision = decider.decide(row, refused, using: &random)
+        #expect(decision.outcome.disposition == .failed)
+        #expect(decision.outcome.recordsError)
+        #expect(decision.outcome.reason == "RefusedStream")
+    }
+}
