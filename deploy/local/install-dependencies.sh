@@ -3,7 +3,7 @@
 # Needs root (or sudo) only when something is missing.
 set -euo pipefail
 
-packages=(libpq-dev libnghttp2-dev libssl-dev pkg-config postgresql openssl nghttp2-client nghttp2-server)
+packages=(libpq-dev libnghttp2-dev libssl-dev pkg-config postgresql openssl nghttp2-client nghttp2-server python3-yaml)
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
