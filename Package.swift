@@ -41,6 +41,10 @@ let package = Package(
             "PGPushOperator", "HTTP2TLS",
         ]),
 
+        // Fuzz targets over every input pgpush takes from outside, and their libFuzzer / replay entry.
+        .target(name: "PGPushFuzzTargets", dependencies: ["PGPushCore", "PushWorker", "APNsSimulator", "HTTP2TLS"]),
+        .executableTarget(name: "pgpush-fuzz", dependencies: ["PGPushFuzzTargets"]),
+
         // Shared by the test targets: the throwaway PostgreSQL cluster and fresh databases.
         .target(name: "PGPushTestSupport", dependencies: ["Postgres", "EmbeddedPostgres", "PushQueue"]),
 
@@ -53,6 +57,7 @@ let package = Package(
         .testTarget(name: "PushWorkerTests", dependencies: [
             "PushWorker", "PushQueue", "PGPushCore", "PGPushTestSupport", "Postgres", "APNsSimulator", "APNsClient", "HTTP2TLS",
         ]),
+        .testTarget(name: "PGPushFuzzTargetsTests", dependencies: ["PGPushFuzzTargets"]),
         .testTarget(name: "pgpushTests", dependencies: ["PGPushTestSupport", "Postgres", "APNsSimulator", "HTTP2TLS"]),
         .testTarget(name: "PGPushOperatorTests", dependencies: ["PGPushOperator", "PGPushTestSupport", "Postgres"]),
         .testTarget(name: "APNsSimulatorTests", dependencies: ["APNsSimulator", "HTTP2TLS", "PGPushCore", "PGPushTestSupport"]),

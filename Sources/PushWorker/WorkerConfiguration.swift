@@ -135,6 +135,15 @@ public struct WorkerConfiguration: Sendable {
         return configuration
     }
 
+    /// The apps a configuration file lists, validated (what `--config` reads; also the fuzz target).
+    public static func apps(fromFile data: Data, source: String = "configuration file") throws(ConfigurationError) -> [AppConfiguration] {
+        var apps: [AppConfiguration] = []
+        for entry in try ConfigurationFile.decode(data, source: source).apps ?? [] {
+            apps.append(try entry.validated())
+        }
+        return apps
+    }
+
     private static func integer(_ text: String, setting: String) throws(ConfigurationError) -> Int {
         guard let value = Int(text.trimmingCharacters(in: .whitespaces)), value >= 0 else {
             throw ConfigurationError("\(setting) must be a whole number ≥ 0, got \"\(text)\"")
@@ -161,12 +170,16 @@ struct ConfigurationFile: Decodable {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw ConfigurationError("cannot read the configuration file \(path)")
         }
+        return try decode(data, source: path)
+    }
+
+    static func decode(_ data: Data, source: String) throws(ConfigurationError) -> ConfigurationFile {
         do {
             let decoder = JSONDecoder()
             decoder.keyDecodingStrategy = .convertFromSnakeCase
             return try decoder.decode(ConfigurationFile.self, from: data)
         } catch {
-            throw ConfigurationError("configuration file \(path) is not valid: \(Self.explain(error))")
+            throw ConfigurationError("configuration file \(source) is not valid: \(Self.explain(error))")
         }
     }
 

@@ -1,0 +1,73 @@
+import APNsSimulator
+import Foundation
+import HTTP2TLS
+import PGPushCore
+import PushWorker
+
+/// The inputs pgpush takes from outside, as fuzz targets: each takes arbitrary
+/// bytes, must return without crashing, and checks an invariant where one
+/// exists (a crash or a failed `precondition` is what the fuzzer reports).
+/// The same functions replay the seed corpus in the regression tests.
+public enum FuzzTarget: String, CaseIterable, Sendable {
+    case payload
+    case errorBody = "error-body"
+    case configuration
+    case simulatorRequest = "simulator-request"
+
+    public func run(_ bytes: [UInt8]) {
+        switch self {
+        case .payload: Self.payload(bytes)
+        case .errorBody: Self.errorBody(bytes)
+        case .configuration: Self.configuration(bytes)
+        case .simulatorRequest: Self.simulatorRequest(bytes)
+        }
+    }
+
+    /// Validation and compaction: compact output validates again to itself.
+    static func payload(_ bytes: [UInt8]) {
+        for type in [PushType.alert, .background, .voip] {
+            guard let payload = try? Payload(validating: bytes, for: type) else { continue }
+            let again = try? Payload(validating: payload.bytes, for: type)
+            precondition(again?.bytes == payload.bytes, "compaction is not idempotent")
+            precondition(payload.bytes.count <= type.payloadLimit, "payload over its limit accepted")
+        }
+    }
+
+    /// The APNs error body parser: what it reads, it writes back the same.
+    static func errorBody(_ bytes: [UInt8]) {
+        guard let body = APNsErrorBody.parse(bytes) else { return }
+        let reparsed = APNsErrorBody.parse(body.encoded())
+        precondition(reparsed?.reason == body.reason, "error body reason does not round-trip")
+    }
+
+    /// The `--config` JSON file.
+    static func configuration(_ bytes: [UInt8]) {
+        _ = try? WorkerConfiguration.apps(fromFile: Data(bytes))
+    }
+
+    /// A request as the simulator sees it: first line the path, then `name: value`
+    /// header lines, a blank line, the body.
+    static func simulatorRequest(_ bytes: [UInt8]) {
+        let text = String(decoding: bytes, as: UTF8.self)
+        let parts = text.components(separatedBy: "\n\n")
+        var lines = (parts.first ?? "").split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        let path = lines.isEmpty ? "" : lines.removeFirst()
+        let headers = lines.compactMap { line -> HTTP2TLS.HeaderField? in
+            guard let colon = line.firstIndex(of: ":") else { return nil }
+            return HTTP2TLS.HeaderField(String(line[..<colon]).lowercased(),
+                                        String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces))
+        }
+        let body = Array(parts.dropFirst().joined(separator: "\n\n").utf8)
+        if let key = verifier {
+            _ = key.verify(authorization: headers.value(of: "authorization"), now: Date(timeIntervalSince1970: 1_700_000_000))
+        }
+        guard case .success(let token) = RequestRules.checkRoute(method: "POST", path: path) else { return }
+        _ = RequestRules.checkContent(rawToken: token, headers: headers, body: body, topics: .token(bundleID: "com.example.app"))
+    }
+
+    /// A fixed verifier: the key is generated once per process.
+    private static let verifier: ProviderTokenVerifier? = {
+        guard let key = try? ES256PrivateKey.generate(), let publicKey = try? key.publicKey() else { return nil }
+        return ProviderTokenVerifier(key: ProviderTokenKey(teamID: "TEAM123456", keyID: "KEY1234567", publicKey: publicKey))
+    }()
+}
