@@ -1,0 +1,42 @@
+import APNsSimulator
+import Foundation
+import PGPushTestSupport
+import Postgres
+import PushWorker
+import Synchronization
+import Testing
+
+/// Whatever happens, a log line never carries a JWT or key material.
+@Suite struct SecretsStayOutOfLogsTests {
+    @Test func workerLogsNoJWTAndNoKey() async throws {
+        var faults = FaultPlan()
+        faults.unregisteredTokens = [WorkerEndToEndTests.token(1)]
+        faults.scripts = [WorkerEndToEndTests.token(2): [try ScriptedAnswer(parsing: "ExpiredProviderToken"),
+                                                        try ScriptedAnswer(parsing: "InvalidProviderToken")]]
+        let harness = try WorkerEndToEndTests.Harness(faults: faults)
+        defer { harness.stop() }
+        let conninfo = try TestDatabase.migrated()
+        let database = try PostgresConnection(conninfo: conninfo)
+        try database.query("SELECT pgpush.enqueue_many(device_tokens => $1, payload => '{\"aps\":{\"alert\":\"x\"}}')",
+                           [(1...5).map(WorkerEndToEndTests.token)])
+        let lines = Mutex<[String]>([])
+        var configuration = WorkerConfiguration(databaseURL: conninfo, apps: [harness.app], workerID: "secrets")
+        configuration.pollInterval = .milliseconds(20)
+        let worker = try Worker(configuration: configuration, senders: try APNsSenderFactory.makeSenders(for: [harness.app]),
+                                log: Log(minimum: .debug, sink: { line in lines.withLock { $0.append(line) } }))
+        let running = Task { try await worker.run() }
+        #expect(try await eventually(timeout: .seconds(30)) {
+            try database.query("SELECT count(*) FROM pgpush.delivery_errors").int(0, 0) ?? 0 >= 2
+        })
+        worker.stop()
+        try await running.value
+        let keyFile = harness.directory.appendingPathComponent("AuthKey.p8").path
+        let keyBody = try String(contentsOfFile: keyFile, encoding: .utf8).split(separator: "\n").dropFirst().first.map(String.init) ?? "?"
+        let log = lines.withLock { $0.joined() }
+        #expect(log.contains("apns_error"))
+        #expect(!log.contains("eyJ"), "a JWT header (base64url of {\"alg\"…) reached the log")
+        #expect(!log.contains("PRIVATE KEY"))
+        #expect(!log.contains(keyBody))
+        #expect(!log.lowercased().contains("bearer"))
+    }
+}
