@@ -310,56 +310,75 @@ public final class Worker: Sendable {
         }
     }
 
-    /// Heartbeat every 5 s; lease renewal every third of a lease; rescue of
-    /// dead workers' rows every half lease.
+    /// The worker's background duties: heartbeat (with the queue depth for
+    /// /metrics) every 5 s, lease renewal every third of a lease, rescue of
+    /// dead workers' rows every half lease, pruning every 10 minutes when
+    /// configured. Lease renewal and heartbeat go on while draining.
     private func maintain() async {
-        let heartbeatEvery = Duration.seconds(5)
-        let renewEvery = configuration.lease / 3
-        let rescueEvery = configuration.lease / 2
-        var lastRenew = ContinuousClock.now
-        var lastRescue = ContinuousClock.now - rescueEvery
-        var lastPrune = ContinuousClock.now - Self.pruneEvery
+        var duties = PeriodicDuties()
+        duties.add("heartbeat", every: .seconds(5), whileDraining: true) { await self.heartbeat() }
+        duties.add("lease renewal", every: configuration.lease / 3, whileDraining: true, firstRunNow: false) {
+            await self.renewLeases()
+        }
+        duties.add("rescue", every: configuration.lease / 2) { await self.rescueExpiredLeases() }
+        if let retention = configuration.pruneAfter {
+            duties.add("prune", every: Self.pruneEvery) { await self.prune(olderThan: retention) }
+        }
         while !isStopping || !inFlight.isEmpty {
-            let now = ContinuousClock.now
-            let totals = statistics
-            if let depth = try? await maintenance.run({ queue in
+            let wait = await duties.runDue(draining: isStopping)
+            if isStopping {
+                try? await Task.sleep(for: min(wait, .milliseconds(200)))
+            } else {
+                await stopRequested.wait(timeout: wait)
+            }
+        }
+    }
+
+    private func heartbeat() async {
+        let totals = statistics
+        do {
+            let depth = try await maintenance.run { queue in
                 try queue.heartbeat(totals)
                 return try queue.queueDepth()
-            }) {
-                metrics.recordQueueDepth(depth)
             }
-            if now - lastRenew >= renewEvery {
-                let ids = inFlight.ids
-                let lease = configuration.lease
-                do {
-                    _ = try await maintenance.run { queue in try queue.renewLeases(ids: ids, lease: lease) }
-                    lastRenew = now
-                } catch {
-                    log.warning("lease_renewal_failed", ["rows": ids.count, "error": error])
-                }
+            metrics.recordQueueDepth(depth)
+        } catch {
+            log.warning("heartbeat_failed", ["error": error])
+        }
+    }
+
+    private func renewLeases() async {
+        let ids = inFlight.ids
+        guard !ids.isEmpty else { return }
+        let lease = configuration.lease
+        do {
+            _ = try await maintenance.run { queue in try queue.renewLeases(ids: ids, lease: lease) }
+        } catch {
+            log.warning("lease_renewal_failed", ["rows": ids.count, "error": error])
+        }
+    }
+
+    private func rescueExpiredLeases() async {
+        let maxAttempts = configuration.rescueMaxAttempts
+        do {
+            let rescued = try await maintenance.run { queue in try queue.rescueExpiredLeases(maxAttempts: maxAttempts) }
+            if rescued > 0 {
+                log.info("leases_rescued", ["rows": rescued])
+                doorbells.values.forEach { $0.ring() }
             }
-            if now - lastRescue >= rescueEvery && !isStopping {
-                let maxAttempts = configuration.rescueMaxAttempts
-                if let rescued = try? await maintenance.run({ queue in try queue.rescueExpiredLeases(maxAttempts: maxAttempts) }),
-                   rescued > 0 {
-                    log.info("leases_rescued", ["rows": rescued])
-                    doorbells.values.forEach { $0.ring() }
-                }
-                lastRescue = now
+        } catch {
+            log.warning("rescue_failed", ["error": error])
+        }
+    }
+
+    private func prune(olderThan retention: Duration) async {
+        do {
+            if let deleted = try await maintenance.run({ queue in try queue.prune(olderThan: retention, onlyIfLeader: true) }),
+               deleted > 0 {
+                log.info("pruned", ["rows": deleted])
             }
-            if let retention = configuration.pruneAfter, now - lastPrune >= Self.pruneEvery, !isStopping {
-                lastPrune = now
-                do {
-                    if let deleted = try await maintenance.run({ queue in try queue.prune(olderThan: retention, onlyIfLeader: true) }),
-                       deleted > 0 {
-                        log.info("pruned", ["rows": deleted])
-                    }
-                } catch {
-                    log.warning("prune_failed", ["error": error])
-                }
-            }
-            await stopRequested.wait(timeout: min(heartbeatEvery, renewEvery))
-            if isStopping { try? await Task.sleep(for: .milliseconds(200)) }
+        } catch {
+            log.warning("prune_failed", ["error": error])
         }
     }
 }
