@@ -42,6 +42,28 @@ struct TLSVerificationTests {
         #expect(server.statistics.requestsReceived == 0)
     }
 
+    @Test("an expired server certificate from a trusted CA is refused")
+    func expiredCertificate() async throws {
+        let authority = try SelfSignedAuthority.generate()
+        let day: TimeInterval = 86_400
+        let expired = try authority.issueServerCertificate(
+            validity: CertificateValidity(notBefore: Date().addingTimeInterval(-30 * day), notAfter: Date().addingTimeInterval(-day)))
+        let caFile = FileManager.default.temporaryDirectory.appendingPathComponent("pgpush-expired-ca-\(UUID()).pem").path
+        try Data(authority.certificatePEM.utf8).write(to: URL(fileURLWithPath: caFile))
+        defer { try? FileManager.default.removeItem(atPath: caFile) }
+        let server = try HTTP2Server(configuration: HTTP2ServerConfiguration(certificateChain: .text(expired.certificatePEM),
+                                                                             privateKey: .text(expired.privateKeyPEM)),
+                                     handler: echoHandler)
+        defer { server.shutdown() }
+        let error = try await connectError(port: server.port, configuration: try clientConfiguration(trusting: caFile))
+        guard case .tlsHandshakeFailed(let detail) = error else {
+            Issue.record("expected a TLS failure, got \(String(describing: error))")
+            return
+        }
+        #expect(detail.contains("expired"))
+        #expect(server.statistics.requestsReceived == 0)
+    }
+
     @Test("a certificate from an unknown CA is refused, with or without an extra CA file")
     func unknownCA() async throws {
         let certificates = try TestCertificates.get()
