@@ -77,6 +77,28 @@ import Testing
         }
     }
 
+    @Test func hostileTextIsStoredAndSentVerbatim() async throws {
+        let harness = try Harness(faults: FaultPlan(), logRequests: true)
+        defer { harness.stop() }
+        let conninfo = try TestDatabase.migrated()
+        let database = try PostgresConnection(conninfo: conninfo)
+        let collapseID = "x'); DROP TABLE pgpush.notifications; --"
+        let payload = #"{"aps":{"alert":"'; DELETE FROM pgpush.workers; -- \u001b[31m \u0007 \"quoted\""}}"#
+        try database.query("SELECT pgpush.enqueue(device_token => $1, payload => $2::jsonb, collapse_id => $3)",
+                           [Self.token(1), payload, collapseID])
+        let (worker, running) = try startWorker(harness, conninfo)
+        try await WorkerEndToEndTests.waitUntilFinished(database)
+        worker.stop()
+        try await running.value
+        let row = try database.query("SELECT status, collapse_id, payload->'aps'->>'alert' FROM pgpush.notifications")
+        #expect(row.string(0, 0) == "delivered")
+        #expect(row.string(0, 1) == collapseID)
+        #expect(row.string(0, 2) == "'; DELETE FROM pgpush.workers; -- \u{1b}[31m \u{07} \"quoted\"")
+        let log = try harness.stopAndReadLog()
+        #expect(log.first?.headers["apns-collapse-id"] == collapseID)
+        #expect(log.first?.bodyBytes == payload.utf8.count)
+    }
+
     @Test(.timeLimit(.minutes(2)))
     func answersFollowTheDefaultRetryPolicy() async throws {
         let flaky = Self.token(1), broken = Self.token(2), hammered = Self.token(3), bad = Self.token(4)
