@@ -425,20 +425,33 @@ final class ClientConnection {
         guard case .open = phase, let session, let tls else { return }
         if needsSubmit { submitQueued() }
         if case .closed(let reason) = HTTP2Wire.transmit(session: session, tls: tls) {
-            close(reason)
+            closeAfterReadingWhatArrived(reason)
             return
         }
         // Callbacks during mem_send may free stream slots (e.g. HEADERS not sent).
         if needsSubmit && queueHead < queue.count {
             submitQueued()
             if case .closed(let reason) = HTTP2Wire.transmit(session: session, tls: tls) {
-                close(reason)
+                closeAfterReadingWhatArrived(reason)
                 return
             }
         }
         if HTTP2Wire.isFinished(session: session, tls: tls) {
             close(goAway.map { .goAway($0) } ?? .closedLocally)
         }
+    }
+
+    /// A write failed because the server closed: answers and a GOAWAY it sent before
+    /// closing may still wait unread. Reading them first keeps answered requests answered,
+    /// and lets streams above the GOAWAY's last stream fail as not processed instead of
+    /// "may have been processed" (which the caller would resend: a duplicate).
+    private func closeAfterReadingWhatArrived(_ reason: CloseReason) {
+        if let session, let tls {
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
+            defer { buffer.deallocate() }
+            _ = HTTP2Wire.receive(session: session, tls: tls, buffer: buffer)
+        }
+        close(reason)
     }
 
     var nextTimer: UInt64? {

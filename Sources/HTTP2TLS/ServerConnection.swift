@@ -27,7 +27,15 @@ final class ServerStream {
 
 /// One accepted HTTP/2-over-TLS connection; confined to the server's I/O thread.
 final class ServerConnection {
-    private enum Phase { case handshaking, open, closed }
+    private enum Phase: Equatable {
+        case handshaking, open
+        /// Finished after GOAWAY: our side is half-closed, the peer's late frames are read and dropped.
+        case lingering(until: UInt64)
+        case closed
+    }
+
+    /// How long a finished connection keeps reading before it closes for good.
+    static let lingerTime: Duration = .seconds(2)
 
     let id: Int
     private let environment: ServerEnvironment
@@ -57,10 +65,20 @@ final class ServerConnection {
         tls.close()
     }
 
-    var nextTimer: UInt64? { phase == .handshaking ? handshakeDeadline : nil }
+    var nextTimer: UInt64? {
+        switch phase {
+        case .handshaking: return handshakeDeadline
+        case .lingering(let until): return until
+        case .open, .closed: return nil
+        }
+    }
 
     func handleTimers(now: UInt64) {
-        if phase == .handshaking && now >= handshakeDeadline { failHandshake() }
+        switch phase {
+        case .handshaking where now >= handshakeDeadline: failHandshake()
+        case .lingering(let until) where now >= until: close()
+        default: break
+        }
     }
 
     func handle(events: Int16, readBuffer: UnsafeMutableRawBufferPointer) {
@@ -74,7 +92,22 @@ final class ServerConnection {
                 return
             }
             transmit()
+        case .lingering:
+            discardInput(readBuffer)
         case .closed: break
+        }
+    }
+
+    /// Reads what the peer still sends after we finished, until it closes too.
+    private func discardInput(_ buffer: UnsafeMutableRawBufferPointer) {
+        while true {
+            switch tls.read(into: buffer) {
+            case .data: continue
+            case .wouldBlock: return
+            case .closed, .failed:
+                close()
+                return
+            }
         }
     }
 
@@ -121,7 +154,15 @@ final class ServerConnection {
             close()
             return
         }
-        if HTTP2Wire.isFinished(session: session, tls: tls) { close() }
+        if HTTP2Wire.isFinished(session: session, tls: tls) { linger() }
+    }
+
+    /// Closing at once while the client still writes would make the kernel answer with
+    /// RST, which can discard the GOAWAY and answers the client has not read yet; so the
+    /// connection half-closes and keeps reading for a moment, like a lingering close.
+    private func linger() {
+        tls.shutdownWrite()
+        phase = .lingering(until: MonotonicClock.now() &+ MonotonicClock.nanoseconds(Self.lingerTime))
     }
 
     // MARK: commands

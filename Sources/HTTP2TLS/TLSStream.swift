@@ -151,6 +151,16 @@ final class TLSStream {
         return (subject, der)
     }
 
+    /// Sends close_notify and half-closes the socket: the peer reads everything sent so far
+    /// and then the end, while this side can still read (and discard) what the peer sends.
+    func shutdownWrite() {
+        guard !isClosed else { return }
+        ERR_clear_error()
+        if SSL_is_init_finished(ssl) == 1 { _ = SSL_shutdown(ssl) }
+        ERR_clear_error()
+        _ = Glibc.shutdown(descriptor, Int32(SHUT_WR))
+    }
+
     /// Sends close_notify if possible and releases the session and the socket.
     func close() {
         guard !isClosed else { return }

@@ -24,6 +24,11 @@ public struct RetryConfiguration: Equatable, Sendable {
     public var tooManyRequestsMaximumAttempts: Int
     /// Uncounted resends on a fresh connection allowed per notification.
     public var freshConnectionResends: Int
+    /// Uncounted returns to the queue for requests APNs certainly did not process
+    /// (refused streams, GOAWAY), after the client's own resends; past it the next
+    /// one counts like a lost answer, so a server refusing everything cannot keep a
+    /// row circling forever.
+    public var notProcessedRequeues: Int
 
     public init(
         serverErrorRetries: Int = 3,
@@ -31,7 +36,8 @@ public struct RetryConfiguration: Equatable, Sendable {
         tooManyRequestsBaseDelay: Duration = .seconds(1),
         tooManyRequestsMaximumDelay: Duration = .seconds(60),
         tooManyRequestsMaximumAttempts: Int = 8,
-        freshConnectionResends: Int = 2
+        freshConnectionResends: Int = 2,
+        notProcessedRequeues: Int = 5
     ) {
         self.serverErrorRetries = serverErrorRetries
         self.serverErrorDelay = serverErrorDelay
@@ -39,6 +45,7 @@ public struct RetryConfiguration: Equatable, Sendable {
         self.tooManyRequestsMaximumDelay = tooManyRequestsMaximumDelay
         self.tooManyRequestsMaximumAttempts = tooManyRequestsMaximumAttempts
         self.freshConnectionResends = freshConnectionResends
+        self.notProcessedRequeues = notProcessedRequeues
     }
 
     public static let `default` = RetryConfiguration()

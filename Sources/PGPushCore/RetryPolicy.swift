@@ -45,7 +45,7 @@ public enum RetryPolicy {
         case .notProcessed:
             // A server that refuses every stream must not keep a row in flight
             // forever: past the cap, the resend counts like a lost response.
-            guard freshConnectionResends < configuration.freshConnectionResends else {
+            guard freshConnectionResends < configuration.notProcessedRequeues else {
                 return decide(.retryServerError, attempts: attempts, configuration: configuration, using: &random)
             }
             return .resendOnFreshConnection(signNewProviderToken: false)

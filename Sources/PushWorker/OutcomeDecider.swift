@@ -33,8 +33,11 @@ struct OutcomeDecider {
             reason = "HTTP\(status)"
         }
         let timestamp = result.timestamp
+        // The client's own resends happened within this claim; what bounds a row is how
+        // often it already went back to the queue uncounted (claims minus counted attempts).
+        let uncountedRequeues = outcomeClass == .notProcessed ? max(row.claimCount - row.attempts, 0) : result.resends
         let decision = RetryPolicy.decide(outcomeClass, attempts: row.attempts,
-                                          freshConnectionResends: result.resends,
+                                          freshConnectionResends: uncountedRequeues,
                                           configuration: retry, using: &random)
         var outcome = Outcome(id: row.id, claimCount: row.claimCount, disposition: .failed, httpStatus: status, reason: reason)
         var appProblem: String?

@@ -93,10 +93,10 @@ struct RetryPolicyTests {
 
     @Test func unprocessedStreamsResendUncountedThenCountAsLostResponses() throws {
         #expect(Self.decide(.notProcessed, attempts: 1) == .resendOnFreshConnection(signNewProviderToken: false))
-        #expect(Self.decide(.notProcessed, attempts: 1, resends: 1) == .resendOnFreshConnection(signNewProviderToken: false))
-        let delay = try #require(Self.delay(Self.decide(.notProcessed, attempts: 1, resends: 2)))
+        #expect(Self.decide(.notProcessed, attempts: 1, resends: 4) == .resendOnFreshConnection(signNewProviderToken: false))
+        let delay = try #require(Self.delay(Self.decide(.notProcessed, attempts: 1, resends: 5)))
         #expect(delay >= .seconds(1) && delay <= .seconds(5))
-        #expect(Self.decide(.notProcessed, attempts: 4, resends: 2) == .fail(invalidatesToken: false))
+        #expect(Self.decide(.notProcessed, attempts: 4, resends: 5) == .fail(invalidatesToken: false))
     }
 
     @Test func finalOutcomes() {

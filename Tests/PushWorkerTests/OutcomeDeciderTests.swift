@@ -8,13 +8,13 @@ import Testing
 @Suite struct OutcomeDeciderTests {
     let decider = OutcomeDecider(retry: .default)
 
-    func row(attempts: Int = 1, topic: String? = nil) -> ClaimedNotification {
+    func row(attempts: Int = 1, claimCount: Int = 3, topic: String? = nil) -> ClaimedNotification {
         ClaimedNotification(
             notification: PushNotification(id: 7, app: "default", deviceToken: String(repeating: "ab", count: 32),
                                             pushType: "alert", priority: nil, topic: topic,
                                             payload: Array(#"{"aps":{"alert":"x"}}"#.utf8), collapseID: nil,
                                             expiration: nil, apnsID: UUID()),
-            claimCount: 3, attempts: attempts)
+            claimCount: claimCount, attempts: attempts)
     }
 
     func decide(_ answer: DeliveryResult, attempts: Int = 1, resends: Int = 0) -> OutcomeDecider.Decision {
@@ -106,7 +106,8 @@ import Testing
 @Suite struct OutcomeDeciderEscalationTests {
     @Test func refusedStreamsPastTheResendCapSpendAnAttemptAndLeaveAnErrorRow() {
         let decider = OutcomeDecider(retry: .default)
-        let row = OutcomeDeciderTests().row(attempts: 4)
+        // Four counted attempts, and five earlier uncounted returns to the queue (9 claims).
+        let row = OutcomeDeciderTests().row(attempts: 4, claimCount: 9)
         var random = SeededRandomNumberGenerator(seed: 1)
         var refused = DeliveryResult(status: nil, failure: DeliveryFailure(processing: .notProcessed, cause: .refusedStream, detail: "t"))
         refused.resends = 2
@@ -114,5 +115,19 @@ import Testing
         #expect(decision.outcome.disposition == .failed)
         #expect(decision.outcome.recordsError)
         #expect(decision.outcome.reason == "RefusedStream")
+    }
+
+    @Test func refusedStreamsGoBackUncountedWhileUnderTheRequeueCap() {
+        let decider = OutcomeDecider(retry: .default)
+        var random = SeededRandomNumberGenerator(seed: 1)
+        var refused = DeliveryResult(status: nil, failure: DeliveryFailure(processing: .notProcessed, cause: .goAway, detail: "t"))
+        refused.resends = 2
+        // The client resent twice already in this claim; the row itself was never requeued.
+        let decision = decider.decide(OutcomeDeciderTests().row(attempts: 1, claimCount: 1), refused, using: &random)
+        guard case .retry(_, false) = decision.outcome.disposition else {
+            Issue.record("expected an uncounted requeue, got \(decision.outcome.disposition)")
+            return
+        }
+        #expect(!decision.outcome.recordsError)
     }
 }

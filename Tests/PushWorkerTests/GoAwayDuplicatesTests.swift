@@ -1,0 +1,36 @@
+import APNsSimulator
+import Foundation
+import PGPushTestSupport
+import Postgres
+import PushWorker
+import Testing
+
+/// GOAWAY every N streams under an uncapped backlog: streams at or below the
+/// GOAWAY's last_stream_id are answered, so nothing may be delivered twice.
+@Suite struct GoAwayDuplicatesTests {
+    @Test func goAwayStormDeliversEveryRowExactlyOnce() async throws {
+        var faults = FaultPlan()
+        faults.goAwayAfterStreams = 300
+        let harness = try WorkerEndToEndTests.Harness(faults: faults, ratePerConnection: 0, connections: 4)
+        defer { harness.stop() }
+        let conninfo = try TestDatabase.migrated()
+        let database = try PostgresConnection(conninfo: conninfo)
+        try database.query("SELECT pgpush.enqueue_many(device_tokens => $1, payload => '{\"aps\":{\"alert\":\"x\"}}')",
+                           [(1...6000).map(WorkerEndToEndTests.token)])
+        var configuration = WorkerConfiguration(databaseURL: conninfo, apps: [harness.app], workerID: "goaway")
+        configuration.retry = WorkerEndToEndTests.fastRetries()
+        configuration.pollInterval = .milliseconds(20)
+        let worker = try Worker(configuration: configuration, senders: try APNsSenderFactory.makeSenders(for: [harness.app]),
+                                log: Log(sink: { _ in }))
+        let running = Task { try await worker.run() }
+        try await WorkerEndToEndTests.waitUntilFinished(database, timeout: .seconds(120))
+        worker.stop()
+        try await running.value
+        let report = harness.simulator.report()
+        #expect(try WorkerEndToEndTests.counts(database, "SELECT status, count(*) FROM pgpush.notifications GROUP BY 1") == ["delivered": 6000])
+        #expect(report.goAwaysSent >= 10)
+        #expect(report.duplicateAcceptedAPNsIDs == 0, "accepted twice: \(report.duplicateAcceptedAPNsIDs); unanswered: \(report.unansweredRequests)")
+        let lost = try database.query("SELECT count(*) FROM pgpush.delivery_errors WHERE reason = 'ConnectionLost'").int(0, 0)
+        #expect(lost == 0)
+    }
+}
