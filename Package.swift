@@ -32,8 +32,12 @@ let package = Package(
         .target(name: "PushQueue", dependencies: ["PGPushCore", "Postgres"]),
         .target(name: "APNsSimulator", dependencies: ["PGPushCore", "HTTP2TLS"]),
         .target(name: "PushWorker", dependencies: ["PGPushCore", "PushQueue", "APNsClient", "Postgres", "CShims"]),
+        // `pgpush bench`: scenarios and measurement, run against separate simulator and worker processes.
+        .target(name: "PGPushBench", dependencies: [
+            "PGPushCore", "Postgres", "EmbeddedPostgres", "PushQueue", "APNsClient", "APNsSimulator", "PushWorker", "HTTP2TLS",
+        ]),
         .executableTarget(name: "pgpush", dependencies: [
-            "PGPushCore", "Postgres", "EmbeddedPostgres", "PushQueue", "APNsClient", "APNsSimulator", "PushWorker",
+            "PGPushCore", "Postgres", "EmbeddedPostgres", "PushQueue", "APNsClient", "APNsSimulator", "PushWorker", "PGPushBench",
         ]),
 
         // Shared by the test targets: the throwaway PostgreSQL cluster and fresh databases.

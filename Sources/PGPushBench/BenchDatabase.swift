@@ -1,0 +1,107 @@
+import EmbeddedPostgres
+import Foundation
+import Postgres
+import PushQueue
+
+/// Where the scenarios' rows live: a throwaway embedded cluster with a fresh
+/// database per scenario, or the database named by DATABASE_URL, emptied
+/// before each scenario (only when the caller said that is allowed).
+public final class BenchDatabase {
+    private let cluster: EmbeddedPostgres?
+    private let externalURL: String?
+    private let migrations: [Migration]
+    private var created: [String] = []
+
+    public init(externalURL: String?, sqlDirectory: String) throws {
+        migrations = try Migration.load(directory: sqlDirectory)
+        self.externalURL = externalURL
+        cluster = externalURL == nil ? try EmbeddedPostgres.start() : nil
+    }
+
+    public var description: String {
+        if let cluster { return "embedded PostgreSQL (fsync=off, synchronous_commit=off) in \(cluster.directory)" }
+        return "DATABASE_URL"
+    }
+
+    /// A migrated database with no notifications; returns its connection string.
+    public func fresh(_ name: String) throws -> String {
+        if let cluster {
+            let database = "bench_\(name)_\(created.count)"
+            let conninfo = try cluster.createDatabase(database)
+            created.append(database)
+            try MigrationRunner(migrations: migrations).migrate(PostgresConnection(conninfo: conninfo))
+            return conninfo
+        }
+        let conninfo = externalURL ?? ""
+        let connection = try PostgresConnection(conninfo: conninfo)
+        try MigrationRunner(migrations: migrations).migrate(connection)
+        try connection.execute(script: """
+            TRUNCATE pgpush.notifications, pgpush.delivery_errors, pgpush.invalid_tokens, pgpush.workers, pgpush.app_health
+            """)
+        return conninfo
+    }
+
+    /// Drops a scenario's database (embedded only) so a long run does not fill the disk.
+    public func discard(_ conninfo: String) {
+        guard let cluster, let name = conninfo.split(separator: " ").first(where: { $0.hasPrefix("dbname=") })?.dropFirst(7)
+        else { return }
+        try? PostgresConnection(conninfo: cluster.conninfo()).execute(script: "DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
+    }
+
+    public func stop() {
+        cluster?.stop()
+    }
+}
+
+/// Rows for the scenarios: unique hex tokens, one payload of a chosen size.
+public enum BenchRows {
+    /// `{"aps":{"alert":"xxx…"}}` of exactly `bytes` bytes (at least the empty alert's size).
+    public static func payload(bytes: Int) -> String {
+        let frame = #"{"aps":{"alert":""}}"#
+        return #"{"aps":{"alert":""# + String(repeating: "x", count: max(0, bytes - frame.utf8.count)) + #""}}"#
+    }
+
+    public static func token(_ number: Int) -> String { String(format: "%064x", number) }
+
+    /// Inserts `count` due rows in batches of one statement each, reporting progress.
+    public static func fill(_ connection: PostgresConnection, count: Int, payloadBytes: Int, firstToken: Int = 1,
+                            progress: (Int) -> Void = { _ in }) throws {
+        let batch = 50_000
+        var done = 0
+        while done < count {
+            let size = min(batch, count - done)
+            try connection.query("""
+                INSERT INTO pgpush.notifications (device_token, payload)
+                SELECT lpad(to_hex(g), 64, '0'), $1::jsonb FROM generate_series($2::bigint, $3::bigint) AS g
+                """, [payload(bytes: payloadBytes), firstToken + done, firstToken + done + size - 1])
+            done += size
+            progress(done)
+        }
+        try connection.execute(script: "ANALYZE pgpush.notifications")
+    }
+
+    /// Rows still `queued` or `sending`.
+    public static func unfinished(_ connection: PostgresConnection) throws -> Int {
+        try connection.query("SELECT count(*) FROM pgpush.notifications WHERE status IN ('queued', 'sending')").int(0, 0) ?? 0
+    }
+
+    /// Rows by status.
+    public static func statusCounts(_ connection: PostgresConnection) throws -> [String: Int] {
+        let result = try connection.query("SELECT status, count(*) FROM pgpush.notifications GROUP BY 1")
+        var counts: [String: Int] = [:]
+        for row in 0..<result.rowCount { counts[result.string(row, 0) ?? "?"] = result.int(row, 1) }
+        return counts
+    }
+
+    /// Finished rows per second between the 10th and the 90th percentile of `finished_at`:
+    /// the drain rate without start-up and the last stragglers.
+    public static func steadyRate(_ connection: PostgresConnection) throws -> Double? {
+        let result = try connection.query("""
+            SELECT count(*), extract(epoch FROM percentile_disc(0.9) WITHIN GROUP (ORDER BY finished_at)
+                                     - percentile_disc(0.1) WITHIN GROUP (ORDER BY finished_at))
+              FROM pgpush.notifications WHERE finished_at IS NOT NULL
+            """)
+        guard let count = result.int(0, 0), let seconds = result.double(0, 1), seconds > 0 else { return nil }
+        return Double(count) * 0.8 / seconds
+    }
+}
