@@ -53,5 +53,6 @@ let package = Package(
             "PushWorker", "PushQueue", "PGPushCore", "PGPushTestSupport", "Postgres", "APNsSimulator", "APNsClient", "HTTP2TLS",
         ]),
         .testTarget(name: "APNsSimulatorTests", dependencies: ["APNsSimulator", "HTTP2TLS", "PGPushCore"]),
+        .testTarget(name: "PGPushBenchTests", dependencies: ["PGPushBench", "PGPushTestSupport", "Postgres"]),
     ]
 )

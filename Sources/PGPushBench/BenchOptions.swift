@@ -28,6 +28,8 @@ public struct BenchOptions: Sendable, Codable, Equatable {
     /// Backlog for the memory run, and how long the uncapped worker works on it.
     public var memoryRows = 1_000_000
     public var memorySeconds = 15
+    /// Keep the scratch folder (simulator logs and reports, worker output) for a look afterwards.
+    public var keepFiles = false
 
     public init() {}
 

@@ -77,7 +77,7 @@ public struct CappedResult: Sendable, Codable {
     public var cap: Int
     public var seconds: Int
     public var totalRequests: Int
-    /// All connections together, over the same steady part.
+    /// The sum of the connections' steady rates.
     public var aggregatePerSecond: Double
     public var lowestSteadyPerSecond: Double
     public var meanSteadyPerSecond: Double

@@ -8,6 +8,7 @@ extension BenchReport {
             lines.append("  " + label.padding(toLength: 44, withPad: " ", startingAt: 0) + value)
         }
         func megabytes(_ bytes: Int) -> String { String(format: "%.1f MB", Double(bytes) / 1_048_576) }
+        func rate(_ value: Double?) -> String { value.map { String(format: "%.0f/s", $0) } ?? "n/a" }
         lines.append("pgpush bench — \(machine.processors) CPUs (\(machine.cpuModel)), \(machine.memoryMB) MB, "
                      + "PostgreSQL \(machine.postgres)")
         if let database = databaseCeiling {
@@ -21,8 +22,8 @@ extension BenchReport {
         }
         if let uncapped {
             row("uncapped end to end (\(uncapped.connections) conn.)",
-                String(format: "%.0f/s  (steady %.0f/s; %d rows in %.2f s)", uncapped.perSecond, uncapped.steadyPerSecond ?? 0,
-                       uncapped.finished, uncapped.seconds))
+                String(format: "%.0f/s  (steady ", uncapped.perSecond) + rate(uncapped.steadyPerSecond)
+                + String(format: "; %d rows in %.2f s)", uncapped.finished, uncapped.seconds))
             if let ratio = uncappedRatioOfLowerCeiling { row("  ratio of the lower ceiling", String(format: "%.0f%%", ratio * 100)) }
             row("  worker CPU per notification", String(format: "%.1f µs  (user %.2f s + sys %.2f s)",
                                                         uncapped.workerCPUMicrosecondsPerNotification,
@@ -50,8 +51,8 @@ extension BenchReport {
         }
         if let faults {
             row("faults (\(options.faultMix), GOAWAY/\(options.goAwayAfter))",
-                String(format: "%.0f/s whole drain (steady %.0f/s); %d rows in %.2f s", faults.perSecond,
-                       faults.steadyPerSecond ?? 0, faults.finished, faults.seconds))
+                String(format: "%.0f/s whole drain (steady ", faults.perSecond) + rate(faults.steadyPerSecond)
+                + String(format: "); %d rows in %.2f s", faults.finished, faults.seconds))
             let statuses = faults.statuses.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
             row("  requests, retries recorded, GOAWAYs", "\(faults.simulatorRequests), \(faults.deliveryErrors), \(faults.goAwaysSent)")
             row("  final statuses; duplicates delivered", "\(statuses); \(faults.duplicateAcceptedAPNsIDs)")

@@ -22,7 +22,9 @@ public final class Benchmark {
     public func run(databaseURL: String?, sqlDirectory: String, executable: String) throws -> BenchReport {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pgpush-bench-\(getpid())").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        defer {
+            if options.keepFiles { progress("files kept in \(directory)") } else { try? FileManager.default.removeItem(atPath: directory) }
+        }
         progress(databaseURL == nil ? "starting an embedded PostgreSQL cluster" : "using DATABASE_URL")
         let database = try BenchDatabase(externalURL: databaseURL, sqlDirectory: sqlDirectory)
         defer { database.stop() }

@@ -20,30 +20,35 @@ enum CappedRun {
             times[entry.connection, default: []].append(entry.timeMilliseconds)
         }
         var perConnection: [CappedConnectionResult] = []
-        var steadyTotal = 0
-        var commonStart = Int64.min, commonEnd = Int64.max
         for (id, arrivals) in times.sorted(by: { $0.key < $1.key }) {
-            let sorted = arrivals.sorted()
-            guard let first = sorted.first, let last = sorted.last, last - first > 3000 else { continue }
-            let start = first + 1000, end = last - 1000
-            commonStart = max(commonStart, start)
-            commonEnd = min(commonEnd, end)
-            let inside = sorted.filter { $0 >= start && $0 < end }.count
-            perConnection.append(CappedConnectionResult(
-                connection: id, requests: sorted.count, steadyPerSecond: Double(inside) * 1000 / Double(end - start),
-                maxInOneSecond: maxima[id] ?? 0))
-        }
-        if commonEnd > commonStart {
-            steadyTotal = times.values.reduce(0) { $0 + $1.filter { $0 >= commonStart && $0 < commonEnd }.count }
+            guard let rate = steadyRate(arrivals.sorted(), cap: options.cap) else { continue }
+            perConnection.append(CappedConnectionResult(connection: id, requests: arrivals.count, steadyPerSecond: rate,
+                                                        maxInOneSecond: maxima[id] ?? 0))
         }
         let rates = perConnection.map(\.steadyPerSecond)
         return CappedResult(
             connections: connections, cap: options.cap, seconds: options.cappedSeconds,
             totalRequests: report.totalRequests,
-            aggregatePerSecond: commonEnd > commonStart ? Double(steadyTotal) * 1000 / Double(commonEnd - commonStart) : 0,
+            aggregatePerSecond: rates.reduce(0, +),
             lowestSteadyPerSecond: rates.min() ?? 0,
             meanSteadyPerSecond: rates.isEmpty ? 0 : rates.reduce(0, +) / Double(rates.count),
             highestInOneSecond: report.maxRequestsPerConnectionPerSecond, perConnection: perConnection,
             worker: outcome.result.worker)
+    }
+
+    /// The time a whole number of caps' worth of requests took, from the first request one
+    /// second in to the last one a second before the end. Whole multiples of the cap make
+    /// the figure exact whether the limiter spaces requests evenly or sends each second's
+    /// allowance in a burst (the start and end fall at the same place in a burst).
+    static func steadyRate(_ arrivals: [Int64], cap: Int) -> Double? {
+        guard let first = arrivals.first, let last = arrivals.last,
+              let startIndex = arrivals.firstIndex(where: { $0 >= first + 1000 }) else { return nil }
+        var multiples = 0
+        while startIndex + (multiples + 1) * cap < arrivals.count, arrivals[startIndex + (multiples + 1) * cap] <= last - 1000 {
+            multiples += 1
+        }
+        let endIndex = startIndex + multiples * cap
+        guard multiples >= 1, arrivals[endIndex] > arrivals[startIndex] else { return nil }
+        return Double(multiples * cap) * 1000 / Double(arrivals[endIndex] - arrivals[startIndex])
     }
 }

@@ -47,7 +47,7 @@ struct DrainRun {
                 if unfinished == 0 && timeBox == nil { break }
                 if clock.now - lastReport >= .seconds(2) {
                     let elapsed = Double((clock.now - worker.startedAt) / .milliseconds(1)) / 1000
-                    context.progress(String(format: "%@: %d of %d finished after %.1f s (%.0f/s)", name, rows - unfinished, rows,
+                    context.progress(name + String(format: ": %d of %d finished after %.1f s (%.0f/s)", rows - unfinished, rows,
                                             elapsed, Double(rows - unfinished) / max(elapsed, 0.001)))
                     lastReport = clock.now
                 }

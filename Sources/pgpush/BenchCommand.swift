@@ -42,6 +42,7 @@ enum BenchCommand {
           --goaway-after N           (default 5000)
           --memory-rows N            (default 1000000)
           --memory-seconds N         (default 15)
+          --keep-files               keep the scratch folder (simulator logs and reports, worker output)
           --database-url URL         [DATABASE_URL] use this database instead of an embedded one; every
                                      pgpush table in it is emptied, so --reset-database must be given too
 
@@ -54,9 +55,9 @@ enum BenchCommand {
     static let flags: Set<String> = [
         "help", "quick", "json", "scenarios", "rows", "transport-requests", "connections", "payload-bytes", "cap",
         "capped-connections", "capped-seconds", "latency-rate", "latency-seconds", "latency-cap", "fault-rows", "fault-mix",
-        "goaway-after", "memory-rows", "memory-seconds", "database-url", "reset-database",
+        "goaway-after", "memory-rows", "memory-seconds", "database-url", "reset-database", "keep-files",
     ]
-    static let switches: Set<String> = ["help", "quick", "reset-database"]
+    static let switches: Set<String> = ["help", "quick", "reset-database", "keep-files"]
 
     static func run(_ arguments: Arguments) throws -> Int32 {
         try arguments.checkOnly(flags)
@@ -119,6 +120,7 @@ enum BenchCommand {
             options.cappedConnections = values
         }
         if let mix = arguments.value("fault-mix") { options.faultMix = mix }
+        options.keepFiles = arguments.isSet("keep-files")
         return options
     }
 }
