@@ -107,6 +107,8 @@ public struct MachineInfo: Sendable, Codable {
     public var kernel: String
     public var postgres: String
     public var database: String
+    /// /proc/loadavg when the run started: other work on the machine skews every figure.
+    public var loadAverage: String
 
     public static func current(postgresVersion: String, database: String) -> MachineInfo {
         let cpuinfo = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) ?? ""
@@ -117,7 +119,12 @@ public struct MachineInfo: Sendable, Codable {
         let release = withUnsafeBytes(of: &name.release) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
         return MachineInfo(processors: ProcessInfo.processInfo.activeProcessorCount, cpuModel: model,
                            memoryMB: Int(ProcessInfo.processInfo.physicalMemory / 1_048_576), kernel: release,
-                           postgres: postgresVersion, database: database)
+                           postgres: postgresVersion, database: database, loadAverage: loadAverageNow())
+    }
+
+    public static func loadAverageNow() -> String {
+        let text = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)) ?? ""
+        return text.split(separator: " ").prefix(3).joined(separator: " ")
     }
 }
 
@@ -142,6 +149,7 @@ public struct BenchReport: Sendable, Codable {
     public var faults: DrainResult?
     public var memory: DrainResult?
     public var targets: [TargetCheck] = []
+    public var loadAverageAtEnd: String?
 
     public func jsonData() throws -> Data {
         let encoder = JSONEncoder()

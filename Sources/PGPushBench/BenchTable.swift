@@ -11,6 +11,7 @@ extension BenchReport {
         func rate(_ value: Double?) -> String { value.map { String(format: "%.0f/s", $0) } ?? "n/a" }
         lines.append("pgpush bench — \(machine.processors) CPUs (\(machine.cpuModel)), \(machine.memoryMB) MB, "
                      + "PostgreSQL \(machine.postgres)")
+        lines.append("  load average at start \(machine.loadAverage), at end \(loadAverageAtEnd ?? "?") (other work skews figures)")
         if let database = databaseCeiling {
             row("database ceiling (claim + complete)", String(format: "%.0f rows/s  (%d rows in %.2f s)",
                                                               database.perSecond, database.rows, database.seconds))

@@ -87,6 +87,7 @@ public final class Benchmark {
             progress(String(format: "memory: peak %.1f MB", Double(outcome.result.worker.peakResidentBytes) / 1_048_576))
         }
         report.targets = TargetEvaluation.evaluate(report)
+        report.loadAverageAtEnd = MachineInfo.loadAverageNow()
         return report
     }
 
