@@ -39,6 +39,10 @@ public struct TransportCeilingResult: Sendable, Codable {
     public var perSecond: Double
     public var delivered: Int
     public var simulatorCPUSeconds: Double
+    /// The client's CPU (this process during the run).
+    public var clientCPUSeconds: Double
+    /// Busy CPUs on the whole machine on average during the run.
+    public var machineBusyCPUs: Double
 }
 
 /// A worker process draining (or working on) a backlog.
@@ -61,6 +65,8 @@ public struct DrainResult: Sendable, Codable {
     public var goAwaysSent: Int
     public var duplicateAcceptedAPNsIDs: Int
     public var simulatorCPUSeconds: Double
+    /// Busy CPUs on the whole machine on average while the worker ran.
+    public var machineBusyCPUs: Double
 }
 
 public struct CappedConnectionResult: Sendable, Codable {

@@ -20,6 +20,10 @@ extension BenchReport {
             row("transport ceiling (HTTP/2, \(transport.connections) conn.)",
                 String(format: "%.0f requests/s  (%d in %.2f s, %d × 200)", transport.perSecond, transport.requests,
                        transport.seconds, transport.delivered))
+            row("  CPU: client, simulator, machine busy", String(format: "%.1f µs/request, %.1f µs/request, %.2f of %d CPUs",
+                                                                 transport.clientCPUSeconds * 1e6 / Double(transport.requests),
+                                                                 transport.simulatorCPUSeconds * 1e6 / Double(transport.requests),
+                                                                 transport.machineBusyCPUs, machine.processors))
         }
         if let uncapped {
             row("uncapped end to end (\(uncapped.connections) conn.)",
@@ -30,7 +34,9 @@ extension BenchReport {
                                                         uncapped.workerCPUMicrosecondsPerNotification,
                                                         uncapped.worker.userSeconds, uncapped.worker.systemSeconds))
             row("  worker peak RSS", megabytes(uncapped.worker.peakResidentBytes))
-            row("  simulator CPU", String(format: "%.2f s", uncapped.simulatorCPUSeconds))
+            row("  simulator CPU; machine busy", String(format: "%.1f µs/request; %.2f of %d CPUs",
+                                                        uncapped.simulatorCPUSeconds * 1e6 / Double(max(uncapped.simulatorRequests, 1)),
+                                                        uncapped.machineBusyCPUs, machine.processors))
         }
         for capped in capped {
             row("capped \(capped.cap)/s × \(capped.connections) conn., \(capped.seconds) s",

@@ -109,7 +109,7 @@ public final class Benchmark {
         progress("transport ceiling: \(options.transportRequests) requests, \(options.connections) connections, no cap")
         let simulator = try SimulatorProcess(executable: context.executable, credentials: context.credentials,
                                              directory: context.directory, name: "transport", logRequests: false)
-        let measured: (seconds: Double, delivered: Int)
+        let measured: (seconds: Double, delivered: Int, clientCPUSeconds: Double, machineBusyCPUs: Double)
         do {
             measured = try TransportCeiling.run(simulator: simulator, credentials: context.credentials,
                                                 requests: options.transportRequests, connections: options.connections,
@@ -124,7 +124,8 @@ public final class Benchmark {
         let result = TransportCeilingResult(
             requests: options.transportRequests, connections: options.connections, inFlight: TransportCeiling.inFlight,
             seconds: measured.seconds, perSecond: Double(options.transportRequests) / measured.seconds,
-            delivered: measured.delivered, simulatorCPUSeconds: usage.cpuSeconds)
+            delivered: measured.delivered, simulatorCPUSeconds: usage.cpuSeconds, clientCPUSeconds: measured.clientCPUSeconds,
+            machineBusyCPUs: measured.machineBusyCPUs)
         progress(String(format: "transport ceiling: %.0f requests/s", result.perSecond))
         return result
     }

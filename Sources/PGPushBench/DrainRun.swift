@@ -33,6 +33,7 @@ struct DrainRun {
                                              directory: context.directory, name: name, logRequests: logRequests,
                                              extraArguments: simulatorArguments)
         let started = Date()
+        let machineAtStart = MachineCPU.now()
         let worker = try WorkerProcess(executable: context.executable, databaseURL: conninfo, simulator: simulator,
                                        credentials: context.credentials, connections: connections,
                                        ratePerConnection: ratePerConnection, directory: context.directory, name: name)
@@ -60,6 +61,7 @@ struct DrainRun {
             throw error
         }
         let stoppedAt = Date()
+        let machineBusy = MachineCPU.now().busyCPUs(since: machineAtStart)
         let usage = try worker.stop()
         let (report, simulatorUsage) = try simulator.stop()
         let statuses = try BenchRows.statusCounts(connection)
@@ -81,7 +83,8 @@ struct DrainRun {
             deliveryErrors: errors, worker: usage,
             workerCPUMicrosecondsPerNotification: usage.cpuSeconds * 1e6 / Double(max(report.totalRequests, 1)),
             simulatorRequests: report.totalRequests, simulatorStatuses: report.statusCounts, goAwaysSent: report.goAwaysSent,
-            duplicateAcceptedAPNsIDs: report.duplicateAcceptedAPNsIDs, simulatorCPUSeconds: simulatorUsage.cpuSeconds)
+            duplicateAcceptedAPNsIDs: report.duplicateAcceptedAPNsIDs, simulatorCPUSeconds: simulatorUsage.cpuSeconds,
+            machineBusyCPUs: machineBusy)
         return Outcome(result: result, simulator: simulator, conninfo: conninfo)
     }
 }

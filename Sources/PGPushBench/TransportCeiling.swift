@@ -11,7 +11,7 @@ public enum TransportCeiling {
     public static let inFlight = 2000
 
     public static func run(simulator: SimulatorProcess, credentials: BenchCredentials, requests: Int, connections: Int,
-                           payloadBytes: Int, progress: @escaping @Sendable (Int) -> Void) throws -> (seconds: Double, delivered: Int) {
+                           payloadBytes: Int, progress: @escaping @Sendable (Int) -> Void) throws -> (seconds: Double, delivered: Int, clientCPUSeconds: Double, machineBusyCPUs: Double) {
         let app = AppConfiguration(name: "default", bundleID: BenchCredentials.bundleID, apnsURL: simulator.baseURL,
                                    caFile: simulator.caFile,
                                    authentication: .token(teamID: BenchCredentials.teamID, keyID: BenchCredentials.keyID,
@@ -27,22 +27,23 @@ public enum TransportCeiling {
             try PushNotification(id: Int64(index), deviceToken: BenchRows.token(90_000_000 + index), payload: payload)
                 .validated(bundleID: BenchCredentials.bundleID, authentication: .token)
         }
-        let outcome = Mutex<Result<(Double, Int), any Error>?>(nil)
+        let outcome = Mutex<Result<(Double, Int, Double, Double), any Error>?>(nil)
         let done = DispatchSemaphore(value: 0)
         Task {
             await client.start()
             _ = await send(warmUp, through: client, progress: { _ in })
             let started = ContinuousClock.now
+            let cpuAtStart = ownCPUSeconds(), machineAtStart = MachineCPU.now()
             let delivered = await send(prepared, through: client, progress: progress)
             let seconds = Double((ContinuousClock.now - started) / .microseconds(1)) / 1e6
+            let cpu = ownCPUSeconds() - cpuAtStart, busy = MachineCPU.now().busyCPUs(since: machineAtStart)
             await client.shutdown()
-            outcome.withLock { $0 = .success((seconds, delivered)) }
+            outcome.withLock { $0 = .success((seconds, delivered, cpu, busy)) }
             done.signal()
         }
         done.wait()
         guard let result = outcome.withLock({ $0 }) else { throw BenchError("transport ceiling: no result") }
-        let (seconds, delivered) = try result.get()
-        return (seconds, delivered)
+        return try result.get()
     }
 
     /// Sends everything with at most `inFlight` requests outstanding; returns how many were answered 200.
