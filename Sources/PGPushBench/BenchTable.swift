@@ -29,7 +29,7 @@ extension BenchReport {
             row("uncapped end to end (\(uncapped.connections) conn.)",
                 String(format: "%.0f/s  (steady ", uncapped.perSecond) + rate(uncapped.steadyPerSecond)
                 + String(format: "; %d rows in %.2f s)", uncapped.finished, uncapped.seconds))
-            if let ratio = uncappedRatioOfLowerCeiling { row("  ratio of the lower ceiling", String(format: "%.0f%%", ratio * 100)) }
+            if let ratio = uncappedRatioOfLowerCeiling { row("  ratio of the lower ceiling", String(format: "%.1f%%", ratio * 100)) }
             row("  worker CPU per notification", String(format: "%.1f µs  (user %.2f s + sys %.2f s)",
                                                         uncapped.workerCPUMicrosecondsPerNotification,
                                                         uncapped.worker.userSeconds, uncapped.worker.systemSeconds))

@@ -48,15 +48,35 @@ public final class ChildProcess: Sendable {
         kill(pid, number)
     }
 
-    /// Waits for the process to end; returns its exit status (as `waitpid` gives it) and its usage.
-    public func wait() -> (status: Int32, usage: ProcessUsage) {
+    /// Sends `number`, then waits for the process to end; returns its exit status (as
+    /// `waitpid` gives it) and its usage.
+    ///
+    /// The peak is the process's own VmHWM, sampled until it exits: `ru_maxrss` is no use
+    /// here, because exec folds the spawning process's high-water mark into it (posix_spawn
+    /// shares the parent's memory until exec), so every child would report at least the
+    /// benchmark's own size.
+    public func stop(signal number: Int32) -> (status: Int32, usage: ProcessUsage) {
+        var peak = residentHighWaterMark() ?? 0
+        kill(pid, number)
+        while !hasExited {
+            peak = max(peak, residentHighWaterMark() ?? 0)
+            usleep(5_000)
+        }
         var status: Int32 = 0
         var usage = rusage()
         while wait4(pid, &status, 0, &usage) < 0 && errno == EINTR {}
         let seconds = { (time: timeval) in Double(time.tv_sec) + Double(time.tv_usec) / 1e6 }
-        // Linux reports ru_maxrss in kilobytes.
         return (status, ProcessUsage(userSeconds: seconds(usage.ru_utime), systemSeconds: seconds(usage.ru_stime),
-                                     peakResidentBytes: Int(usage.ru_maxrss) * 1024))
+                                     peakResidentBytes: peak))
+    }
+
+    /// VmHWM from /proc: the most resident memory this process has had since it started.
+    public func residentHighWaterMark() -> Int? {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+              let kilobytes = Int(line.dropFirst(6).trimmingCharacters(in: .whitespaces).split(separator: " ").first ?? "")
+        else { return nil }
+        return kilobytes * 1024
     }
 
     /// Whether the process has already ended (a zombie not yet reaped counts).

@@ -55,8 +55,7 @@ struct DrainRun {
                 usleep(timeBox == nil ? 100_000 : 250_000)
             }
         } catch {
-            worker.process.signal(SIGKILL)
-            _ = worker.process.wait()
+            _ = worker.process.stop(signal: SIGKILL)
             _ = try? simulator.stop()
             throw error
         }

@@ -64,8 +64,7 @@ enum LatencyRun {
                 insertToRequest: LatencySummary(milliseconds: toRequest), insertToOutcome: LatencySummary(milliseconds: toOutcome),
                 worker: usage, workerCPUMicrosecondsPerNotification: usage.cpuSeconds * 1e6 / Double(total + 50))
         } catch {
-            worker.process.signal(SIGKILL)
-            _ = worker.process.wait()
+            _ = worker.process.stop(signal: SIGKILL)
             _ = try? simulator.stop()
             throw error
         }

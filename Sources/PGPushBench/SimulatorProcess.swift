@@ -47,8 +47,7 @@ public final class SimulatorProcess: Sendable {
 
     /// SIGTERM; the simulator writes its report and log, then exits.
     public func stop() throws -> (report: SimulatorReport, usage: ProcessUsage) {
-        process.signal(SIGTERM)
-        let (_, usage) = process.wait()
+        let (_, usage) = process.stop(signal: SIGTERM)
         guard let data = FileManager.default.contents(atPath: reportPath) else {
             throw BenchError("the simulator wrote no report at \(reportPath):\n\(process.lastLines())")
         }

@@ -24,7 +24,7 @@ enum TargetEvaluation {
                                       measured: String(format: "%.0f/s", uncapped.perSecond), holds: uncapped.perSecond >= 15_000))
             if let ratio = report.uncappedRatioOfLowerCeiling {
                 checks.append(TargetCheck(target: "uncapped ≥ 70% of the lower ceiling",
-                                          measured: String(format: "%.0f%%", ratio * 100), holds: ratio >= 0.7))
+                                          measured: String(format: "%.1f%%", ratio * 100), holds: ratio >= 0.7))
             }
             checks.append(TargetCheck(target: "worker CPU ≤ 30 µs/notification",
                                       measured: String(format: "%.1f µs", uncapped.workerCPUMicrosecondsPerNotification),

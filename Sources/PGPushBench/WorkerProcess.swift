@@ -27,8 +27,7 @@ public final class WorkerProcess: Sendable {
 
     /// SIGTERM (graceful drain), then the usage of the whole life of the process.
     public func stop() throws(BenchError) -> ProcessUsage {
-        process.signal(SIGTERM)
-        let (status, usage) = process.wait()
+        let (status, usage) = process.stop(signal: SIGTERM)
         let exited = status & 0x7f == 0
         guard exited && (status >> 8) & 0xff == 0 else {
             throw BenchError("the worker ended with status \(status):\n\(process.lastLines())")
