@@ -29,6 +29,11 @@ public struct DatabaseCeilingResult: Sendable, Codable {
     public var perSecond: Double
     public var claims: Int
     public var completes: Int
+    /// The benchmark's own CPU (libpq, building and parsing the batches) during the run.
+    public var clientCPUSeconds: Double
+    /// Busy CPUs on the whole machine on average during the run; what is not the client's
+    /// is PostgreSQL's (and other work's, on a shared machine).
+    public var machineBusyCPUs: Double
 }
 
 public struct TransportCeilingResult: Sendable, Codable {

@@ -15,6 +15,9 @@ extension BenchReport {
         if let database = databaseCeiling {
             row("database ceiling (claim + complete)", String(format: "%.0f rows/s  (%d rows in %.2f s)",
                                                               database.perSecond, database.rows, database.seconds))
+            row("  CPU: client; machine busy (rest: PostgreSQL)",
+                String(format: "%.1f µs/row; %.2f of %d CPUs", database.clientCPUSeconds * 1e6 / Double(database.rows),
+                       database.machineBusyCPUs, machine.processors))
         }
         if let transport = transportCeiling {
             row("transport ceiling (HTTP/2, \(transport.connections) conn.)",

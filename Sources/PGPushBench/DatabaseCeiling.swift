@@ -19,6 +19,7 @@ public enum DatabaseCeiling {
         let counts = Mutex((claims: 0, completes: 0, written: 0))
         let claimerDone = DispatchSemaphore(value: 0), writerDone = DispatchSemaphore(value: 0)
         let started = ContinuousClock.now
+        let cpuAtStart = ownCPUSeconds(), machineAtStart = MachineCPU.now()
 
         Thread.detachNewThread {
             defer {
@@ -80,12 +81,14 @@ public enum DatabaseCeiling {
         claimerDone.wait()
         writerDone.wait()
         let seconds = Double((ContinuousClock.now - started) / .milliseconds(1)) / 1000
+        let cpu = ownCPUSeconds() - cpuAtStart, busy = MachineCPU.now().busyCPUs(since: machineAtStart)
         if let failure = failure.withLock({ $0 }) { throw BenchError("database ceiling: \(failure)") }
         let totals = counts.withLock { $0 }
         guard totals.written == rows else {
             throw BenchError("database ceiling: \(totals.written) outcomes written for \(rows) rows")
         }
         return DatabaseCeilingResult(rows: rows, seconds: seconds, perSecond: Double(rows) / seconds,
-                                     claims: totals.claims, completes: totals.completes)
+                                     claims: totals.claims, completes: totals.completes, clientCPUSeconds: cpu,
+                                     machineBusyCPUs: busy)
     }
 }

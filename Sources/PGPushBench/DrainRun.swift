@@ -44,9 +44,12 @@ struct DrainRun {
         do {
             while clock.now < deadline {
                 try worker.checkAlive()
-                unfinished = try BenchRows.unfinished(connection)
-                if unfinished == 0 && timeBox == nil { break }
+                if timeBox == nil, try !BenchRows.anyUnfinished(connection) {
+                    unfinished = 0
+                    break
+                }
                 if clock.now - lastReport >= .seconds(2) {
+                    unfinished = try BenchRows.unfinished(connection)
                     let elapsed = Double((clock.now - worker.startedAt) / .milliseconds(1)) / 1000
                     context.progress(name + String(format: ": %d of %d finished after %.1f s (%.0f/s)", rows - unfinished, rows,
                                             elapsed, Double(rows - unfinished) / max(elapsed, 0.001)))
@@ -72,8 +75,8 @@ struct DrainRun {
         } else {
             seconds = stoppedAt.timeIntervalSince(started)
         }
-        if timeBox == nil && unfinished > 0 {
-            context.progress("\(name): WARNING \(unfinished) rows unfinished at the deadline")
+        if timeBox == nil && finished < rows {
+            context.progress("\(name): WARNING \(rows - finished) rows unfinished at the deadline")
         }
         let errors = try connection.query("SELECT count(*) FROM pgpush.delivery_errors").int(0, 0) ?? 0
         let result = DrainResult(

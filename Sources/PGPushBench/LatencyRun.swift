@@ -72,7 +72,7 @@ enum LatencyRun {
 
     private static func waitUntilDrained(_ connection: PostgresConnection, worker: WorkerProcess, timeout: Duration) throws {
         let deadline = ContinuousClock.now + timeout
-        while try BenchRows.unfinished(connection) > 0 {
+        while try BenchRows.anyUnfinished(connection) {
             try worker.checkAlive()
             guard ContinuousClock.now < deadline else { throw BenchError("latency: rows still unfinished after \(timeout)") }
             usleep(50_000)
