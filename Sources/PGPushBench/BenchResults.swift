@@ -62,6 +62,8 @@ public struct DrainResult: Sendable, Codable {
     /// Between the 10th and 90th percentile of finished_at.
     public var steadyPerSecond: Double?
     public var statuses: [String: Int]
+    /// last_reason of the rows that failed.
+    public var failureReasons: [String: Int]
     public var deliveryErrors: Int
     public var worker: ProcessUsage
     public var workerCPUMicrosecondsPerNotification: Double
@@ -155,6 +157,9 @@ public struct BenchReport: Sendable, Codable {
     public var transportCeiling: TransportCeilingResult?
     public var uncapped: DrainResult?
     public var uncappedRatioOfLowerCeiling: Double?
+    /// 1 / (1/database + 1/transport): the rate if the two ceilings' CPU costs simply add up,
+    /// which they do when the worker, the simulator and PostgreSQL share the same cores.
+    public var combinedCeiling: Double?
     public var capped: [CappedResult] = []
     public var latency: LatencyResult?
     public var faults: DrainResult?

@@ -15,7 +15,7 @@ extension BenchReport {
         if let database = databaseCeiling {
             row("database ceiling (claim + complete)", String(format: "%.0f rows/s  (%d rows in %.2f s)",
                                                               database.perSecond, database.rows, database.seconds))
-            row("  CPU: client; machine busy (rest: PostgreSQL)",
+            row("  CPU: bench client; machine busy",
                 String(format: "%.1f µs/row; %.2f of %d CPUs", database.clientCPUSeconds * 1e6 / Double(database.rows),
                        database.machineBusyCPUs, machine.processors))
         }
@@ -33,6 +33,10 @@ extension BenchReport {
                 String(format: "%.0f/s  (steady ", uncapped.perSecond) + rate(uncapped.steadyPerSecond)
                 + String(format: "; %d rows in %.2f s)", uncapped.finished, uncapped.seconds))
             if let ratio = uncappedRatioOfLowerCeiling { row("  ratio of the lower ceiling", String(format: "%.1f%%", ratio * 100)) }
+            if let combined = combinedCeiling {
+                row("  ratio of the combined ceiling", String(format: "%.1f%%  (1/(1/db + 1/transport) = %.0f/s)",
+                                                              uncapped.perSecond / combined * 100, combined))
+            }
             row("  worker CPU per notification", String(format: "%.1f µs  (user %.2f s + sys %.2f s)",
                                                         uncapped.workerCPUMicrosecondsPerNotification,
                                                         uncapped.worker.userSeconds, uncapped.worker.systemSeconds))
@@ -66,6 +70,10 @@ extension BenchReport {
             let statuses = faults.statuses.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
             row("  requests, retries recorded, GOAWAYs", "\(faults.simulatorRequests), \(faults.deliveryErrors), \(faults.goAwaysSent)")
             row("  final statuses; duplicates delivered", "\(statuses); \(faults.duplicateAcceptedAPNsIDs)")
+            if !faults.failureReasons.isEmpty {
+                row("  failed rows by reason", faults.failureReasons.sorted { $0.key < $1.key }
+                    .map { "\($0.key) \($0.value)" }.joined(separator: ", "))
+            }
         }
         if let memory {
             row("memory: backlog \(memory.rows) rows, \(Int(memory.seconds.rounded())) s",

@@ -48,6 +48,7 @@ public final class Benchmark {
             report.uncapped = outcome.result
             let ceilings = [report.databaseCeiling?.perSecond, report.transportCeiling?.perSecond].compactMap { $0 }
             if let lower = ceilings.min() { report.uncappedRatioOfLowerCeiling = outcome.result.perSecond / lower }
+            if ceilings.count == 2 { report.combinedCeiling = 1 / ceilings.map { 1 / $0 }.reduce(0, +) }
             progress(String(format: "uncapped: %.0f/s (steady %.0f/s), worker %.1f µs CPU/notification, %.1f MB peak",
                             outcome.result.perSecond, outcome.result.steadyPerSecond ?? 0,
                             outcome.result.workerCPUMicrosecondsPerNotification,

@@ -79,9 +79,13 @@ struct DrainRun {
             context.progress("\(name): WARNING \(rows - finished) rows unfinished at the deadline")
         }
         let errors = try connection.query("SELECT count(*) FROM pgpush.delivery_errors").int(0, 0) ?? 0
+        let failed = try connection.query(
+            "SELECT coalesce(last_reason, 'none'), count(*) FROM pgpush.notifications WHERE status = 'failed' GROUP BY 1")
+        var failureReasons: [String: Int] = [:]
+        for row in 0..<failed.rowCount { failureReasons[failed.string(row, 0) ?? "?"] = failed.int(row, 1) }
         let result = DrainResult(
             rows: rows, connections: connections, ratePerConnection: ratePerConnection, seconds: seconds, finished: finished,
-            perSecond: Double(finished) / seconds, steadyPerSecond: try BenchRows.steadyRate(connection), statuses: statuses,
+            perSecond: Double(finished) / seconds, steadyPerSecond: try BenchRows.steadyRate(connection), statuses: statuses, failureReasons: failureReasons,
             deliveryErrors: errors, worker: usage,
             workerCPUMicrosecondsPerNotification: usage.cpuSeconds * 1e6 / Double(max(report.totalRequests, 1)),
             simulatorRequests: report.totalRequests, simulatorStatuses: report.statusCounts, goAwaysSent: report.goAwaysSent,
