@@ -73,7 +73,7 @@ public final class Benchmark {
             progress("faults: \(options.faultRows) rows, mix \(options.faultMix), GOAWAY every \(options.goAwayAfter) streams")
             let outcome = try DrainRun(name: "faults", rows: options.faultRows, connections: options.connections, ratePerConnection: 0,
                                        simulatorArguments: ["--fault-mix", options.faultMix, "--goaway-after",
-                                                            String(options.goAwayAfter), "--seed", "7"]).run(in: context)
+                                                            String(options.goAwayAfter), "--seed", "7"], logRequests: options.keepFiles).run(in: context)
             database.discard(outcome.conninfo)
             report.faults = outcome.result
             progress(String(format: "faults: %.0f/s over the whole drain (steady %.0f/s)", outcome.result.perSecond,
