@@ -109,9 +109,3 @@ public final class ChildProcess: Sendable {
         (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
     }
 }
-
-/// Why the benchmark could not run a scenario.
-public struct BenchError: Error, CustomStringConvertible, Sendable {
-    public let description: String
-    public init(_ description: String) { self.description = description }
-}
