@@ -36,9 +36,13 @@ let package = Package(
         .target(name: "PGPushOperator", dependencies: [
             "PGPushCore", "Postgres", "PushQueue", "PushWorker", "APNsSimulator", "HTTP2TLS",
         ]),
+        // `pgpush bench`: scenarios and measurement, run against separate simulator and worker processes.
+        .target(name: "PGPushBench", dependencies: [
+            "PGPushCore", "Postgres", "EmbeddedPostgres", "PushQueue", "APNsClient", "APNsSimulator", "PushWorker", "HTTP2TLS",
+        ]),
         .executableTarget(name: "pgpush", dependencies: [
             "PGPushCore", "Postgres", "EmbeddedPostgres", "PushQueue", "APNsClient", "APNsSimulator", "PushWorker",
-            "PGPushOperator", "HTTP2TLS",
+            "PGPushOperator", "PGPushBench", "HTTP2TLS",
         ]),
 
         // Fuzz targets over every input pgpush takes from outside, and their libFuzzer / replay entry.
@@ -61,5 +65,6 @@ let package = Package(
         .testTarget(name: "pgpushTests", dependencies: ["PGPushTestSupport", "Postgres", "APNsSimulator", "HTTP2TLS"]),
         .testTarget(name: "PGPushOperatorTests", dependencies: ["PGPushOperator", "PGPushTestSupport", "Postgres"]),
         .testTarget(name: "APNsSimulatorTests", dependencies: ["APNsSimulator", "HTTP2TLS", "PGPushCore", "PGPushTestSupport"]),
+        .testTarget(name: "PGPushBenchTests", dependencies: ["PGPushBench", "PGPushTestSupport", "Postgres"]),
     ]
 )

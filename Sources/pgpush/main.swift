@@ -28,6 +28,8 @@ let commands = [
             help: DemoCommand.help, switches: DemoCommand.switches, run: DemoCommand.run),
     Command(name: "mock-apns", summary: "an APNs simulator over TLS + HTTP/2 (faults, reports) for tests and trials",
             help: MockAPNsCommand.help, switches: MockAPNsCommand.switches, run: MockAPNsCommand.run),
+    Command(name: "bench", summary: "end-to-end benchmark: database, transport, worker, latency, faults, memory",
+            help: BenchCommand.help, switches: BenchCommand.switches, run: BenchCommand.run),
 ]
 
 let usage = """

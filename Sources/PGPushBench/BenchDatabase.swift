@@ -1,0 +1,54 @@
+import EmbeddedPostgres
+import Foundation
+import Postgres
+import PushQueue
+
+/// Where the scenarios' rows live: a throwaway embedded cluster with a fresh
+/// database per scenario, or the database named by DATABASE_URL, emptied
+/// before each scenario (only when the caller said that is allowed).
+public final class BenchDatabase {
+    private let cluster: EmbeddedPostgres?
+    private let externalURL: String?
+    private let migrations: [Migration]
+    private var created: [String] = []
+
+    public init(externalURL: String?, sqlDirectory: String) throws {
+        migrations = try Migration.load(directory: sqlDirectory)
+        self.externalURL = externalURL
+        cluster = externalURL == nil ? try EmbeddedPostgres.start() : nil
+    }
+
+    public var description: String {
+        if let cluster { return "embedded PostgreSQL (fsync=off, synchronous_commit=off) in \(cluster.directory)" }
+        return "DATABASE_URL"
+    }
+
+    /// A migrated database with no notifications; returns its connection string.
+    public func fresh(_ name: String) throws -> String {
+        if let cluster {
+            let database = "bench_\(name)_\(created.count)"
+            let conninfo = try cluster.createDatabase(database)
+            created.append(database)
+            try MigrationRunner(migrations: migrations).migrate(PostgresConnection(conninfo: conninfo))
+            return conninfo
+        }
+        let conninfo = externalURL ?? ""
+        let connection = try PostgresConnection(conninfo: conninfo)
+        try MigrationRunner(migrations: migrations).migrate(connection)
+        try connection.execute(script: """
+            TRUNCATE pgpush.notifications, pgpush.delivery_errors, pgpush.invalid_tokens, pgpush.workers, pgpush.app_health
+            """)
+        return conninfo
+    }
+
+    /// Drops a scenario's database (embedded only) so a long run does not fill the disk.
+    public func discard(_ conninfo: String) {
+        guard let cluster, let name = conninfo.split(separator: " ").first(where: { $0.hasPrefix("dbname=") })?.dropFirst(7)
+        else { return }
+        try? PostgresConnection(conninfo: cluster.conninfo()).execute(script: "DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
+    }
+
+    public func stop() {
+        cluster?.stop()
+    }
+}

@@ -1,0 +1,48 @@
+/// What `pgpush bench` runs and how big; every field has a flag.
+public struct BenchOptions: Sendable, Codable, Equatable {
+    public enum Scenario: String, Sendable, Codable, CaseIterable {
+        case database, transport, uncapped, capped, latency, faults, memory
+    }
+
+    public var scenarios: [Scenario] = Scenario.allCases
+    /// Backlog for the database ceiling and the uncapped drain.
+    public var rows = 200_000
+    /// Requests for the transport ceiling.
+    public var transportRequests = 200_000
+    /// HTTP/2 connections for the uncapped, transport, latency and fault runs.
+    public var connections = 4
+    public var payloadBytes = 128
+    /// Requests/second per connection in the capped runs.
+    public var cap = 100
+    public var cappedConnections = [1, 50]
+    public var cappedSeconds = 10
+    /// Offered load of the latency run (rows/second, one per transaction), for how long,
+    /// and the worker's cap there (0: uncapped).
+    public var latencyRate = 1_000
+    public var latencySeconds = 10
+    public var latencyCap = 0
+    public var faultRows = 50_000
+    /// mock-apns `--fault-mix`.
+    public var faultMix = "503=0.05,429=0.02"
+    public var goAwayAfter = 5_000
+    /// Backlog for the memory run, and how long the uncapped worker works on it.
+    public var memoryRows = 1_000_000
+    public var memorySeconds = 15
+    /// Keep the scratch folder (simulator logs and reports, worker output) for a look afterwards.
+    public var keepFiles = false
+
+    public init() {}
+
+    /// About a minute in all: enough for a first look, not for the record.
+    public static var quick: BenchOptions {
+        var options = BenchOptions()
+        options.rows = 20_000
+        options.transportRequests = 20_000
+        options.cappedSeconds = 5
+        options.latencySeconds = 5
+        options.faultRows = 10_000
+        options.memoryRows = 100_000
+        options.memorySeconds = 5
+        return options
+    }
+}

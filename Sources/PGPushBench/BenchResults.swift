@@ -1,0 +1,176 @@
+import Foundation
+
+/// p50/p90/p99/max of a set of durations, in milliseconds.
+public struct LatencySummary: Sendable, Codable, Equatable {
+    public var count: Int
+    public var p50: Double
+    public var p90: Double
+    public var p99: Double
+    public var max: Double
+
+    /// Nearest-rank percentiles; nil for an empty set.
+    public init?(milliseconds values: [Double]) {
+        guard !values.isEmpty else { return nil }
+        let sorted = values.sorted()
+        func rank(_ fraction: Double) -> Double {
+            sorted[Swift.min(sorted.count - 1, Swift.max(0, Int((fraction * Double(sorted.count)).rounded(.up)) - 1))]
+        }
+        count = sorted.count
+        p50 = rank(0.5)
+        p90 = rank(0.9)
+        p99 = rank(0.99)
+        max = sorted[sorted.count - 1]
+    }
+}
+
+public struct DatabaseCeilingResult: Sendable, Codable {
+    public var rows: Int
+    public var seconds: Double
+    public var perSecond: Double
+    public var claims: Int
+    public var completes: Int
+    /// The benchmark's own CPU (libpq, building and parsing the batches) during the run.
+    public var clientCPUSeconds: Double
+    /// Busy CPUs on the whole machine on average during the run; what is not the client's
+    /// is PostgreSQL's (and other work's, on a shared machine).
+    public var machineBusyCPUs: Double
+}
+
+public struct TransportCeilingResult: Sendable, Codable {
+    public var requests: Int
+    public var connections: Int
+    public var inFlight: Int
+    public var seconds: Double
+    public var perSecond: Double
+    public var delivered: Int
+    public var simulatorCPUSeconds: Double
+    /// The client's CPU (this process during the run).
+    public var clientCPUSeconds: Double
+    /// Busy CPUs on the whole machine on average during the run.
+    public var machineBusyCPUs: Double
+}
+
+/// A worker process draining (or working on) a backlog.
+public struct DrainResult: Sendable, Codable {
+    public var rows: Int
+    public var connections: Int
+    public var ratePerConnection: Int
+    /// From starting the worker to the last outcome written (or to the stop, for a time-boxed run).
+    public var seconds: Double
+    public var finished: Int
+    public var perSecond: Double
+    /// Between the 10th and 90th percentile of finished_at.
+    public var steadyPerSecond: Double?
+    public var statuses: [String: Int]
+    /// last_reason of the rows that failed.
+    public var failureReasons: [String: Int]
+    public var deliveryErrors: Int
+    public var worker: ProcessUsage
+    public var workerCPUMicrosecondsPerNotification: Double
+    public var simulatorRequests: Int
+    public var simulatorStatuses: [String: Int]
+    public var goAwaysSent: Int
+    public var duplicateAcceptedAPNsIDs: Int
+    public var simulatorCPUSeconds: Double
+    /// Busy CPUs on the whole machine on average while the worker ran.
+    public var machineBusyCPUs: Double
+}
+
+public struct CappedConnectionResult: Sendable, Codable {
+    public var connection: Int
+    public var requests: Int
+    /// Requests/second between one second after its first request and one second before its last.
+    public var steadyPerSecond: Double
+    /// The simulator's sliding one-second window.
+    public var maxInOneSecond: Int
+}
+
+public struct CappedResult: Sendable, Codable {
+    public var connections: Int
+    public var cap: Int
+    public var seconds: Int
+    public var totalRequests: Int
+    /// The sum of the connections' steady rates.
+    public var aggregatePerSecond: Double
+    public var lowestSteadyPerSecond: Double
+    public var meanSteadyPerSecond: Double
+    public var highestInOneSecond: Int
+    public var perConnection: [CappedConnectionResult]
+    public var worker: ProcessUsage
+}
+
+public struct LatencyResult: Sendable, Codable {
+    public var offeredPerSecond: Int
+    public var insertedPerSecond: Double
+    public var rows: Int
+    public var connections: Int
+    public var ratePerConnection: Int
+    /// created_at to the request's arrival at the simulator (its log has millisecond times).
+    public var insertToRequest: LatencySummary?
+    /// created_at to finished_at.
+    public var insertToOutcome: LatencySummary?
+    public var worker: ProcessUsage
+    public var workerCPUMicrosecondsPerNotification: Double
+}
+
+public struct MachineInfo: Sendable, Codable {
+    public var processors: Int
+    public var cpuModel: String
+    public var memoryMB: Int
+    public var kernel: String
+    public var postgres: String
+    public var database: String
+    /// /proc/loadavg when the run started: other work on the machine skews every figure.
+    public var loadAverage: String
+
+    public static func current(postgresVersion: String, database: String) -> MachineInfo {
+        let cpuinfo = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) ?? ""
+        let model = cpuinfo.split(separator: "\n").first { $0.hasPrefix("model name") }?
+            .split(separator: ":", maxSplits: 1).last?.trimmingCharacters(in: .whitespaces) ?? "unknown"
+        var name = utsname()
+        uname(&name)
+        let release = withUnsafeBytes(of: &name.release) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        return MachineInfo(processors: ProcessInfo.processInfo.activeProcessorCount, cpuModel: model,
+                           memoryMB: Int(ProcessInfo.processInfo.physicalMemory / 1_048_576), kernel: release,
+                           postgres: postgresVersion, database: database, loadAverage: loadAverageNow())
+    }
+
+    public static func loadAverageNow() -> String {
+        let text = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)) ?? ""
+        return text.split(separator: " ").prefix(3).joined(separator: " ")
+    }
+}
+
+/// One target from the issue, measured.
+public struct TargetCheck: Sendable, Codable {
+    public var target: String
+    public var measured: String
+    public var holds: Bool
+}
+
+/// Everything one `pgpush bench` run measured; the JSON of `--json`.
+public struct BenchReport: Sendable, Codable {
+    public var startedAt: Date
+    public var machine: MachineInfo
+    public var options: BenchOptions
+    public var databaseCeiling: DatabaseCeilingResult?
+    public var transportCeiling: TransportCeilingResult?
+    public var uncapped: DrainResult?
+    public var uncappedRatioOfLowerCeiling: Double?
+    /// 1 / (1/database + 1/transport): the rate if the two ceilings' CPU costs simply add up,
+    /// which they do when the worker, the simulator and PostgreSQL share the same cores.
+    public var combinedCeiling: Double?
+    public var capped: [CappedResult] = []
+    public var latency: LatencyResult?
+    public var faults: DrainResult?
+    public var memory: DrainResult?
+    public var targets: [TargetCheck] = []
+    public var loadAverageAtEnd: String?
+
+    public func jsonData() throws -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        encoder.dateEncodingStrategy = .iso8601
+        return try encoder.encode(self)
+    }
+}

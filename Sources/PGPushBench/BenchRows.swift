@@ -1,0 +1,65 @@
+import Foundation
+import Postgres
+
+/// Rows for the scenarios: unique hex tokens, one payload of a chosen size.
+public enum BenchRows {
+    /// `{"aps":{"alert":"xxx…"}}` of exactly `bytes` bytes (at least the empty alert's size).
+    public static func payload(bytes: Int) -> String {
+        let frame = #"{"aps":{"alert":""}}"#
+        return #"{"aps":{"alert":""# + String(repeating: "x", count: max(0, bytes - frame.utf8.count)) + #""}}"#
+    }
+
+    public static func token(_ number: Int) -> String { String(format: "%064x", number) }
+
+    /// Inserts `count` due rows in batches of one statement each, reporting progress.
+    public static func fill(_ connection: PostgresConnection, count: Int, payloadBytes: Int, firstToken: Int = 1,
+                            progress: (Int) -> Void = { _ in }) throws {
+        let batch = 50_000
+        var done = 0
+        while done < count {
+            let size = min(batch, count - done)
+            try connection.query("""
+                INSERT INTO pgpush.notifications (device_token, payload)
+                SELECT lpad(to_hex(g), 64, '0'), $1::jsonb FROM generate_series($2::bigint, $3::bigint) AS g
+                """, [payload(bytes: payloadBytes), firstToken + done, firstToken + done + size - 1])
+            done += size
+            progress(done)
+        }
+        try connection.execute(script: "ANALYZE pgpush.notifications")
+    }
+
+    /// Whether any row is still `queued` or `sending`. Cheap at any table size (each probe
+    /// is one step into a partial index), so polling it does not load the server the
+    /// worker is measured on; a count over 200,000 rows every 100 ms did.
+    public static func anyUnfinished(_ connection: PostgresConnection) throws -> Bool {
+        try connection.query("""
+            SELECT EXISTS (SELECT 1 FROM pgpush.notifications WHERE status = 'queued')
+                OR EXISTS (SELECT 1 FROM pgpush.notifications WHERE status = 'sending')
+            """).bool(0, 0) ?? true
+    }
+
+    /// Rows still `queued` or `sending`: a scan, for progress lines every few seconds only.
+    public static func unfinished(_ connection: PostgresConnection) throws -> Int {
+        try connection.query("SELECT count(*) FROM pgpush.notifications WHERE status IN ('queued', 'sending')").int(0, 0) ?? 0
+    }
+
+    /// Rows by status.
+    public static func statusCounts(_ connection: PostgresConnection) throws -> [String: Int] {
+        let result = try connection.query("SELECT status, count(*) FROM pgpush.notifications GROUP BY 1")
+        var counts: [String: Int] = [:]
+        for row in 0..<result.rowCount { counts[result.string(row, 0) ?? "?"] = result.int(row, 1) }
+        return counts
+    }
+
+    /// Finished rows per second between the 10th and the 90th percentile of `finished_at`:
+    /// the drain rate without start-up and the last stragglers.
+    public static func steadyRate(_ connection: PostgresConnection) throws -> Double? {
+        let result = try connection.query("""
+            SELECT count(*), extract(epoch FROM percentile_disc(0.9) WITHIN GROUP (ORDER BY finished_at)
+                                     - percentile_disc(0.1) WITHIN GROUP (ORDER BY finished_at))
+              FROM pgpush.notifications WHERE finished_at IS NOT NULL
+            """)
+        guard let count = result.int(0, 0), let seconds = result.double(0, 1), seconds > 0 else { return nil }
+        return Double(count) * 0.8 / seconds
+    }
+}

@@ -1,0 +1,92 @@
+import Foundation
+
+extension BenchReport {
+    /// The human-readable summary `pgpush bench` prints.
+    public func table() -> String {
+        var lines: [String] = []
+        func row(_ label: String, _ value: String) {
+            lines.append("  " + label.padding(toLength: 44, withPad: " ", startingAt: 0) + value)
+        }
+        func megabytes(_ bytes: Int) -> String { String(format: "%.1f MB", Double(bytes) / 1_048_576) }
+        func rate(_ value: Double?) -> String { value.map { String(format: "%.0f/s", $0) } ?? "n/a" }
+        lines.append("pgpush bench — \(machine.processors) CPUs (\(machine.cpuModel)), \(machine.memoryMB) MB, "
+                     + "PostgreSQL \(machine.postgres)")
+        lines.append("  load average at start \(machine.loadAverage), at end \(loadAverageAtEnd ?? "?") (other work skews figures)")
+        if let database = databaseCeiling {
+            row("database ceiling (claim + complete)", String(format: "%.0f rows/s  (%d rows in %.2f s)",
+                                                              database.perSecond, database.rows, database.seconds))
+            row("  CPU: bench client; machine busy",
+                String(format: "%.1f µs/row; %.2f of %d CPUs", database.clientCPUSeconds * 1e6 / Double(database.rows),
+                       database.machineBusyCPUs, machine.processors))
+        }
+        if let transport = transportCeiling {
+            row("transport ceiling (HTTP/2, \(transport.connections) conn.)",
+                String(format: "%.0f requests/s  (%d in %.2f s, %d × 200)", transport.perSecond, transport.requests,
+                       transport.seconds, transport.delivered))
+            row("  CPU: client, simulator, machine busy", String(format: "%.1f µs/request, %.1f µs/request, %.2f of %d CPUs",
+                                                                 transport.clientCPUSeconds * 1e6 / Double(transport.requests),
+                                                                 transport.simulatorCPUSeconds * 1e6 / Double(transport.requests),
+                                                                 transport.machineBusyCPUs, machine.processors))
+        }
+        if let uncapped {
+            row("uncapped end to end (\(uncapped.connections) conn.)",
+                String(format: "%.0f/s  (steady ", uncapped.perSecond) + rate(uncapped.steadyPerSecond)
+                + String(format: "; %d rows in %.2f s)", uncapped.finished, uncapped.seconds))
+            if let ratio = uncappedRatioOfLowerCeiling { row("  ratio of the lower ceiling", String(format: "%.1f%%", ratio * 100)) }
+            if let combined = combinedCeiling {
+                row("  ratio of the combined ceiling", String(format: "%.1f%%  (1/(1/db + 1/transport) = %.0f/s)",
+                                                              uncapped.perSecond / combined * 100, combined))
+            }
+            row("  worker CPU per notification", String(format: "%.1f µs  (user %.2f s + sys %.2f s)",
+                                                        uncapped.workerCPUMicrosecondsPerNotification,
+                                                        uncapped.worker.userSeconds, uncapped.worker.systemSeconds))
+            row("  worker peak RSS", megabytes(uncapped.worker.peakResidentBytes))
+            row("  simulator CPU; machine busy", String(format: "%.1f µs/request; %.2f of %d CPUs",
+                                                        uncapped.simulatorCPUSeconds * 1e6 / Double(max(uncapped.simulatorRequests, 1)),
+                                                        uncapped.machineBusyCPUs, machine.processors))
+        }
+        for capped in capped {
+            row("capped \(capped.cap)/s × \(capped.connections) conn., \(capped.seconds) s",
+                String(format: "per conn. steady mean %.1f/s, lowest %.1f/s; max in 1 s %d; total %.0f/s",
+                       capped.meanSteadyPerSecond, capped.lowestSteadyPerSecond, capped.highestInOneSecond,
+                       capped.aggregatePerSecond))
+        }
+        if let latency {
+            let cap = latency.ratePerConnection == 0 ? "uncapped" : "\(latency.ratePerConnection)/s per conn."
+            row("latency at \(latency.offeredPerSecond)/s (\(latency.connections) conn., \(cap))",
+                String(format: "inserted at %.0f/s, %d rows", latency.insertedPerSecond, latency.rows))
+            for (label, summary) in [("  insert → request at simulator", latency.insertToRequest),
+                                     ("  insert → outcome written", latency.insertToOutcome)] {
+                guard let summary else { row(label, "no data"); continue }
+                row(label, String(format: "p50 %.1f  p90 %.1f  p99 %.1f  max %.1f ms", summary.p50, summary.p90,
+                                  summary.p99, summary.max))
+            }
+            row("  worker CPU per notification", String(format: "%.1f µs", latency.workerCPUMicrosecondsPerNotification))
+        }
+        if let faults {
+            row("faults (\(options.faultMix), GOAWAY/\(options.goAwayAfter))",
+                String(format: "%.0f/s whole drain (steady ", faults.perSecond) + rate(faults.steadyPerSecond)
+                + String(format: "); %d rows in %.2f s", faults.finished, faults.seconds))
+            let statuses = faults.statuses.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+            row("  requests, retries recorded, GOAWAYs", "\(faults.simulatorRequests), \(faults.deliveryErrors), \(faults.goAwaysSent)")
+            row("  final statuses; duplicates delivered", "\(statuses); \(faults.duplicateAcceptedAPNsIDs)")
+            if !faults.failureReasons.isEmpty {
+                row("  failed rows by reason", faults.failureReasons.sorted { $0.key < $1.key }
+                    .map { "\($0.key) \($0.value)" }.joined(separator: ", "))
+            }
+        }
+        if let memory {
+            row("memory: backlog \(memory.rows) rows, \(Int(memory.seconds.rounded())) s",
+                "peak RSS \(megabytes(memory.worker.peakResidentBytes)), \(memory.simulatorRequests) sent")
+        }
+        if !targets.isEmpty {
+            lines.append("")
+            lines.append("Targets:")
+            for check in targets {
+                lines.append("  " + (check.holds ? "holds " : "MISSED ")
+                             + check.target.padding(toLength: 58, withPad: " ", startingAt: 0) + check.measured)
+            }
+        }
+        return lines.joined(separator: "\n")
+    }
+}

@@ -1,0 +1,133 @@
+import Foundation
+import Postgres
+import PushQueue
+
+/// `pgpush bench`: runs the chosen scenarios in order and gathers a `BenchReport`.
+public final class Benchmark {
+    public let options: BenchOptions
+    /// Progress lines, each prefixed with the time since the start.
+    private let progress: @Sendable (String) -> Void
+
+    public init(options: BenchOptions, progress sink: @escaping @Sendable (String) -> Void) {
+        self.options = options
+        let began = ContinuousClock.now
+        progress = { message in
+            let elapsed = Double((ContinuousClock.now - began) / .milliseconds(100)) / 10
+            sink(String(format: "[%6.1f s] ", elapsed) + message)
+        }
+    }
+
+    /// `databaseURL` nil: an embedded throwaway cluster. `executable`: the pgpush binary
+    /// that runs `mock-apns` and `run` in their own processes.
+    public func run(databaseURL: String?, sqlDirectory: String, executable: String) throws -> BenchReport {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pgpush-bench-\(getpid())").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer {
+            if options.keepFiles { progress("files kept in \(directory)") } else { try? FileManager.default.removeItem(atPath: directory) }
+        }
+        progress(databaseURL == nil ? "starting an embedded PostgreSQL cluster" : "using DATABASE_URL")
+        let database = try BenchDatabase(externalURL: databaseURL, sqlDirectory: sqlDirectory)
+        defer { database.stop() }
+        let context = BenchContext(executable: executable, directory: directory,
+                                   credentials: try BenchCredentials.generate(in: directory), database: database,
+                                   options: options, progress: progress)
+        let versionDatabase = try database.fresh("version")
+        let version = try PostgresConnection(conninfo: versionDatabase).query("SHOW server_version").string(0, 0) ?? "?"
+        database.discard(versionDatabase)
+        var report = BenchReport(startedAt: Date(), machine: .current(postgresVersion: version, database: database.description),
+                                 options: options)
+        let chosen = Set(options.scenarios)
+
+        if chosen.contains(.database) { report.databaseCeiling = try databaseCeiling(context) }
+        if chosen.contains(.transport) { report.transportCeiling = try transportCeiling(context) }
+        if chosen.contains(.uncapped) {
+            progress("uncapped: \(options.rows) rows, \(options.connections) connections, no cap")
+            let outcome = try DrainRun(name: "uncapped", rows: options.rows, connections: options.connections,
+                                       ratePerConnection: 0).run(in: context)
+            database.discard(outcome.conninfo)
+            report.uncapped = outcome.result
+            let ceilings = [report.databaseCeiling?.perSecond, report.transportCeiling?.perSecond].compactMap { $0 }
+            if let lower = ceilings.min() { report.uncappedRatioOfLowerCeiling = outcome.result.perSecond / lower }
+            if ceilings.count == 2 { report.combinedCeiling = 1 / ceilings.map { 1 / $0 }.reduce(0, +) }
+            progress(String(format: "uncapped: %.0f/s (steady %.0f/s), worker %.1f µs CPU/notification, %.1f MB peak",
+                            outcome.result.perSecond, outcome.result.steadyPerSecond ?? 0,
+                            outcome.result.workerCPUMicrosecondsPerNotification,
+                            Double(outcome.result.worker.peakResidentBytes) / 1_048_576))
+        }
+        if chosen.contains(.capped) {
+            for connections in options.cappedConnections {
+                progress("capped: \(connections) connection(s) at \(options.cap)/s for \(options.cappedSeconds) s")
+                let result = try CappedRun.run(connections: connections, in: context)
+                report.capped.append(result)
+                progress(String(format: "capped: %d connection(s): lowest steady %.1f/s, highest in 1 s %d, total %.0f/s",
+                                connections, result.lowestSteadyPerSecond, result.highestInOneSecond, result.aggregatePerSecond))
+            }
+        }
+        if chosen.contains(.latency) {
+            let result = try LatencyRun.run(in: context)
+            report.latency = result
+            progress(String(format: "latency: insert→request p50 %.1f ms p99 %.1f ms",
+                            result.insertToRequest?.p50 ?? .nan, result.insertToRequest?.p99 ?? .nan))
+        }
+        if chosen.contains(.faults) {
+            progress("faults: \(options.faultRows) rows, mix \(options.faultMix), GOAWAY every \(options.goAwayAfter) streams")
+            let outcome = try DrainRun(name: "faults", rows: options.faultRows, connections: options.connections, ratePerConnection: 0,
+                                       simulatorArguments: ["--fault-mix", options.faultMix, "--goaway-after",
+                                                            String(options.goAwayAfter), "--seed", "7"], logRequests: options.keepFiles).run(in: context)
+            database.discard(outcome.conninfo)
+            report.faults = outcome.result
+            progress(String(format: "faults: %.0f/s over the whole drain (steady %.0f/s)", outcome.result.perSecond,
+                            outcome.result.steadyPerSecond ?? 0))
+        }
+        if chosen.contains(.memory) {
+            progress("memory: backlog of \(options.memoryRows) rows, uncapped worker for \(options.memorySeconds) s")
+            let outcome = try DrainRun(name: "memory", rows: options.memoryRows, connections: options.connections,
+                                       ratePerConnection: 0, timeBox: .seconds(options.memorySeconds)).run(in: context)
+            database.discard(outcome.conninfo)
+            report.memory = outcome.result
+            progress(String(format: "memory: peak %.1f MB", Double(outcome.result.worker.peakResidentBytes) / 1_048_576))
+        }
+        report.targets = TargetEvaluation.evaluate(report)
+        report.loadAverageAtEnd = MachineInfo.loadAverageNow()
+        return report
+    }
+
+    private func databaseCeiling(_ context: BenchContext) throws -> DatabaseCeilingResult {
+        let conninfo = try context.database.fresh("database")
+        defer { context.database.discard(conninfo) }
+        progress("database ceiling: inserting \(options.rows) rows")
+        try BenchRows.fill(PostgresConnection(conninfo: conninfo), count: options.rows, payloadBytes: options.payloadBytes)
+        progress("database ceiling: claim + complete")
+        let total = options.rows
+        let result = try DatabaseCeiling.run(conninfo: conninfo, rows: total) { [progress] done in
+            if done % 50_000 < 2000 { progress("database ceiling: \(done) of \(total) written") }
+        }
+        progress(String(format: "database ceiling: %.0f rows/s", result.perSecond))
+        return result
+    }
+
+    private func transportCeiling(_ context: BenchContext) throws -> TransportCeilingResult {
+        progress("transport ceiling: \(options.transportRequests) requests, \(options.connections) connections, no cap")
+        let simulator = try SimulatorProcess(executable: context.executable, credentials: context.credentials,
+                                             directory: context.directory, name: "transport", logRequests: false)
+        let measured: (seconds: Double, delivered: Int, clientCPUSeconds: Double, machineBusyCPUs: Double)
+        do {
+            measured = try TransportCeiling.run(simulator: simulator, credentials: context.credentials,
+                                                requests: options.transportRequests, connections: options.connections,
+                                                payloadBytes: options.payloadBytes) { [progress] done in
+                progress("transport ceiling: \(done) answered")
+            }
+        } catch {
+            _ = try? simulator.stop()
+            throw error
+        }
+        let (_, usage) = try simulator.stop()
+        let result = TransportCeilingResult(
+            requests: options.transportRequests, connections: options.connections, inFlight: TransportCeiling.inFlight,
+            seconds: measured.seconds, perSecond: Double(options.transportRequests) / measured.seconds,
+            delivered: measured.delivered, simulatorCPUSeconds: usage.cpuSeconds, clientCPUSeconds: measured.clientCPUSeconds,
+            machineBusyCPUs: measured.machineBusyCPUs)
+        progress(String(format: "transport ceiling: %.0f requests/s", result.perSecond))
+        return result
+    }
+}

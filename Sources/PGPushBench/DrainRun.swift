@@ -1,0 +1,96 @@
+import APNsSimulator
+import Foundation
+import Postgres
+
+/// A worker process against the simulator process: drains a pre-filled backlog
+/// (or works on it for a fixed time), then stops gracefully so its CPU time and
+/// peak memory can be read.
+struct DrainRun {
+    var name: String
+    var rows: Int
+    var connections: Int
+    var ratePerConnection: Int
+    var simulatorArguments: [String] = []
+    var logRequests = false
+    /// Stop after this long instead of waiting for the backlog to drain.
+    var timeBox: Duration?
+
+    struct Outcome {
+        var result: DrainResult
+        var simulator: SimulatorProcess
+        var conninfo: String
+    }
+
+    /// Runs it; the caller reads the simulator log if it asked for one, then discards the database.
+    func run(in context: BenchContext) throws -> Outcome {
+        let conninfo = try context.database.fresh(name)
+        let connection = try PostgresConnection(conninfo: conninfo)
+        context.progress("\(name): inserting \(rows) rows")
+        try BenchRows.fill(connection, count: rows, payloadBytes: context.options.payloadBytes) { done in
+            if done % 200_000 == 0 || done == rows { context.progress("\(name): \(done) rows inserted") }
+        }
+        let simulator = try SimulatorProcess(executable: context.executable, credentials: context.credentials,
+                                             directory: context.directory, name: name, logRequests: logRequests,
+                                             extraArguments: simulatorArguments)
+        let started = Date()
+        let machineAtStart = MachineCPU.now()
+        let worker = try WorkerProcess(executable: context.executable, databaseURL: conninfo, simulator: simulator,
+                                       credentials: context.credentials, connections: connections,
+                                       ratePerConnection: ratePerConnection, directory: context.directory, name: name)
+        let clock = ContinuousClock()
+        let deadline = clock.now + (timeBox ?? .seconds(max(120, rows / 500)))
+        var lastReport = clock.now
+        var unfinished = rows
+        do {
+            while clock.now < deadline {
+                try worker.checkAlive()
+                if timeBox == nil, try !BenchRows.anyUnfinished(connection) {
+                    unfinished = 0
+                    break
+                }
+                if clock.now - lastReport >= .seconds(2) {
+                    unfinished = try BenchRows.unfinished(connection)
+                    let elapsed = Double((clock.now - worker.startedAt) / .milliseconds(1)) / 1000
+                    context.progress(name + String(format: ": %d of %d finished after %.1f s (%.0f/s)", rows - unfinished, rows,
+                                            elapsed, Double(rows - unfinished) / max(elapsed, 0.001)))
+                    lastReport = clock.now
+                }
+                usleep(timeBox == nil ? 100_000 : 250_000)
+            }
+        } catch {
+            _ = worker.process.stop(signal: SIGKILL)
+            _ = try? simulator.stop()
+            throw error
+        }
+        let stoppedAt = Date()
+        let machineBusy = MachineCPU.now().busyCPUs(since: machineAtStart)
+        let usage = try worker.stop()
+        let (report, simulatorUsage) = try simulator.stop()
+        let statuses = try BenchRows.statusCounts(connection)
+        let finished = rows - (statuses["queued"] ?? 0) - (statuses["sending"] ?? 0)
+        let seconds: Double
+        if timeBox == nil, let last = try connection.query(
+            "SELECT extract(epoch FROM max(finished_at)) FROM pgpush.notifications").double(0, 0) {
+            seconds = last - started.timeIntervalSince1970
+        } else {
+            seconds = stoppedAt.timeIntervalSince(started)
+        }
+        if timeBox == nil && finished < rows {
+            context.progress("\(name): WARNING \(rows - finished) rows unfinished at the deadline")
+        }
+        let errors = try connection.query("SELECT count(*) FROM pgpush.delivery_errors").int(0, 0) ?? 0
+        let failed = try connection.query(
+            "SELECT coalesce(last_reason, 'none'), count(*) FROM pgpush.notifications WHERE status = 'failed' GROUP BY 1")
+        var failureReasons: [String: Int] = [:]
+        for row in 0..<failed.rowCount { failureReasons[failed.string(row, 0) ?? "?"] = failed.int(row, 1) }
+        let result = DrainResult(
+            rows: rows, connections: connections, ratePerConnection: ratePerConnection, seconds: seconds, finished: finished,
+            perSecond: Double(finished) / seconds, steadyPerSecond: try BenchRows.steadyRate(connection), statuses: statuses, failureReasons: failureReasons,
+            deliveryErrors: errors, worker: usage,
+            workerCPUMicrosecondsPerNotification: usage.cpuSeconds * 1e6 / Double(max(report.totalRequests, 1)),
+            simulatorRequests: report.totalRequests, simulatorStatuses: report.statusCounts, goAwaysSent: report.goAwaysSent,
+            duplicateAcceptedAPNsIDs: report.duplicateAcceptedAPNsIDs, simulatorCPUSeconds: simulatorUsage.cpuSeconds,
+            machineBusyCPUs: machineBusy)
+        return Outcome(result: result, simulator: simulator, conninfo: conninfo)
+    }
+}

@@ -1,0 +1,81 @@
+import Foundation
+import Postgres
+
+/// A steady offered load: one row per transaction at a fixed rate, paced on an
+/// absolute schedule. Latency is measured from each row's created_at to its
+/// request arriving at the simulator (joined on the device token) and to its
+/// outcome being written (finished_at).
+enum LatencyRun {
+    static let warmUpTokenBase = 80_000_000
+
+    static func run(in context: BenchContext) throws -> LatencyResult {
+        let options = context.options
+        let conninfo = try context.database.fresh("latency")
+        defer { context.database.discard(conninfo) }
+        let connection = try PostgresConnection(conninfo: conninfo)
+        let simulator = try SimulatorProcess(executable: context.executable, credentials: context.credentials,
+                                             directory: context.directory, name: "latency", logRequests: true)
+        let worker = try WorkerProcess(executable: context.executable, databaseURL: conninfo, simulator: simulator,
+                                       credentials: context.credentials, connections: options.connections,
+                                       ratePerConnection: options.latencyCap, directory: context.directory, name: "latency")
+        do {
+            // Connections open and the first JWT is accepted before the measured rows.
+            try BenchRows.fill(connection, count: 50, payloadBytes: options.payloadBytes, firstToken: warmUpTokenBase)
+            try waitUntilDrained(connection, worker: worker, timeout: .seconds(30))
+
+            let total = options.latencyRate * options.latencySeconds
+            context.progress("latency: inserting \(options.latencyRate)/s for \(options.latencySeconds) s")
+            let payload = BenchRows.payload(bytes: options.payloadBytes)
+            let clock = ContinuousClock()
+            let start = clock.now
+            let interval = Duration.seconds(1) / options.latencyRate
+            for index in 0..<total {
+                let due = start + interval * index
+                let ahead = clock.now.duration(to: due)
+                if ahead > .zero { Thread.sleep(forTimeInterval: Double(ahead / .microseconds(1)) / 1e6) }
+                try connection.query("INSERT INTO pgpush.notifications (device_token, payload) VALUES ($1, $2::jsonb)",
+                                     [BenchRows.token(index + 1), payload])
+                if index > 0 && index % (options.latencyRate * 2) == 0 { try worker.checkAlive() }
+            }
+            let insertSeconds = Double((clock.now - start) / .microseconds(1)) / 1e6
+            try waitUntilDrained(connection, worker: worker, timeout: .seconds(60))
+            let usage = try worker.stop()
+            _ = try simulator.stop()
+
+            var arrivals: [String: Int64] = [:]
+            for entry in try simulator.requestLog() {
+                guard let token = entry.token, arrivals[token] == nil else { continue }
+                arrivals[token] = entry.timeMilliseconds
+            }
+            let rows = try connection.query("""
+                SELECT device_token, extract(epoch FROM created_at) * 1000, extract(epoch FROM finished_at - created_at) * 1000
+                  FROM pgpush.notifications WHERE device_token < $1
+                """, [BenchRows.token(warmUpTokenBase)])
+            var toRequest: [Double] = [], toOutcome: [Double] = []
+            for row in 0..<rows.rowCount {
+                if let token = rows.string(row, 0), let created = rows.double(row, 1), let arrived = arrivals[token] {
+                    toRequest.append(Double(arrived) - created)
+                }
+                if let outcome = rows.double(row, 2) { toOutcome.append(outcome) }
+            }
+            return LatencyResult(
+                offeredPerSecond: options.latencyRate, insertedPerSecond: Double(total) / insertSeconds, rows: total,
+                connections: options.connections, ratePerConnection: options.latencyCap,
+                insertToRequest: LatencySummary(milliseconds: toRequest), insertToOutcome: LatencySummary(milliseconds: toOutcome),
+                worker: usage, workerCPUMicrosecondsPerNotification: usage.cpuSeconds * 1e6 / Double(total + 50))
+        } catch {
+            _ = worker.process.stop(signal: SIGKILL)
+            _ = try? simulator.stop()
+            throw error
+        }
+    }
+
+    private static func waitUntilDrained(_ connection: PostgresConnection, worker: WorkerProcess, timeout: Duration) throws {
+        let deadline = ContinuousClock.now + timeout
+        while try BenchRows.anyUnfinished(connection) {
+            try worker.checkAlive()
+            guard ContinuousClock.now < deadline else { throw BenchError("latency: rows still unfinished after \(timeout)") }
+            usleep(50_000)
+        }
+    }
+}

@@ -1,0 +1,51 @@
+import APNsSimulator
+import Foundation
+
+/// `pgpush mock-apns` in its own process, so its CPU does not count as the worker's
+/// and the two talk over a real socket with TLS.
+public final class SimulatorProcess: Sendable {
+    public let process: ChildProcess
+    public let baseURL: String
+    public let caFile: String
+    public let reportPath: String
+    public let logPath: String?
+
+    /// Starts the simulator on a free port and waits for its "listening" line.
+    /// `extraArguments` are mock-apns flags (faults).
+    public init(executable: String, credentials: BenchCredentials, directory: String, name: String,
+                logRequests: Bool, extraArguments: [String] = []) throws {
+        caFile = directory + "/\(name)-ca.pem"
+        reportPath = directory + "/\(name)-report.json"
+        logPath = logRequests ? directory + "/\(name)-requests.jsonl" : nil
+        var arguments = ["mock-apns", "--port", "0", "--p8", credentials.keyFile, "--team-id", BenchCredentials.teamID,
+                         "--key-id", BenchCredentials.keyID, "--bundle-id", BenchCredentials.bundleID,
+                         "--ca-out", caFile, "--report", reportPath]
+        if let logPath { arguments += ["--log", logPath] }
+        arguments += extraArguments
+        process = try ChildProcess.spawn(executable, arguments, environment: ProcessInfo.processInfo.environment,
+                                         outputPath: directory + "/\(name)-simulator.out")
+        let line = try process.waitForLine(startingWith: "mock-apns listening on ", timeout: .seconds(30))
+        let rest = line.dropFirst("mock-apns listening on ".count)
+        baseURL = String(rest.prefix { $0 != " " })
+    }
+
+    /// SIGTERM; the simulator writes its report and log, then exits.
+    public func stop() throws -> (report: SimulatorReport, usage: ProcessUsage) {
+        let (_, usage) = process.stop(signal: SIGTERM)
+        guard let data = FileManager.default.contents(atPath: reportPath) else {
+            throw BenchError("the simulator wrote no report at \(reportPath):\n\(process.lastLines())")
+        }
+        return (try JSONDecoder().decode(SimulatorReport.self, from: data), usage)
+    }
+
+    /// The request log's entries (needs `logRequests`), in file order.
+    public func requestLog() throws -> [RequestLogEntry] {
+        guard let logPath, let data = FileManager.default.contents(atPath: logPath) else { return [] }
+        let decoder = JSONDecoder()
+        var entries: [RequestLogEntry] = []
+        for line in data.split(separator: 0x0A) where !line.isEmpty {
+            entries.append(try decoder.decode(RequestLogEntry.self, from: Data(line)))
+        }
+        return entries
+    }
+}

@@ -1,0 +1,126 @@
+import Foundation
+import PGPushBench
+import PushQueue
+
+enum BenchCommand {
+    static let help = """
+        pgpush bench — end-to-end benchmark (SPEC §9): database, transport, worker, latency, faults, memory
+
+        Runs against a throwaway embedded PostgreSQL (or DATABASE_URL) and the APNs simulator
+        (`pgpush mock-apns`, a separate process with a generated key). The worker is `pgpush run`
+        in its own process, so its CPU time and peak memory are its own. Progress goes to stderr;
+        the table to stdout; --json FILE writes every figure.
+
+        Scenarios (--scenarios, comma-separated; default all, in this order):
+          database   claim + outcome write for --rows rows, no HTTP (the database ceiling)
+          transport  --transport-requests HTTP/2 requests to the simulator, no database, uncapped
+          uncapped   a worker drains a backlog of --rows rows with no cap; rate, CPU, memory
+          capped     --cap per connection under a backlog, for each of --capped-connections,
+                     --capped-seconds each: steady rate per connection and busiest 1 s window
+          latency    --latency-rate rows/s, one per transaction, for --latency-seconds:
+                     insert → request at the simulator, insert → outcome written
+          faults     --fault-rows rows with --fault-mix and a GOAWAY every --goaway-after streams
+          memory     a backlog of --memory-rows rows, the uncapped worker for --memory-seconds: peak RSS
+
+        Flags:
+          --quick                    about a minute: 20,000 rows, 5 s capped and latency runs,
+                                     10,000 fault rows, 100,000-row memory backlog (flags below still apply)
+          --json FILE                write the full report as JSON
+          --scenarios LIST           e.g. database,transport,uncapped
+          --rows N                   (default 200000)
+          --transport-requests N     (default 200000)
+          --connections N            HTTP/2 connections for transport, uncapped, latency, faults (default 4)
+          --payload-bytes N          payload size (default 128)
+          --cap N                    per-connection cap for the capped runs (default 100)
+          --capped-connections LIST  (default 1,50)
+          --capped-seconds N         (default 10)
+          --latency-rate N           offered rows/s (default 1000)
+          --latency-seconds N        (default 10)
+          --latency-cap N            the worker's per-connection cap in the latency run (default 0: none)
+          --fault-rows N             (default 50000)
+          --fault-mix LIST           mock-apns --fault-mix (default 503=0.05,429=0.02)
+          --goaway-after N           (default 5000)
+          --memory-rows N            (default 1000000)
+          --memory-seconds N         (default 15)
+          --keep-files               keep the scratch folder (simulator logs and reports, worker output)
+          --database-url URL         [DATABASE_URL] use this database instead of an embedded one; every
+                                     pgpush table in it is emptied, so --reset-database must be given too
+
+        Examples:
+          pgpush bench --quick
+          pgpush bench --json bench.json
+          pgpush bench --scenarios uncapped,memory --rows 500000
+        """
+
+    static let flags: Set<String> = [
+        "help", "quick", "json", "scenarios", "rows", "transport-requests", "connections", "payload-bytes", "cap",
+        "capped-connections", "capped-seconds", "latency-rate", "latency-seconds", "latency-cap", "fault-rows", "fault-mix",
+        "goaway-after", "memory-rows", "memory-seconds", "database-url", "reset-database", "keep-files",
+    ]
+    static let switches: Set<String> = ["help", "quick", "reset-database", "keep-files"]
+
+    static func run(_ arguments: Arguments) throws -> Int32 {
+        try arguments.checkOnly(flags)
+        let options = try makeOptions(arguments)
+        let databaseURL = arguments.value("database-url") ?? ProcessInfo.processInfo.environment["DATABASE_URL"]
+        if databaseURL != nil && !arguments.isSet("reset-database") {
+            throw UsageError("with a database URL the benchmark empties every pgpush table in it; add --reset-database to agree")
+        }
+        guard let sqlDirectory = Migration.locateDirectory() else {
+            throw UsageError("the sql/ folder was not found; set PGPUSH_SQL_DIR")
+        }
+        let benchmark = Benchmark(options: options, progress: { printError($0) })
+        let report = try benchmark.run(databaseURL: databaseURL, sqlDirectory: sqlDirectory,
+                                       executable: ChildProcess.currentExecutable)
+        print(report.table())
+        if let path = arguments.value("json") {
+            try report.jsonData().write(to: URL(fileURLWithPath: path))
+        }
+        return 0
+    }
+
+    static func makeOptions(_ arguments: Arguments) throws(UsageError) -> BenchOptions {
+        var options = arguments.isSet("quick") ? BenchOptions.quick : BenchOptions()
+        if let text = arguments.value("scenarios") {
+            var scenarios: [BenchOptions.Scenario] = []
+            for name in text.split(separator: ",") {
+                guard let scenario = BenchOptions.Scenario(rawValue: name.trimmingCharacters(in: .whitespaces)) else {
+                    throw UsageError("--scenarios: unknown \"\(name)\"; known: "
+                                     + BenchOptions.Scenario.allCases.map(\.rawValue).joined(separator: ", "))
+                }
+                scenarios.append(scenario)
+            }
+            options.scenarios = scenarios
+        }
+        func integer(_ name: String, _ range: ClosedRange<Int>, _ field: WritableKeyPath<BenchOptions, Int>) throws(UsageError) {
+            guard let text = arguments.value(name) else { return }
+            guard let value = Int(text.replacingOccurrences(of: "_", with: "")), range.contains(value) else {
+                throw UsageError("--\(name) must be an integer in \(range.lowerBound)...\(range.upperBound), got \"\(text)\"")
+            }
+            options[keyPath: field] = value
+        }
+        try integer("rows", 1...100_000_000, \.rows)
+        try integer("transport-requests", 1...100_000_000, \.transportRequests)
+        try integer("connections", 1...64, \.connections)
+        try integer("payload-bytes", 20...4096, \.payloadBytes)
+        try integer("cap", 1...100_000, \.cap)
+        try integer("capped-seconds", 4...3600, \.cappedSeconds)
+        try integer("latency-rate", 1...100_000, \.latencyRate)
+        try integer("latency-seconds", 1...3600, \.latencySeconds)
+        try integer("latency-cap", 0...100_000, \.latencyCap)
+        try integer("fault-rows", 1...100_000_000, \.faultRows)
+        try integer("goaway-after", 1...100_000_000, \.goAwayAfter)
+        try integer("memory-rows", 1...100_000_000, \.memoryRows)
+        try integer("memory-seconds", 1...3600, \.memorySeconds)
+        if let text = arguments.value("capped-connections") {
+            let values = text.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+            guard !values.isEmpty, values.count == text.split(separator: ",").count, values.allSatisfy({ (1...64).contains($0) }) else {
+                throw UsageError("--capped-connections is a list of 1...64, e.g. 1,50, got \"\(text)\"")
+            }
+            options.cappedConnections = values
+        }
+        if let mix = arguments.value("fault-mix") { options.faultMix = mix }
+        options.keepFiles = arguments.isSet("keep-files")
+        return options
+    }
+}
