@@ -49,5 +49,10 @@ let package = Package(
             "PushWorker", "PushQueue", "PGPushCore", "PGPushTestSupport", "Postgres", "APNsSimulator", "APNsClient", "HTTP2TLS",
         ]),
         .testTarget(name: "APNsSimulatorTests", dependencies: ["APNsSimulator", "HTTP2TLS", "PGPushCore"]),
+        // Fault suite: kills, database outages and APNs storms against the "nothing is lost" invariants.
+        .testTarget(name: "ReliabilityTests", dependencies: [
+            "PushWorker", "PushQueue", "PGPushCore", "PGPushTestSupport", "Postgres", "EmbeddedPostgres", "APNsSimulator",
+            "APNsClient", "HTTP2TLS",
+        ]),
     ]
 )
