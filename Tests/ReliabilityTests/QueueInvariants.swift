@@ -35,12 +35,16 @@ struct QueueInvariants {
         var duplicates = 0
         /// Extra 200 answers beyond the first, over all ids.
         var extraAcceptances = 0
+        /// Rows not `delivered` although the simulator answered 200 for them at least
+        /// once (the answer was lost): at-least-once, seen from the other side.
+        var acceptedButNotDelivered = 0
         var violations: [String] = []
 
         var description: String {
             let states = statusCounts.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
             return "rows: \(states); error rows: \(errorRows); LeaseExpired: \(leaseExpired); "
-                + "duplicates: \(duplicates) ids (\(extraAcceptances) extra 200s)"
+                + "duplicates: \(duplicates) ids (\(extraAcceptances) extra 200s); "
+                + "accepted but recorded not delivered: \(acceptedButNotDelivered)"
         }
     }
 
@@ -85,7 +89,11 @@ struct QueueInvariants {
                  GROUP BY n.id, n.attempts HAVING count(e.id) > n.attempts
                 """),
             ("5c. failed without an error row for its last attempt", """
-                SELECT n.id, n.attempts, n.last_status, n.last_reason FROM pgpush.notifications n
+                SELECT n.id, n.attempts, n.last_status, n.last_reason,
+                       'errors: ' || coalesce((SELECT string_agg(e.attempt || '/' || coalesce(e.status::text, '-') || '/'
+                                                                 || e.reason, ' ' ORDER BY e.id)
+                                                 FROM pgpush.delivery_errors e WHERE e.notification_id = n.id), 'none')
+                  FROM pgpush.notifications n
                  WHERE n.status = 'failed' AND n.last_reason IS DISTINCT FROM 'LeaseExpired'
                    AND NOT EXISTS (SELECT 1 FROM pgpush.delivery_errors e
                                     WHERE e.notification_id = n.id AND e.attempt = n.attempts
@@ -118,6 +126,10 @@ struct QueueInvariants {
                     continue
                 }
             }
+            let undelivered = try database.query("SELECT apns_id::text FROM pgpush.notifications WHERE status <> 'delivered'")
+            report.acceptedButNotDelivered = (0..<undelivered.rowCount).filter { row in
+                undelivered.string(row, 0).flatMap(UUID.init(uuidString:)).map { accepted[$0] != nil } ?? false
+            }.count
             if !phantoms.isEmpty {
                 report.violations.append("6. delivered but never answered 200: \(phantoms.count) rows, e.g. \(phantoms.prefix(3))")
             }
