@@ -38,7 +38,8 @@ struct QueueInvariants {
         /// Rows not `delivered` although the simulator answered 200 for them at least
         /// once (the answer was lost): at-least-once, seen from the other side.
         var acceptedButNotDelivered = 0
-        var violations: [String] = []
+        /// Broken rules, each as `(rule number, message)`.
+        var violations: [(rule: String, message: String)] = []
 
         var description: String {
             let states = statusCounts.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
@@ -60,7 +61,7 @@ struct QueueInvariants {
             "SELECT count(*) FROM pgpush.notifications WHERE status = 'failed' AND last_reason = 'LeaseExpired'").int(0, 0) ?? 0
 
         let total = report.statusCounts.values.reduce(0, +)
-        if total != expectedRows { report.violations.append("1. row count: \(total) rows, expected \(expectedRows)") }
+        if total != expectedRows { report.violations.append(("1", "1. row count: \(total) rows, expected \(expectedRows)")) }
 
         let rules: [(String, String)] = [
             ("2. not terminal (queued and due, or an unknown status)", """
@@ -112,7 +113,7 @@ struct QueueInvariants {
             let examples = (0..<found.rowCount).map { row in
                 "(" + (0..<found.columnCount).map { found.string(row, $0) ?? "null" }.joined(separator: ", ") + ")"
             }
-            report.violations.append("\(rule): e.g. \(examples.joined(separator: " "))")
+            report.violations.append((String(rule.prefix { $0 != "." }), "\(rule): e.g. \(examples.joined(separator: " "))"))
         }
 
         if let accepted {
@@ -131,24 +132,49 @@ struct QueueInvariants {
                 undelivered.string(row, 0).flatMap(UUID.init(uuidString:)).map { accepted[$0] != nil } ?? false
             }.count
             if !phantoms.isEmpty {
-                report.violations.append("6. delivered but never answered 200: \(phantoms.count) rows, e.g. \(phantoms.prefix(3))")
+                report.violations.append(("6", "6. delivered but never answered 200: \(phantoms.count) rows, e.g. \(phantoms.prefix(3))"))
             }
             if report.duplicates > duplicateBound {
-                report.violations.append("7. \(report.duplicates) apns-ids accepted twice or more, bound \(duplicateBound)")
+                report.violations.append(("7", "7. \(report.duplicates) apns-ids accepted twice or more, bound \(duplicateBound)"))
             }
         }
         return report
     }
 
+    /// A worker bug the suite has found and not yet seen fixed: violations of
+    /// these rules are recorded as a known issue (intermittent: faults are random),
+    /// every other rule still fails the test.
+    struct KnownBug {
+        var rules: Set<String>
+        var comment: Comment
+    }
+
     /// Checks and records one readable issue listing every broken rule.
     @discardableResult
-    func expectHold(_ database: PostgresConnection, accepted: [UUID: Int]?, scenario: String,
+    func expectHold(_ database: PostgresConnection, accepted: [UUID: Int]?, scenario: String, knownBug: KnownBug? = nil,
                     sourceLocation: SourceLocation = #_sourceLocation) throws -> Report {
         let report = try check(database, accepted: accepted)
-        #expect(report.violations.isEmpty,
-                "\(scenario): invariants broken:\n  \(report.violations.joined(separator: "\n  "))\n  (\(report))",
+        let known = report.violations.filter { knownBug?.rules.contains($0.rule) ?? false }.map(\.message)
+        let unexpected = report.violations.filter { !(knownBug?.rules.contains($0.rule) ?? false) }.map(\.message)
+        #expect(unexpected.isEmpty,
+                "\(scenario): invariants broken:\n  \(unexpected.joined(separator: "\n  "))\n  (\(report))",
                 sourceLocation: sourceLocation)
-        print("reliability[\(scenario)] \(report)")
+        if let knownBug {
+            withKnownIssue(knownBug.comment, isIntermittent: true) {
+                #expect(known.isEmpty, "\(scenario): \(known.joined(separator: "\n  "))", sourceLocation: sourceLocation)
+            }
+        }
+        print("reliability[\(scenario)] \(report)" + (known.isEmpty ? "" : "; known bug: \(known.joined(separator: "; "))"))
         return report
     }
+}
+
+extension QueueInvariants.KnownBug {
+    /// Found by the GOAWAY, dropped-connection and competing-workers scenarios; see RELIABILITY.md "Bugs found".
+    static let unprocessedEscalation = QueueInvariants.KnownBug(rules: ["5c"], comment: """
+        bug: a request APNs never processed (GOAWAY / connection closed before it was written), once the client's \
+        two resends are spent, is escalated by RetryPolicy to a counted no-response retry; OutcomeDecider then records \
+        no delivery_errors row (recordsError comes from the outcome class .notProcessed, not from the decision), so rows \
+        end failed/ConnectionLost after 4 counted attempts with no error row for them; see RELIABILITY.md
+        """)
 }
