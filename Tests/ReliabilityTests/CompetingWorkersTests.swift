@@ -15,11 +15,9 @@ extension Reliability {
         static let connections = 2
         static let ratePerConnection = 40
 
-        @Test func competingWorkersUnderFaultsLoseNothing() async throws {
-            guard let binary = WorkerProcess.binary else {
-                Issue.record(".build/debug/pgpush not found beside the test bundle (or set PGPUSH_BINARY): build it first")
-                return
-            }
+        @Test(.enabled(if: WorkerProcess.binary != nil, WorkerProcess.missingBinary))
+        func competingWorkersUnderFaultsLoseNothing() async throws {
+            let binary = try #require(WorkerProcess.binary, WorkerProcess.missingBinary)
             let rounds = ReliabilityMode.pick(ci: 2, long: 10)
             let rows = ReliabilityMode.pick(ci: 1500, long: 6000)
             let faults = FaultPlanning.plan(seed: 11) {

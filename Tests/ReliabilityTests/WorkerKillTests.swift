@@ -15,14 +15,9 @@ extension Reliability {
         static let ratePerConnection = 50
         static var window: Int { connections * ratePerConnection }
 
-        @Test func killedWorkersLoseNothing() async throws {
-            guard let binary = WorkerProcess.binary else {
-                Issue.record("""
-                    .build/debug/pgpush not found beside the test bundle (or set PGPUSH_BINARY): \
-                    build it first (swift build, or deploy/local/test.sh which builds everything)
-                    """)
-                return
-            }
+        @Test(.enabled(if: WorkerProcess.binary != nil, WorkerProcess.missingBinary))
+        func killedWorkersLoseNothing() async throws {
+            let binary = try #require(WorkerProcess.binary, WorkerProcess.missingBinary)
             let rounds = ReliabilityMode.pick(ci: 3, long: 20)
             let rows = ReliabilityMode.pick(ci: 1500, long: 8000)
             let workerCount = 2

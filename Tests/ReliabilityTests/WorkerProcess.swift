@@ -1,4 +1,5 @@
 import Foundation
+import Testing
 
 /// A `pgpush run` child process, killed with SIGKILL to play a crashed worker.
 /// posix_spawn and waitpid directly: Foundation's Process was seen to hang in
@@ -23,6 +24,11 @@ final class WorkerProcess {
         }
         return nil
     }()
+
+    static let missingBinary: Comment = """
+        skipped: pgpush not found beside the test bundle (.build/debug/pgpush) nor at PGPUSH_BINARY; \
+        build it first (swift build --build-tests, or deploy/local/test.sh, which builds everything)
+        """
 
     init(binary: String, environment: [String: String], logFile: String) throws {
         self.logFile = logFile
