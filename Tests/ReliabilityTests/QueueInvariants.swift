@@ -120,12 +120,9 @@ struct QueueInvariants {
             report.duplicates = accepted.values.filter { $0 > 1 }.count
             report.extraAcceptances = accepted.values.reduce(0) { $0 + max($1 - 1, 0) }
             let delivered = try database.query("SELECT apns_id::text FROM pgpush.notifications WHERE status = 'delivered'")
-            var phantoms: [String] = []
-            for row in 0..<delivered.rowCount {
-                guard let text = delivered.string(row, 0), let id = UUID(uuidString: text), accepted[id] != nil else {
-                    phantoms.append(delivered.string(row, 0) ?? "null")
-                    continue
-                }
+            let phantoms = (0..<delivered.rowCount).compactMap { row -> String? in
+                let text = delivered.string(row, 0) ?? "null"
+                return UUID(uuidString: text).flatMap { accepted[$0] } == nil ? text : nil
             }
             let undelivered = try database.query("SELECT apns_id::text FROM pgpush.notifications WHERE status <> 'delivered'")
             report.acceptedButNotDelivered = (0..<undelivered.rowCount).filter { row in
