@@ -38,7 +38,7 @@ extension Reliability {
             // so rows meeting four drops in a row fail with ConnectionLost, as SPEC §4 says.
             Storm(name: "connection dropped every 30 streams", faults: FaultPlanning.plan { $0.dropAfterStreams = 30 },
                   minimumDelivered: 0.3, knownBug: .unprocessedEscalation),
-            Storm(name: "503 bursts (30%)", faults: FaultPlanning.plan {
+            Storm(name: "503 storm (30% of answers)", faults: FaultPlanning.plan {
                 $0.statusMix = [.init(answer: .answer(.typical(forStatus: 503)), probability: 0.3)]
             }),
             Storm(name: "429 storm (50%)", faults: FaultPlanning.plan {
