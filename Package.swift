@@ -66,5 +66,10 @@ let package = Package(
         .testTarget(name: "PGPushOperatorTests", dependencies: ["PGPushOperator", "PGPushTestSupport", "Postgres"]),
         .testTarget(name: "APNsSimulatorTests", dependencies: ["APNsSimulator", "HTTP2TLS", "PGPushCore", "PGPushTestSupport"]),
         .testTarget(name: "PGPushBenchTests", dependencies: ["PGPushBench", "PGPushTestSupport", "Postgres"]),
+        // Fault suite: kills, database outages and APNs storms against the "nothing is lost" invariants.
+        .testTarget(name: "ReliabilityTests", dependencies: [
+            "PushWorker", "PushQueue", "PGPushCore", "PGPushTestSupport", "Postgres", "EmbeddedPostgres", "APNsSimulator",
+            "APNsClient", "HTTP2TLS",
+        ]),
     ]
 )
