@@ -64,8 +64,7 @@ extension Reliability {
             let bound = rounds * 2 * Self.connections * Self.ratePerConnection + noAnswer
             let invariants = QueueInvariants(expectedRows: rows, duplicateBound: bound)
             let report = try invariants.expectHold(database, accepted: try harness.acceptedAPNsIDs(),
-                                                   scenario: "3 competing processes, faults, kill -9 ×\(rounds), \(rows) rows",
-                                                   knownBug: .unprocessedEscalation)
+                                                   scenario: "3 competing processes, faults, kill -9 ×\(rounds), \(rows) rows")
             print("reliability[competing] workers that recorded errors: \(claimants); duplicate bound \(bound); "
                   + "simulator \(harness.simulator.report().statusCounts)")
             #expect(claimants >= 2, "the workers did not share the queue")

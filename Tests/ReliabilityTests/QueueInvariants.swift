@@ -165,13 +165,3 @@ struct QueueInvariants {
         return report
     }
 }
-
-extension QueueInvariants.KnownBug {
-    /// Found by the GOAWAY, dropped-connection and competing-workers scenarios; see RELIABILITY.md "Bugs found".
-    static let unprocessedEscalation = QueueInvariants.KnownBug(rules: ["5c"], comment: """
-        bug: a request APNs never processed (GOAWAY / connection closed before it was written), once the client's \
-        two resends are spent, is escalated by RetryPolicy to a counted no-response retry; OutcomeDecider then records \
-        no delivery_errors row (recordsError comes from the outcome class .notProcessed, not from the decision), so rows \
-        end failed/ConnectionLost after 4 counted attempts with no error row for them; see RELIABILITY.md
-        """)
-}

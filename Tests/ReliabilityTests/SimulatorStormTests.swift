@@ -32,12 +32,11 @@ extension Reliability {
         }
 
         static let storms: [Storm] = [
-            Storm(name: "GOAWAY every 40 streams", faults: FaultPlanning.plan { $0.goAwayAfterStreams = 40 },
-                  knownBug: .unprocessedEscalation),
+            Storm(name: "GOAWAY every 40 streams", faults: FaultPlanning.plan { $0.goAwayAfterStreams = 40 }),
             // Each drop loses the whole burst in flight on that connection (about 45 requests),
             // so rows meeting four drops in a row fail with ConnectionLost, as SPEC §4 says.
             Storm(name: "connection dropped every 30 streams", faults: FaultPlanning.plan { $0.dropAfterStreams = 30 },
-                  minimumDelivered: 0.3, knownBug: .unprocessedEscalation),
+                  minimumDelivered: 0.3),
             Storm(name: "503 storm (30% of answers)", faults: FaultPlanning.plan {
                 $0.statusMix = [.init(answer: .answer(.typical(forStatus: 503)), probability: 0.3)]
             }),

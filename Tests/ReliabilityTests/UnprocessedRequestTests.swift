@@ -5,7 +5,7 @@ import Postgres
 import Testing
 
 extension Reliability {
-    /// The storms' known bug, pinned down with scripted answers: requests APNs
+    /// Pinned down with scripted answers (the bug the storms first found): requests APNs
     /// certainly never processed (REFUSED_STREAM) must not spend attempts
     /// (SPEC §4) and must never end a row `failed` without a recorded error.
     @Suite struct UnprocessedRequestTests {
@@ -35,21 +35,16 @@ extension Reliability {
             try #require(rows.rowCount == 2)
             // Three refusals: the client resends twice, the worker once more; none was processed.
             #expect(rows.string(0, 1) == "delivered")
-            withKnownIssue(QueueInvariants.KnownBug.unprocessedEscalation.comment) {
-                #expect(rows.int(0, 2) == 1, "attempts spent on refused streams: \(rows.int(0, 2) ?? -1)")
-            }
+            #expect(rows.int(0, 2) == 1, "attempts spent on refused streams: \(rows.int(0, 2) ?? -1)")
             // Refused on every try: whatever the worker decides, a failure must carry its error rows.
             let failedForever = rows.string(1, 1) == "failed"
             let errorRows = rows.int(1, 4) ?? 0
             print("reliability[refused forever] status \(rows.string(1, 1) ?? "?"), attempts \(rows.int(1, 2) ?? -1), "
                   + "reason \(rows.string(1, 3) ?? "none"), error rows \(errorRows); "
                   + "refused-thrice row: attempts \(rows.int(0, 2) ?? -1)")
-            withKnownIssue(QueueInvariants.KnownBug.unprocessedEscalation.comment) {
-                #expect(!failedForever || errorRows > 0, "failed after \(rows.int(1, 2) ?? -1) attempts with no error row")
-            }
+            #expect(!failedForever || errorRows > 0, "failed after \(rows.int(1, 2) ?? -1) attempts with no error row")
             let invariants = QueueInvariants(expectedRows: 2, duplicateBound: 0)
-            try invariants.expectHold(database, accepted: try harness.acceptedAPNsIDs(), scenario: "scripted refusals",
-                                      knownBug: .unprocessedEscalation)
+            try invariants.expectHold(database, accepted: try harness.acceptedAPNsIDs(), scenario: "scripted refusals")
         }
     }
 }
