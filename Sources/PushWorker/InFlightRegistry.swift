@@ -2,24 +2,33 @@ import PushQueue
 import Synchronization
 
 /// The rows this worker holds under lease and has not written an outcome for.
-/// Lease renewal reads it; the claim loops size their next claim from it.
+/// Lease renewal reads it; the claim loops size their next claim from the
+/// per-app counts, kept alongside so that reading one is O(1).
 final class InFlightRegistry: Sendable {
-    private let rows = Mutex<[Int64: String]>([:])
+    private struct State {
+        var apps: [Int64: String] = [:]
+        var counts: [String: Int] = [:]
+    }
+
+    private let state = Mutex(State())
 
     func add(_ claimed: [ClaimedNotification], app: String) {
-        rows.withLock { rows in
-            for row in claimed { rows[row.id] = app }
+        state.withLock { state in
+            for row in claimed { state.apps[row.id] = app }
+            state.counts[app, default: 0] += claimed.count
         }
     }
 
     func remove(_ id: Int64) {
-        _ = rows.withLock { $0.removeValue(forKey: id) }
+        state.withLock { state in
+            if let app = state.apps.removeValue(forKey: id) { state.counts[app, default: 1] -= 1 }
+        }
     }
 
     func count(app: String) -> Int {
-        rows.withLock { rows in rows.values.reduce(0) { $0 + ($1 == app ? 1 : 0) } }
+        state.withLock { $0.counts[app] ?? 0 }
     }
 
-    var ids: [Int64] { rows.withLock { Array($0.keys) } }
-    var isEmpty: Bool { rows.withLock { $0.isEmpty } }
+    var ids: [Int64] { state.withLock { Array($0.apps.keys) } }
+    var isEmpty: Bool { state.withLock { $0.apps.isEmpty } }
 }

@@ -34,8 +34,9 @@ public final class Worker: Sendable {
     static let pruneEvery: Duration = .seconds(600)
     /// Claims never ask for more than this many rows at once.
     static let largestClaim = 1000
-    /// In-flight target when an app has no rate cap (benchmarks).
-    static let uncappedInFlight = 2000
+    /// In-flight target when an app has no rate cap (benchmarks): enough to keep
+    /// four connections busy; each row in flight costs about 13 KB (BENCHMARKS.md).
+    static let uncappedInFlight = 1000
 
     public init(configuration: WorkerConfiguration, senders: [String: any NotificationSender], log: Log = Log()) throws {
         self.configuration = configuration

@@ -23,6 +23,8 @@ public struct APNsEndpoint: Sendable, Hashable, CustomStringConvertible {
     private init(host: String, port: Int) {
         self.host = host
         self.port = port
+        let bracketed = host.contains(":") ? "[\(host)]" : host
+        authority = port == 443 ? bracketed : "\(bracketed):\(port)"
     }
 
     /// Apple's host for `environment` on port 443 or 2197.
@@ -82,11 +84,8 @@ public struct APNsEndpoint: Sendable, Hashable, CustomStringConvertible {
         self.init(host: String(hostPart).lowercased(), port: port)
     }
 
-    /// `:authority`: the host, with the port unless 443; IPv6 in brackets.
-    public var authority: String {
-        let bracketed = host.contains(":") ? "[\(host)]" : host
-        return port == 443 ? bracketed : "\(bracketed):\(port)"
-    }
+    /// `:authority`: the host, with the port unless 443; IPv6 in brackets. Stored: every request sends it.
+    public let authority: String
 
     public var description: String { "https://\(authority)" }
 }
