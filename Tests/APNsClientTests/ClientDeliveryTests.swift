@@ -120,9 +120,9 @@ struct ClientDeliveryTests {
         let pki = try ClientTestPKI()
         let server = try FakeAPNsServer(pki: pki)
         defer { server.stop() }
-        // 10/s per connection: one request per tenth of a second on each.
+        // 5/s per connection: one request per tenth of a second on each.
         let client = try ClientTestValues.client(port: server.port, pki: pki,
-                                                 authentication: .token(try ClientTestValues.tokenCache()), connections: 2, rate: 10)
+                                                 authentication: .token(try ClientTestValues.tokenCache()), connections: 2, rate: 5)
         await client.start()
         for id in 0..<2 {
             #expect(await client.send(try ClientTestValues.request(Int64(id))).status == 200)

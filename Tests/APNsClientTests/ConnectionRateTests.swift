@@ -3,7 +3,7 @@ import Testing
 
 @Suite("Connection rate: N per second, paced in tenths")
 struct ConnectionRateTests {
-    @Test("a backlog goes out a tenth of the cap per tenth of the window, N per window, never more")
+    @Test("a backlog goes out in small bursts per tenth of the window, N per window, never more")
     func pacing() {
         let origin = ContinuousClock.now
         var rate = ConnectionRate(limit: 20)
@@ -16,8 +16,9 @@ struct ConnectionRateTests {
             starts.append(now)
         }
         let slice = ConnectionRate.window / ConnectionRate.slices
-        #expect(starts[0] == origin && starts[1] == origin)
-        #expect(starts[2] == origin.advanced(by: slice) && starts[3] == origin.advanced(by: slice))
+        // A tenth may carry a fifth more than its even share (3 of 20/s), so a late tenth can catch up.
+        #expect(starts[0] == origin && starts[2] == origin)
+        #expect(starts[3] == origin.advanced(by: slice) && starts[5] == origin.advanced(by: slice))
         #expect(starts[20] == origin.advanced(by: ConnectionRate.window))
         for index in 20..<starts.count {
             #expect(starts[index - 20].advanced(by: .seconds(1)) < starts[index], "more than 20 within a second")
@@ -34,6 +35,7 @@ struct ConnectionRateTests {
         rate.setLimit(10)
         #expect(rate.limit == 10)
         rate.record(at: origin)
+        rate.record(at: origin)   // two per tenth at 10/s
         #expect(rate.earliestStart(at: origin) == origin.advanced(by: ConnectionRate.window / ConnectionRate.slices))
         var unlimited = ConnectionRate(limit: nil)
         for _ in 0..<1000 { unlimited.record(at: origin) }
