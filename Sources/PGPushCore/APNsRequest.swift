@@ -41,7 +41,7 @@ public struct APNsRequest: Equatable, Sendable {
             fields.append(HeaderField(name: "authorization", value: "bearer \(providerToken)", neverIndex: false))
         }
         fields.append(HeaderField(name: "apns-push-type", value: pushType.rawValue, neverIndex: false))
-        fields.append(HeaderField(name: "apns-id", value: apnsID.uuidString.lowercased(), neverIndex: true))
+        fields.append(HeaderField(name: "apns-id", value: apnsID.lowercasedString, neverIndex: true))
         if let expiration {
             fields.append(HeaderField(name: "apns-expiration", value: String(expiration), neverIndex: true))
         }

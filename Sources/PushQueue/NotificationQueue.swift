@@ -43,7 +43,7 @@ public final class NotificationQueue {
                 payload: result.bytes(row, 8) ?? [],
                 collapseID: result.string(row, 9),
                 expiration: result.int64(row, 10),
-                apnsID: result.uuid(row, 11) ?? UUID()
+                apnsID: result.bytes(row, 11).flatMap(UUID.init(canonicalBytes:)) ?? UUID()
             )
             claimed.append(ClaimedNotification(
                 notification: notification, claimCount: result.int(row, 2) ?? 0, attempts: result.int(row, 3) ?? 0))
@@ -176,12 +176,16 @@ public final class NotificationQueue {
     /// `queued`, or `failed` with `LeaseExpired` once `maxAttempts` claims were
     /// spent on them (a row that kills every worker must not loop forever),
     /// or `expired`. Returns how many rows it took back.
+    ///
+    /// Never this worker's own rows: a live worker still holds them in memory
+    /// (their outcomes may be waiting for the database to come back), and taking
+    /// them back would only make it send them twice. A restarted worker has a new id.
     @discardableResult
     public func rescueExpiredLeases(maxAttempts: Int, limit: Int = 1000) throws -> Int {
         let result = try connection.query("""
             WITH stale AS (
                 SELECT id FROM pgpush.notifications
-                 WHERE status = 'sending' AND locked_until < now()
+                 WHERE status = 'sending' AND locked_until < now() AND locked_by IS DISTINCT FROM $3
                  ORDER BY locked_until
                  LIMIT $2
                  FOR UPDATE SKIP LOCKED
@@ -199,7 +203,7 @@ public final class NotificationQueue {
                 updated_at   = now()
               FROM stale
              WHERE n.id = stale.id
-            """, [maxAttempts, limit])
+            """, [maxAttempts, limit, workerID])
         return result.affectedRows
     }
 }

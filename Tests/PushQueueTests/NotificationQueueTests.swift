@@ -133,8 +133,10 @@ import Testing
         let connection = try PostgresConnection(conninfo: conninfo)
         _ = try insert(connection, count: 1)
         let queue = NotificationQueue(connection: connection, workerID: "w1")
+        let rescuer = NotificationQueue(connection: try PostgresConnection(conninfo: conninfo), workerID: "rescuer")
         let firstClaim = try #require(try queue.claim(app: "default", limit: 1, lease: .zero).claimed.first)
-        try queue.rescueExpiredLeases(maxAttempts: 5)
+        #expect(try queue.rescueExpiredLeases(maxAttempts: 5) == 0, "a worker never rescues its own rows")
+        try rescuer.rescueExpiredLeases(maxAttempts: 5)
         let secondClaim = try #require(try queue.claim(app: "default", limit: 1, lease: .seconds(30)).claimed.first)
         #expect(try queue.complete([Outcome(id: firstClaim.id, claimCount: firstClaim.claimCount, disposition: .failed,
                                             httpStatus: 500, reason: "InternalServerError")]).isEmpty)
@@ -146,9 +148,10 @@ import Testing
         let connection = try PostgresConnection(conninfo: conninfo)
         let poison = try insert(connection, count: 1)
         let queue = NotificationQueue(connection: connection, workerID: "w1")
+        let rescuer = NotificationQueue(connection: try PostgresConnection(conninfo: conninfo), workerID: "rescuer")
         for _ in 0..<3 {
             #expect(try queue.claim(app: "default", limit: 1, lease: .zero).claimed.map(\.id) == poison)
-            try queue.rescueExpiredLeases(maxAttempts: 3)
+            try rescuer.rescueExpiredLeases(maxAttempts: 3)
         }
         let row = try connection.query("SELECT status, last_reason, attempts, finished_at IS NOT NULL FROM pgpush.notifications")
         #expect(row.string(0, 0) == "failed")
@@ -159,7 +162,7 @@ import Testing
         let expiring = try insert(connection, count: 1, expiresAt: "now() + interval '50 milliseconds'")
         #expect(try queue.claim(app: "default", limit: 1, lease: .zero).claimed.map(\.id) == expiring)
         try connection.query("UPDATE pgpush.notifications SET expires_at = now() - interval '1 second' WHERE id = $1", [expiring[0]])
-        try queue.rescueExpiredLeases(maxAttempts: 3)
+        try rescuer.rescueExpiredLeases(maxAttempts: 3)
         #expect(try connection.query("SELECT status FROM pgpush.notifications WHERE id = $1", [expiring[0]]).string(0, 0) == "expired")
     }
 
