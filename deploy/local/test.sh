@@ -17,7 +17,7 @@ echo "== AddressSanitizer: transport, queue, worker and core tests ==" >&2
 # Leak reports come from Foundation and libcurl internals in the test runner, not from
 # pgpush objects (those are counted by the LiveObjects tests), so only memory errors fail.
 # Tests that assert rates or delays are left out: the sanitizer slows everything down.
-ASAN_OPTIONS=detect_leaks=0 swift test --sanitize=address --scratch-path .build/asan \
+ASAN_OPTIONS=detect_leaks=0 swift test --sanitize=address --scratch-path .build/asan -Xswiftc -use-ld=lld \
     --filter 'PostgresTests|PushQueueTests|HTTP2TLSTests|APNsClientTests|PushWorkerTests|PGPushCoreTests' \
     --skip 'oneConnectionNeverExceeds|answersFollowTheDefaultRetryPolicy|capped at|singleStreamUntilFirstResponse|PING|deadline'
 
