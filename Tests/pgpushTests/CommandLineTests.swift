@@ -94,8 +94,9 @@ struct CommandLineTests {
         let simulated = try Simulated(conninfo: conninfo)
         defer { simulated.stop() }
         let database = try PostgresConnection(conninfo: conninfo)
-        try Self.enqueue(database, count: 300)
-        // One connection at 50/s: six seconds of backlog, stopped after a moment.
+        try Self.enqueue(database, count: 1000)
+        // One connection at 50/s: twenty seconds of backlog, stopped after a moment
+        // (a loaded machine may take a few seconds to notice the first deliveries).
         let worker = try ChildProcess(binary, ["run"], environment: simulated.environment.merging([
             "PGPUSH_WORKER_ID": "cli-worker", "PGPUSH_CONNECTIONS": "1", "PGPUSH_RATE_PER_CONNECTION": "50",
         ]) { $1 })
@@ -107,7 +108,7 @@ struct CommandLineTests {
         #expect(worker.output.contains("worker_stopped"))
         let delivered = try Self.count(database, "delivered"), queued = try Self.count(database, "queued")
         #expect(try Self.count(database, "sending") == 0)
-        #expect(delivered + queued == 300)
+        #expect(delivered + queued == 1000)
         #expect(queued > 0)
         #expect(simulated.simulator.report().totalRequests == delivered)
         #expect(try database.query("SELECT count(*) FROM pgpush.workers").int(0, 0) == 0)
