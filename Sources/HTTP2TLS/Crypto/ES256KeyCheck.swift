@@ -19,4 +19,23 @@ enum ES256KeyCheck {
             throw .wrongCurve(source: source, found: curve)
         }
     }
+
+    /// Takes ownership of a key a PEM decoder returned: nil becomes `missing`, a key that
+    /// is not P-256 is freed and refused; on success the caller owns the key.
+    static func acceptDecoded(_ loaded: OpaquePointer?, missing: CredentialError,
+                              source: String) throws(CredentialError) -> OpaquePointer {
+        guard let loaded else {
+            _ = CredentialError.takeOpenSSLErrors()
+            throw missing
+        }
+        do {
+            try requireP256(loaded, source: source)
+        } catch {
+            EVP_PKEY_free(loaded)
+            throw error
+        }
+        // Decoders queue errors for the formats they tried first; the TLS layer must not see them.
+        ERR_clear_error()
+        return loaded
+    }
 }

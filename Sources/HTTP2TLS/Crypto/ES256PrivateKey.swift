@@ -34,19 +34,7 @@ public final class ES256PrivateKey: @unchecked Sendable, CustomStringConvertible
         let loaded = try PEMCodec.reading(bytes) { bio in
             PEM_read_bio_PrivateKey(bio, nil, PEMCodec.refusePassphrase, nil)
         }
-        guard let loaded else {
-            _ = CredentialError.takeOpenSSLErrors()
-            throw .notAPrivateKey(source: source)
-        }
-        do {
-            try ES256KeyCheck.requireP256(loaded, source: source)
-        } catch {
-            EVP_PKEY_free(loaded)
-            throw error
-        }
-        // Decoders queue errors for the formats they tried first; the TLS layer must not see them.
-        ERR_clear_error()
-        self.init(owning: loaded)
+        self.init(owning: try ES256KeyCheck.acceptDecoded(loaded, missing: .notAPrivateKey(source: source), source: source))
     }
 
     /// A fresh random key, for the simulator and the demo.

@@ -20,19 +20,7 @@ public final class ES256PublicKey: @unchecked Sendable, CustomStringConvertible 
         let loaded = try PEMCodec.reading(Array(pem.utf8)) { bio in
             PEM_read_bio_PUBKEY(bio, nil, PEMCodec.refusePassphrase, nil)
         }
-        guard let loaded else {
-            _ = CredentialError.takeOpenSSLErrors()
-            throw .notAPublicKey(source: source)
-        }
-        do {
-            try ES256KeyCheck.requireP256(loaded, source: source)
-        } catch {
-            EVP_PKEY_free(loaded)
-            throw error
-        }
-        // Decoders queue errors for the formats they tried first; the TLS layer must not see them.
-        ERR_clear_error()
-        self.init(owning: loaded)
+        self.init(owning: try ES256KeyCheck.acceptDecoded(loaded, missing: .notAPublicKey(source: source), source: source))
     }
 
     /// Loads a PEM public key file, or the public half of a `.p8` private key file,
