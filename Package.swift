@@ -22,27 +22,30 @@ let package = Package(
         // Pure core: notification model, validation, APNs rules, reasons, retry policy.
         .target(name: "PGPushCore"),
 
+        // A lock that ThreadSanitizer understands (see Locked.swift).
+        .target(name: "Locking"),
+
         // C-library wrappers.
         .target(name: "Postgres", dependencies: ["CLibPQ", "CShims"]),
-        .target(name: "HTTP2TLS", dependencies: ["CNGHTTP2", "COpenSSL", "CShims"]),
+        .target(name: "HTTP2TLS", dependencies: ["CNGHTTP2", "COpenSSL", "CShims", "Locking"]),
 
         // I/O layers.
         .target(name: "EmbeddedPostgres", dependencies: ["Postgres"]),
-        .target(name: "APNsClient", dependencies: ["PGPushCore", "HTTP2TLS"]),
+        .target(name: "APNsClient", dependencies: ["PGPushCore", "HTTP2TLS", "Locking"]),
         .target(name: "PushQueue", dependencies: ["PGPushCore", "Postgres"]),
-        .target(name: "APNsSimulator", dependencies: ["PGPushCore", "HTTP2TLS"]),
-        .target(name: "PushWorker", dependencies: ["PGPushCore", "PushQueue", "APNsClient", "Postgres", "CShims"]),
+        .target(name: "APNsSimulator", dependencies: ["PGPushCore", "HTTP2TLS", "Locking"]),
+        .target(name: "PushWorker", dependencies: ["PGPushCore", "PushQueue", "APNsClient", "Postgres", "CShims", "Locking"]),
         // What operators see: the demo scenario, status snapshots, enqueue requests and their errors.
         .target(name: "PGPushOperator", dependencies: [
-            "PGPushCore", "Postgres", "PushQueue", "PushWorker", "APNsSimulator", "HTTP2TLS",
+            "PGPushCore", "Postgres", "PushQueue", "PushWorker", "APNsSimulator", "HTTP2TLS", "Locking",
         ]),
         // `pgpush bench`: scenarios and measurement, run against separate simulator and worker processes.
         .target(name: "PGPushBench", dependencies: [
-            "PGPushCore", "Postgres", "EmbeddedPostgres", "PushQueue", "APNsClient", "APNsSimulator", "PushWorker", "HTTP2TLS",
+            "PGPushCore", "Postgres", "EmbeddedPostgres", "PushQueue", "APNsClient", "APNsSimulator", "PushWorker", "HTTP2TLS", "Locking",
         ]),
         .executableTarget(name: "pgpush", dependencies: [
             "PGPushCore", "Postgres", "EmbeddedPostgres", "PushQueue", "APNsClient", "APNsSimulator", "PushWorker",
-            "PGPushOperator", "PGPushBench", "HTTP2TLS",
+            "PGPushOperator", "PGPushBench", "HTTP2TLS", "Locking",
         ]),
 
         // Fuzz targets over every input pgpush takes from outside, and their libFuzzer / replay entry.
@@ -56,15 +59,16 @@ let package = Package(
         .testTarget(name: "PGPushCoreTests", dependencies: ["PGPushCore"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "EmbeddedPostgres", "PGPushTestSupport"]),
         .testTarget(name: "PushQueueTests", dependencies: ["PushQueue", "Postgres", "PGPushTestSupport", "PGPushCore"]),
-        .testTarget(name: "HTTP2TLSTests", dependencies: ["HTTP2TLS"]),
-        .testTarget(name: "APNsClientTests", dependencies: ["APNsClient", "APNsSimulator", "HTTP2TLS", "PGPushCore"]),
+        .testTarget(name: "HTTP2TLSTests", dependencies: ["HTTP2TLS", "Locking"]),
+        .testTarget(name: "APNsClientTests", dependencies: ["APNsClient", "APNsSimulator", "HTTP2TLS", "PGPushCore", "Locking"]),
         .testTarget(name: "PushWorkerTests", dependencies: [
             "PushWorker", "PushQueue", "PGPushCore", "PGPushTestSupport", "Postgres", "APNsSimulator", "APNsClient", "HTTP2TLS",
+            "Locking",
         ]),
         .testTarget(name: "PGPushFuzzTargetsTests", dependencies: ["PGPushFuzzTargets"]),
         .testTarget(name: "pgpushTests", dependencies: ["PGPushTestSupport", "Postgres", "APNsSimulator", "HTTP2TLS"]),
-        .testTarget(name: "PGPushOperatorTests", dependencies: ["PGPushOperator", "PGPushTestSupport", "Postgres"]),
-        .testTarget(name: "APNsSimulatorTests", dependencies: ["APNsSimulator", "HTTP2TLS", "PGPushCore", "PGPushTestSupport"]),
+        .testTarget(name: "PGPushOperatorTests", dependencies: ["PGPushOperator", "PGPushTestSupport", "Postgres", "Locking"]),
+        .testTarget(name: "APNsSimulatorTests", dependencies: ["APNsSimulator", "HTTP2TLS", "PGPushCore", "PGPushTestSupport", "Locking"]),
         .testTarget(name: "PGPushBenchTests", dependencies: ["PGPushBench", "PGPushTestSupport", "Postgres"]),
         // Fault suite: kills, database outages and APNs storms against the "nothing is lost" invariants.
         .testTarget(name: "ReliabilityTests", dependencies: [

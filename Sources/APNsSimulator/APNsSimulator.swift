@@ -1,6 +1,6 @@
 import Foundation
 import HTTP2TLS
-import Synchronization
+import Locking
 
 /// An APNs look-alike over real TLS + HTTP/2 (SPEC §7), for tests, the demo, the
 /// benchmark and `pgpush mock-apns`.
@@ -15,7 +15,7 @@ import Synchronization
 public final class APNsSimulator: Sendable {
     public let configuration: SimulatorConfiguration
     private let handler: SimulatorHandler
-    private let running = Mutex<Running?>(nil)
+    private let running = Locked<Running?>(nil)
 
     private struct Running {
         var server: HTTP2Server

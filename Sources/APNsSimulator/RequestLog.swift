@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Locking
 
 /// Appends `RequestLogEntry` lines to a file, buffered; safe from any thread.
 final class RequestLog: Sendable {
@@ -9,12 +9,12 @@ final class RequestLog: Sendable {
     }
 
     private static let flushThreshold = 64 * 1024
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     init(path: String) throws(SimulatorError) {
         guard FileManager.default.createFile(atPath: path, contents: nil),
               let handle = FileHandle(forWritingAtPath: path) else { throw .cannotWriteFile(path: path) }
-        state = Mutex(State(handle: handle))
+        state = Locked(State(handle: handle))
     }
 
     func append(_ entry: RequestLogEntry) {

@@ -1,21 +1,21 @@
 import Dispatch
 import Foundation
 import HTTP2TLS
-import Synchronization
+import Locking
 
 /// The glue between `HTTP2Server` and `SimulatorState`: runs on the server's I/O
 /// thread, decides under a lock, then answers, refuses, drops or sends GOAWAY.
 final class SimulatorHandler: HTTP2ServerHandler {
-    private let state: Mutex<SimulatorState>
+    private let state: Locked<SimulatorState>
     /// Set right after the server starts; requests cannot arrive before a client knows the port.
-    private let server = Mutex<HTTP2Server?>(nil)
+    private let server = Locked<HTTP2Server?>(nil)
     private let log: RequestLog?
     private let clock: @Sendable () -> Date
     private let authenticatedStreamLimit: Int
     private static let goAwayDebugData = Array(#"{"reason":"Shutdown"}"#.utf8)
 
     init(configuration: SimulatorConfiguration, log: RequestLog?) {
-        state = Mutex(SimulatorState(configuration: configuration))
+        state = Locked(SimulatorState(configuration: configuration))
         self.log = log
         clock = configuration.clock
         authenticatedStreamLimit = configuration.maxConcurrentStreams

@@ -1,3 +1,4 @@
+import Locking
 import Synchronization
 
 /// A request waiting for its answer, with the continuation that resolves it exactly once.
@@ -36,7 +37,7 @@ enum ClientCommand: Sendable {
 
 /// The part of a connection both the I/O thread and callers see: status and events.
 final class ClientConnectionShared: Sendable {
-    let status: Mutex<ConnectionStatus>
+    let status: Locked<ConnectionStatus>
     let events: AsyncStream<ConnectionEvent>
     let eventSink: AsyncStream<ConnectionEvent>.Continuation
     /// Requests sent and not yet resolved.
@@ -44,7 +45,7 @@ final class ClientConnectionShared: Sendable {
     let nextToken = Atomic<UInt64>(1)
 
     init() {
-        status = Mutex(ConnectionStatus(phase: .connecting, peerMaxConcurrentStreams: 1, goAway: nil))
+        status = Locked(ConnectionStatus(phase: .connecting, peerMaxConcurrentStreams: 1, goAway: nil))
         (events, eventSink) = AsyncStream.makeStream(of: ConnectionEvent.self, bufferingPolicy: .unbounded)
     }
 

@@ -1,5 +1,6 @@
 import CShims
 import Glibc
+import Locking
 import Synchronization
 
 /// The thread-confined half of an event loop: owns connections, runs commands posted from
@@ -29,9 +30,9 @@ final class EventLoop<Command: Sendable>: Sendable {
         var isClosed = false
     }
 
-    private let inbox = Mutex(Inbox())
+    private let inbox = Locked(Inbox())
     private let wakeDescriptor: Int32
-    private let thread = Mutex<pthread_t?>(nil)
+    private let thread = Locked<pthread_t?>(nil)
     private let counter: LiveObjectCounter
     private let loopThread = Atomic<pthread_t>(0)
 

@@ -1,8 +1,8 @@
 import Dispatch
 import Foundation
+import Locking
 import Postgres
 import PushQueue
-import Synchronization
 
 /// The queue alone: claim batches and write their outcomes, no HTTP. Like the
 /// worker, claims and outcome writes run on two connections at once, with at
@@ -12,11 +12,11 @@ public enum DatabaseCeiling {
     static let writeBatch = 2000
 
     public static func run(conninfo: String, rows: Int, progress: @escaping @Sendable (Int) -> Void) throws -> DatabaseCeilingResult {
-        let pending = Mutex<[ClaimResult?]>([])
+        let pending = Locked<[ClaimResult?]>([])
         let available = DispatchSemaphore(value: 0)
         let slots = DispatchSemaphore(value: writeBatch / claimBatch)
-        let failure = Mutex<String?>(nil)
-        let counts = Mutex((claims: 0, completes: 0, written: 0))
+        let failure = Locked<String?>(nil)
+        let counts = Locked((claims: 0, completes: 0, written: 0))
         let claimerDone = DispatchSemaphore(value: 0), writerDone = DispatchSemaphore(value: 0)
         let started = ContinuousClock.now
         let cpuAtStart = ownCPUSeconds(), machineAtStart = MachineCPU.now()

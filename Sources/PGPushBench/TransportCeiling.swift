@@ -1,9 +1,9 @@
 import APNsClient
 import Dispatch
 import Foundation
+import Locking
 import PGPushCore
 import PushWorker
-import Synchronization
 
 /// HTTP/2 alone: the worker's APNs client, uncapped, sending prepared requests
 /// to the simulator process with as many in flight as the uncapped worker keeps.
@@ -27,7 +27,7 @@ public enum TransportCeiling {
             try PushNotification(id: Int64(index), deviceToken: BenchRows.token(90_000_000 + index), payload: payload)
                 .validated(bundleID: BenchCredentials.bundleID, authentication: .token)
         }
-        let outcome = Mutex<Result<(Double, Int, Double, Double), any Error>?>(nil)
+        let outcome = Locked<Result<(Double, Int, Double, Double), any Error>?>(nil)
         let done = DispatchSemaphore(value: 0)
         Task {
             await client.start()

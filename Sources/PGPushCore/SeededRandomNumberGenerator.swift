@@ -1,6 +1,6 @@
-/// A deterministic generator (SplitMix64) for jitter in tests and for
-/// reproducible fault injection: the same seed gives the same sequence.
-/// Not for anything secret.
+/// A small deterministic generator (SplitMix64): the same seed gives the same
+/// sequence. For jitter in tests, reproducible fault injection and the worker's
+/// retry jitter (seeded from the system). Not for anything secret.
 public struct SeededRandomNumberGenerator: RandomNumberGenerator, Sendable {
     private var state: UInt64
 

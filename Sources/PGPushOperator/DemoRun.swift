@@ -1,6 +1,7 @@
 import APNsSimulator
 import Foundation
 import HTTP2TLS
+import Locking
 import PGPushCore
 import Postgres
 import PushQueue
@@ -42,8 +43,8 @@ public final class DemoRun: Sendable {
     public let scenario: DemoScenario
     public let options: DemoOptions
     private let stopRequested = Atomic<Bool>(false)
-    private let activeWorker = Mutex<Worker?>(nil)
-    private let workingDirectory = Mutex<String?>(nil)
+    private let activeWorker = Locked<Worker?>(nil)
+    private let workingDirectory = Locked<String?>(nil)
 
     static let teamID = "DEMOTEAM01"
     static let keyID = "DEMOKEY001"

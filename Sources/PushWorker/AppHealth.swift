@@ -1,5 +1,5 @@
+import Locking
 import PGPushCore
-import Synchronization
 
 /// Whether the worker may claim for an app. Credential, certificate and topic
 /// errors pause the app (its rows stay queued); after the pause one row is
@@ -21,7 +21,7 @@ final class AppHealth: Sendable {
     static let firstPause: Duration = .seconds(5)
     static let longestPause: Duration = .seconds(300)
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     var phase: Phase {
         state.withLock { state in

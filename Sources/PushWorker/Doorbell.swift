@@ -1,4 +1,4 @@
-import Synchronization
+import Locking
 
 /// Wakes one waiting task: NOTIFY arrived, a request finished, shutdown began.
 ///
@@ -12,7 +12,7 @@ final class Doorbell: Sendable {
         var waiterID = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     func ring() {
         let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in

@@ -1,5 +1,5 @@
+import Locking
 import PushQueue
-import Synchronization
 
 /// The rows this worker holds under lease and has not written an outcome for.
 /// Lease renewal reads it; the claim loops size their next claim from the
@@ -10,7 +10,7 @@ final class InFlightRegistry: Sendable {
         var counts: [String: Int] = [:]
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     func add(_ claimed: [ClaimedNotification], app: String) {
         state.withLock { state in

@@ -1,4 +1,4 @@
-import Synchronization
+import Locking
 
 /// A one-way signal many tasks can wait on: once opened, every wait returns
 /// at once. The worker's stop request.
@@ -9,7 +9,7 @@ final class Latch: Sendable {
         var nextWaiter = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     var isOpen: Bool { state.withLock { $0.isOpen } }
 

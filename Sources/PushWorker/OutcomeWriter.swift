@@ -1,5 +1,5 @@
+import Locking
 import PushQueue
-import Synchronization
 
 /// Collects outcomes and writes them in batches: one round trip per flush,
 /// at least every `interval`, sooner when `batchSize` outcomes are waiting.
@@ -9,7 +9,7 @@ import Synchronization
 /// (renewal fails too), so if this process dies meanwhile, the rows are
 /// rescued and sent again: at-least-once.
 final class OutcomeWriter: Sendable {
-    private let pending = Mutex<[Outcome]>([])
+    private let pending = Locked<[Outcome]>([])
     private let doorbell = Doorbell()
     private let database: DatabaseExecutor
     private let interval: Duration

@@ -1,4 +1,5 @@
 import Foundation
+import Locking
 import PGPushCore
 import PushQueue
 import Synchronization
@@ -24,10 +25,12 @@ public final class Worker: Sendable {
     private let health: [String: AppHealth]
     private let stopping = Atomic<Bool>(false)
     private let stopRequested = Latch()
-    private let drainDeadline = Mutex<ContinuousClock.Instant?>(nil)
-    private let counters = Mutex(WorkerCounters())
+    private let drainDeadline = Locked<ContinuousClock.Instant?>(nil)
+    private let counters = Locked(WorkerCounters())
     private let decider: OutcomeDecider
-    private let random = Mutex(SystemRandomNumberGenerator())
+    // Jitter for retry delays. Seeded rather than SystemRandomNumberGenerator: a zero-sized
+    // generator under a lock looks to ThreadSanitizer like a race on a neighbouring object.
+    private let random = Locked(SeededRandomNumberGenerator(seed: UInt64.random(in: 1...UInt64.max)))
     private let metrics: WorkerMetrics
     private let metricsServer: MetricsServer?
     /// How often the worker holding the prune lock prunes (when PGPUSH_PRUNE_AFTER_DAYS is set).

@@ -1,6 +1,6 @@
 import Foundation
+import Locking
 import PushQueue
-import Synchronization
 
 /// What the worker counts for Prometheus: outcomes by app and reason, send
 /// latency, queue depth as last seen. Written from many tasks; read per scrape.
@@ -22,7 +22,7 @@ final class WorkerMetrics: Sendable {
         var lastDatabaseContact: ContinuousClock.Instant?
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     func recordOutcome(app: String, _ outcome: Outcome) {
         let name: String

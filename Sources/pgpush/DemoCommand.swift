@@ -1,6 +1,7 @@
 import Dispatch
 import EmbeddedPostgres
 import Foundation
+import Locking
 import PGPushOperator
 import Postgres
 import PushQueue
@@ -90,7 +91,7 @@ enum DemoCommand {
         let demo = DemoRun(scenario: scenario, options: options)
         interruption.demo = demo
         let printer = ProgressPrinter(isTerminal: isatty(STDERR_FILENO) == 1)
-        let outcome = Mutex<Result<DemoResult, any Error>?>(nil)
+        let outcome = Locked<Result<DemoResult, any Error>?>(nil)
         _ = try blockOn {
             do {
                 let result = try await demo.run(narrate: { say($0) }, progress: { printer.show($0, elapsed: $1) })
@@ -151,7 +152,7 @@ final class DemoInterruption {
 /// What the signal handler reaches from the dispatch queue.
 private final class InterruptionState: Sendable {
     private let received = Atomic<Int>(0)
-    let handles = Mutex<(demo: DemoRun?, cleanUp: (@Sendable () -> Void)?)>((nil, nil))
+    let handles = Locked<(demo: DemoRun?, cleanUp: (@Sendable () -> Void)?)>((nil, nil))
 
     var happened: Bool { received.load(ordering: .sequentiallyConsistent) > 0 }
 
@@ -177,7 +178,7 @@ private final class InterruptionState: Sendable {
 /// The live status line: rewritten in place on a terminal, a line a second otherwise.
 final class ProgressPrinter: Sendable {
     private let isTerminal: Bool
-    private let lastLine = Mutex<(text: String, printedAt: ContinuousClock.Instant?)>(("", nil))
+    private let lastLine = Locked<(text: String, printedAt: ContinuousClock.Instant?)>(("", nil))
 
     init(isTerminal: Bool) { self.isTerminal = isTerminal }
 

@@ -41,7 +41,7 @@ enum DoctorCommand {
         }
         for app in configuration.apps { checkCredentials(app, into: &report) }
         checkDatabase(configuration.databaseURL, into: &report)
-        let endpointChecks = Mutex(DoctorReport())
+        let endpointChecks = Locked(DoctorReport())
         _ = try blockOn {
             for app in configuration.apps {
                 var check = DoctorReport()
@@ -149,4 +149,4 @@ struct DoctorReport: Sendable {
     }
 }
 
-import Synchronization
+import Locking

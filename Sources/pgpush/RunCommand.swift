@@ -1,7 +1,8 @@
 import Dispatch
 import Foundation
-import Synchronization
+import Locking
 import PushWorker
+import Synchronization
 
 enum RunCommand {
     static let help = """
@@ -100,7 +101,7 @@ final class SignalTrap {
 
 /// Runs async work from the synchronous command layer and waits for it.
 func blockOn(_ body: @escaping @Sendable () async throws -> Void) throws -> Bool {
-    let outcome = Mutex<Result<Void, any Error>?>(nil)
+    let outcome = Locked<Result<Void, any Error>?>(nil)
     let done = DispatchSemaphore(value: 0)
     Task {
         do { try await body(); outcome.withLock { $0 = .success(()) } } catch { outcome.withLock { $0 = .failure(error) } }

@@ -1,13 +1,13 @@
 import APNsClient
 import Foundation
 import HTTP2TLS
+import Locking
 import PGPushCore
-import Synchronization
 
-/// A Mutex in a class, so handlers, tasks and tests can share state.
+/// A lock in a class, so handlers, tasks and tests can share state.
 final class Guarded<Value: Sendable>: Sendable {
-    private let mutex: Mutex<Value>
-    init(_ value: Value) { mutex = Mutex(value) }
+    private let mutex: Locked<Value>
+    init(_ value: Value) { mutex = Locked(value) }
     @discardableResult
     func withLock<T: Sendable>(_ body: (inout sending Value) -> sending T) -> T { mutex.withLock(body) }
     var value: Value { mutex.withLock { $0 } }

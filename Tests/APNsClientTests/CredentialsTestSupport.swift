@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Locking
 
 /// A directory under the system temporary directory, removed when the test ends.
 final class CredentialsScratchDirectory {
@@ -104,10 +104,10 @@ enum IndependentJWT {
 
 /// A clock that moves only when the test says so.
 final class ManualClock: Sendable {
-    private let current: Mutex<Date>
+    private let current: Locked<Date>
 
     init(_ start: Date = Date(timeIntervalSince1970: 1_800_000_000)) {
-        current = Mutex(start)
+        current = Locked(start)
     }
 
     func now() -> Date {

@@ -1,18 +1,18 @@
 import APNsClient
+import Locking
 import PGPushCore
-import Synchronization
 import Testing
 
 /// A clock that only moves when a sleeper asks it to: `sleep(until:)` records the deadline
 /// and jumps there, so waits can be checked to the nanosecond.
 final class JumpingClock: Clock, Sendable {
     typealias Instant = ContinuousClock.Instant
-    private let state: Mutex<(now: Instant, sleeps: [Instant])>
+    private let state: Locked<(now: Instant, sleeps: [Instant])>
     let origin: Instant
 
     init() {
         origin = ContinuousClock.now
-        state = Mutex((origin, []))
+        state = Locked((origin, []))
     }
 
     var now: Instant { state.withLock { $0.now } }

@@ -1,7 +1,7 @@
 import APNsSimulator
 import Foundation
 import HTTP2TLS
-import Synchronization
+import Locking
 import Testing
 
 /// The built `pgpush` next to the test bundle (`.build/debug/pgpush`), when there is one.
@@ -23,7 +23,7 @@ let pgpushBinary: String? = {
 /// Lines a child process writes to a pipe, as an async sequence.
 func lines(of pipe: Pipe) -> AsyncStream<String> {
     AsyncStream { continuation in
-        let pending = Mutex([UInt8]())
+        let pending = Locked([UInt8]())
         pipe.fileHandleForReading.readabilityHandler = { handle in
             let data = handle.availableData
             if data.isEmpty {

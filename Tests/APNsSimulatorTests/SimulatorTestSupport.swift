@@ -1,8 +1,8 @@
 import APNsSimulator
 import Foundation
 import HTTP2TLS
+import Locking
 import PGPushCore
-import Synchronization
 import Testing
 
 let testTeamID = "TEAM123456"
@@ -33,7 +33,7 @@ func makeJWT(key: ES256PrivateKey? = nil, keyID: String = testKeyID, teamID: Str
 
 /// A wall clock the test moves by hand.
 final class TestClock: Sendable {
-    private let now = Mutex(Date())
+    private let now = Locked(Date())
     var date: Date { now.withLock { $0 } }
     func advance(by seconds: TimeInterval) { now.withLock { $0 = $0.addingTimeInterval(seconds) } }
 }

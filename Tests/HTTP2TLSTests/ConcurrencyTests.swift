@@ -1,4 +1,5 @@
 import HTTP2TLS
+import Locking
 import Synchronization
 import Testing
 

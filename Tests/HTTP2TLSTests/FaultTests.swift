@@ -1,4 +1,5 @@
 import HTTP2TLS
+import Locking
 import Testing
 
 @Suite("HTTP/2 client: failures say whether the request may have been processed")

@@ -1,5 +1,6 @@
 import Foundation
 import HTTP2TLS
+import Locking
 import Testing
 
 @Suite("HTTP/2 server: configuration and client certificates")

@@ -1,7 +1,7 @@
 import Foundation
 import Glibc
 import HTTP2TLS
-import Synchronization
+import Locking
 
 /// A handler made of closures, for tests.
 final class ClosureHandler: HTTP2ServerHandler {
@@ -59,7 +59,7 @@ func closeReason(of connection: HTTP2ClientConnection) async -> CloseReason? {
 
 /// Lets a test hand the server to its own handler after creating both.
 final class ServerReference: Sendable {
-    private let server = Mutex<HTTP2Server?>(nil)
+    private let server = Locked<HTTP2Server?>(nil)
     func set(_ value: HTTP2Server?) { server.withLock { $0 = value } }
     var value: HTTP2Server? { server.withLock { $0 } }
 }
@@ -100,12 +100,9 @@ func waitForListener(port: Int, timeout: Duration = .seconds(60)) async throws {
     throw TestSetupError(message: "nothing listening on port \(port)")
 }
 
-/// A Mutex in a class, so escaping closures and tasks can share it.
-final class Locked<Value: Sendable>: Sendable {
-    private let mutex: Mutex<Value>
-    init(_ value: Value) { mutex = Mutex(value) }
-    func withLock<T: Sendable>(_ body: (inout sending Value) -> sending T) -> T { mutex.withLock(body) }
-    var value: Value { mutex.withLock { $0 } }
+extension Locked where Value: Sendable {
+    /// A copy of the value, for assertions.
+    var value: Value { withLock { $0 } }
 }
 
 /// `send` as a Result, for collecting outcomes from task groups.

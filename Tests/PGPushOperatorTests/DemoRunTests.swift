@@ -1,8 +1,8 @@
 import Foundation
+import Locking
 import PGPushOperator
 import PGPushTestSupport
 import Postgres
-import Synchronization
 import Testing
 
 /// The demo's own story, small, against a real PostgreSQL and the in-process simulator.
@@ -66,7 +66,7 @@ import Testing
 
 /// Progress updates as the demo reported them.
 final class ProgressLog: Sendable {
-    private let updates = Mutex<[DemoProgress]>([])
+    private let updates = Locked<[DemoProgress]>([])
     func append(_ progress: DemoProgress) { updates.withLock { $0.append(progress) } }
     var last: DemoProgress? { updates.withLock { $0.last } }
 }

@@ -1,9 +1,9 @@
 import APNsSimulator
 import Foundation
+import Locking
 import PGPushTestSupport
 import Postgres
 import PushWorker
-import Synchronization
 import Testing
 
 /// Whatever happens, a log line never carries a JWT or key material.
@@ -19,7 +19,7 @@ import Testing
         let database = try PostgresConnection(conninfo: conninfo)
         try database.query("SELECT pgpush.enqueue_many(device_tokens => $1, payload => '{\"aps\":{\"alert\":\"x\"}}')",
                            [(1...5).map(WorkerEndToEndTests.token)])
-        let lines = Mutex<[String]>([])
+        let lines = Locked<[String]>([])
         var configuration = WorkerConfiguration(databaseURL: conninfo, apps: [harness.app], workerID: "secrets")
         configuration.pollInterval = .milliseconds(20)
         let worker = try Worker(configuration: configuration, senders: try APNsSenderFactory.makeSenders(for: [harness.app]),

@@ -56,7 +56,7 @@ struct CommandLineTests {
         let directory: URL
         let environment: [String: String]
 
-        init(conninfo: String) throws {
+        init(conninfo: String, faults: FaultPlan = FaultPlan()) throws {
             directory = FileManager.default.temporaryDirectory.appendingPathComponent("pgpush-cli-\(UUID())")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             let key = try ES256PrivateKey.generate()
@@ -65,6 +65,7 @@ struct CommandLineTests {
             var configuration = SimulatorConfiguration(authentication: .token(
                 ProviderTokenKey(teamID: "TEAM123456", keyID: "KEY1234567", publicKey: try key.publicKey())))
             configuration.bundleID = "com.example.app"
+            configuration.faults = faults
             simulator = try APNsSimulator(configuration: configuration)
             _ = try simulator.start()
             environment = [

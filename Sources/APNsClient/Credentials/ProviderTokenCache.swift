@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Locking
 
 /// The one provider token of a signing key, shared by every connection.
 ///
@@ -18,7 +18,7 @@ public final class ProviderTokenCache: Sendable {
     private let signer: ProviderTokenSigner
     private let policy: ProviderTokenRefreshPolicy
     private let now: @Sendable () -> Date
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// `now` is the clock (injectable for tests); it should be NTP-disciplined, as APNs checks `iat`.
     public init(

@@ -1,5 +1,5 @@
 import HTTP2TLS
-import Synchronization
+import Locking
 
 /// Keeps an app's HTTP/2 connections to APNs open and hands them out to requests.
 ///
@@ -51,7 +51,7 @@ final class APNsConnectionPool: Sendable {
     private let localStreamCap: Int
     private let oneStreamUntilFirstAnswer: Bool
     private let statistics: StatisticsRecorder
-    private let state: Mutex<State>
+    private let state: Locked<State>
     private let clock = ContinuousClock()
 
     init(endpoint: APNsEndpoint, connections: Int, ratePerConnection: Int?, backoff: ReconnectBackoff,
@@ -63,7 +63,7 @@ final class APNsConnectionPool: Sendable {
         self.statistics = statistics
         localStreamCap = connectionConfiguration.maxConcurrentStreams
         oneStreamUntilFirstAnswer = connectionConfiguration.singleStreamUntilFirstResponse
-        state = Mutex(State(slots: (0..<connections).map { _ in PoolSlot(ratePerConnection: ratePerConnection) }))
+        state = Locked(State(slots: (0..<connections).map { _ in PoolSlot(ratePerConnection: ratePerConnection) }))
     }
 
     var lastConnectError: String? { state.withLock { $0.lastConnectError } }

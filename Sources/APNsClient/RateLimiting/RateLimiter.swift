@@ -1,4 +1,4 @@
-import Synchronization
+import Locking
 
 /// One connection's request-rate cap, shared by the tasks sending on it.
 ///
@@ -6,12 +6,12 @@ import Synchronization
 /// instant; no polling. The clock is injectable so tests can check the instants.
 public final class RateLimiter<C: Clock>: Sendable where C.Duration == Duration, C.Instant: Sendable, C: Sendable {
     private let clock: C
-    private let state: Mutex<SlidingWindowRateLimit<C.Instant>>
+    private let state: Locked<SlidingWindowRateLimit<C.Instant>>
 
     /// `limit` nil or 0: unlimited (`acquire` never waits).
     public init(limit: Int?, window: Duration = .seconds(1), clock: C) {
         self.clock = clock
-        state = Mutex(SlidingWindowRateLimit(limit: limit, window: window))
+        state = Locked(SlidingWindowRateLimit(limit: limit, window: window))
     }
 
     public var limit: Int? { state.withLock { $0.limit } }
