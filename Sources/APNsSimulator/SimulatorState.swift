@@ -59,7 +59,9 @@ struct SimulatorState {
 
     mutating func decide(_ request: ServerRequest, now: Date, tick: UInt64) -> SimulatorDecision {
         recorder.received()
-        var connection = connections[request.connectionID] ?? Connection()
+        // Moved out and back rather than copied: a copy would make the window's and the
+        // token session's storage shared, and the first write would copy them whole.
+        var connection = connections.removeValue(forKey: request.connectionID) ?? Connection()
         defer { connections[request.connectionID] = connection }
         connection.requests += 1
         connection.window.record(atNanoseconds: tick)

@@ -24,27 +24,33 @@ extension UUID {
     }
 
     /// Parses canonical 8-4-4-4-12 hex text (either case) without Foundation's scanner;
-    /// nil for anything else.
-    public init?(canonicalBytes text: some Collection<UInt8>) {
+    /// nil for anything else. Takes an array rather than any collection: called once per
+    /// claimed row from another module, a generic version ran unspecialised there, with a
+    /// runtime metadata look-up for every character.
+    public init?(canonicalBytes text: [UInt8]) {
         guard text.count == 36 else { return nil }
-        var bytes = [UInt8](repeating: 0, count: 16)
-        var nibbles = 0
-        for (index, character) in text.enumerated() {
-            if index == 8 || index == 13 || index == 18 || index == 23 {
-                guard character == UInt8(ascii: "-") else { return nil }
-                continue
+        var uuid: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        let parsed = withUnsafeMutableBytes(of: &uuid) { bytes -> Bool in
+            var nibbles = 0
+            for index in 0..<36 {
+                let character = text[index]
+                if index == 8 || index == 13 || index == 18 || index == 23 {
+                    guard character == UInt8(ascii: "-") else { return false }
+                    continue
+                }
+                let value: UInt8
+                switch character {
+                case UInt8(ascii: "0")...UInt8(ascii: "9"): value = character - UInt8(ascii: "0")
+                case UInt8(ascii: "a")...UInt8(ascii: "f"): value = character - UInt8(ascii: "a") + 10
+                case UInt8(ascii: "A")...UInt8(ascii: "F"): value = character - UInt8(ascii: "A") + 10
+                default: return false
+                }
+                bytes[nibbles / 2] |= nibbles % 2 == 0 ? value << 4 : value
+                nibbles += 1
             }
-            let value: UInt8
-            switch character {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): value = character - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): value = character - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): value = character - UInt8(ascii: "A") + 10
-            default: return nil
-            }
-            bytes[nibbles / 2] |= nibbles % 2 == 0 ? value << 4 : value
-            nibbles += 1
+            return true
         }
-        self.init(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
-                         bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
+        guard parsed else { return nil }
+        self.init(uuid: uuid)
     }
 }

@@ -55,9 +55,11 @@ extension Array: PostgresParameter where Element: PostgresArrayElement {
     public var postgresText: String {
         var text = "{"
         text.reserveCapacity(count * 8 + 2)
-        for (index, element) in enumerated() {
+        // Reached through `any PostgresParameter`, so this runs unspecialised: a plain index
+        // loop, because `enumerated()` looked up tuple metadata for every element.
+        for index in 0..<count {
             if index > 0 { text.append(",") }
-            element.appendArrayElement(to: &text)
+            self[index].appendArrayElement(to: &text)
         }
         text.append("}")
         return text

@@ -19,9 +19,13 @@ final class InFlightRegistry: Sendable {
         }
     }
 
-    func remove(_ id: Int64) {
+    /// Returns how many rows of the same app are still in flight.
+    @discardableResult
+    func remove(_ id: Int64) -> Int {
         state.withLock { state in
-            if let app = state.apps.removeValue(forKey: id) { state.counts[app, default: 1] -= 1 }
+            guard let app = state.apps.removeValue(forKey: id) else { return 0 }
+            state.counts[app, default: 1] -= 1
+            return state.counts[app] ?? 0
         }
     }
 

@@ -156,7 +156,7 @@ public final class Worker: Sendable {
 
     private func dispatch(_ app: AppConfiguration) async {
         guard let sender = senders[app.name], let doorbell = doorbells[app.name], let health = health[app.name] else { return }
-        let target = sender.requestsPerSecond.map { max($0, 1) } ?? Self.uncappedInFlight
+        let target = Self.inFlightTarget(of: sender)
         var backoff = Duration.milliseconds(100)
         await withDiscardingTaskGroup { group in
             while !isStopping {
@@ -169,8 +169,7 @@ public final class Worker: Sendable {
                 case .probing:
                     limit = inFlight.count(app: app.name) == 0 ? 1 : 0
                 }
-                // Small top-ups cost a round trip each; wait until a quarter of the window is free.
-                guard limit >= max(1, min(target / 4, 100)) || (limit > 0 && inFlight.count(app: app.name) == 0) else {
+                guard limit >= Self.smallestClaim(target: target) || (limit > 0 && inFlight.count(app: app.name) == 0) else {
                     await doorbell.wait(timeout: configuration.pollInterval)
                     continue
                 }
@@ -204,10 +203,25 @@ public final class Worker: Sendable {
 
     // MARK: Sending
 
+    /// Rows in flight per app: a second's worth at the cap, or a fixed window uncapped.
+    static func inFlightTarget(of sender: any NotificationSender) -> Int {
+        sender.requestsPerSecond.map { max($0, 1) } ?? uncappedInFlight
+    }
+
+    /// Small top-ups cost a database round trip each: a claim waits until a quarter of the
+    /// window (at most 100 rows) is free.
+    static func smallestClaim(target: Int) -> Int { max(1, min(target / 4, 100)) }
+
     private func deliver(_ row: ClaimedNotification, app: AppConfiguration, sender: any NotificationSender) async {
         defer {
-            inFlight.remove(row.id)
-            doorbells[app.name]?.ring()
+            let remaining = inFlight.remove(row.id)
+            let target = Self.inFlightTarget(of: sender)
+            // Wake the claim loop only when it has something to do — room for a claim, or
+            // nothing left in flight (a probing app, a drain). A ring per row cost the
+            // loop a wake-up and a timer per row.
+            if remaining == 0 || target - remaining >= Self.smallestClaim(target: target) {
+                doorbells[app.name]?.ring()
+            }
         }
         if isStopping {
             writer.add(.released(row))
