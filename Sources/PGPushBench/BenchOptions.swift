@@ -1,7 +1,7 @@
 /// What `pgpush bench` runs and how big; every field has a flag.
 public struct BenchOptions: Sendable, Codable, Equatable {
     public enum Scenario: String, Sendable, Codable, CaseIterable {
-        case database, transport, uncapped, capped, latency, faults, memory
+        case database, transport, uncapped, capped, latency, faults, memory, history
     }
 
     public var scenarios: [Scenario] = Scenario.allCases
@@ -28,6 +28,8 @@ public struct BenchOptions: Sendable, Codable, Equatable {
     /// Backlog for the memory run, and how long the uncapped worker works on it.
     public var memoryRows = 1_000_000
     public var memorySeconds = 15
+    /// Finished rows added under the claim query in the history run.
+    public var historyRows = 10_000_000
     /// Keep the scratch folder (simulator logs and reports, worker output) for a look afterwards.
     public var keepFiles = false
 
@@ -43,6 +45,7 @@ public struct BenchOptions: Sendable, Codable, Equatable {
         options.faultRows = 10_000
         options.memoryRows = 100_000
         options.memorySeconds = 5
+        options.historyRows = 100_000
         return options
     }
 }

@@ -164,6 +164,7 @@ public struct BenchReport: Sendable, Codable {
     public var latency: LatencyResult?
     public var faults: DrainResult?
     public var memory: DrainResult?
+    public var history: ClaimAtScaleResult?
     public var targets: [TargetCheck] = []
     public var loadAverageAtEnd: String?
 

@@ -79,6 +79,17 @@ extension BenchReport {
             row("memory: backlog \(memory.rows) rows, \(Int(memory.seconds.rounded())) s",
                 "peak RSS \(megabytes(memory.worker.peakResidentBytes)), \(memory.simulatorRequests) sent")
         }
+        if let history {
+            row("history: claim of \(history.claimBatch) rows, \(history.claimsTimed)×",
+                String(format: "p50 %.1f ms (p90 %.1f) without history", history.withoutHistory?.p50 ?? .nan,
+                       history.withoutHistory?.p90 ?? .nan))
+            row("  with \(history.finishedRows) finished rows",
+                String(format: "p50 %.1f ms (p90 %.1f); table %@; plan %@", history.withHistory?.p50 ?? .nan,
+                       history.withHistory?.p90 ?? .nan, megabytes(Int(history.tableBytes)),
+                       history.usesQueuedIndex ? "reads notifications_queued_due" : "does NOT use the queued index"))
+            lines.append("    claim plan with the history in place (EXPLAIN ANALYZE, BUFFERS):")
+            lines.append(contentsOf: history.plan.map { "      " + $0 })
+        }
         if !targets.isEmpty {
             lines.append("")
             lines.append("Targets:")

@@ -87,6 +87,17 @@ public final class Benchmark {
             report.memory = outcome.result
             progress(String(format: "memory: peak %.1f MB", Double(outcome.result.worker.peakResidentBytes) / 1_048_576))
         }
+        if chosen.contains(.history) {
+            let conninfo = try context.database.fresh("history")
+            report.history = try ClaimAtScale.run(conninfo: conninfo, finishedRows: options.historyRows,
+                                                  payloadBytes: options.payloadBytes, progress: progress)
+            context.database.discard(conninfo)
+            if let history = report.history {
+                progress(String(format: "history: claim of %d rows p50 %.1f ms without history, %.1f ms with %d finished rows",
+                                history.claimBatch, history.withoutHistory?.p50 ?? .nan, history.withHistory?.p50 ?? .nan,
+                                history.finishedRows))
+            }
+        }
         report.targets = TargetEvaluation.evaluate(report)
         report.loadAverageAtEnd = MachineInfo.loadAverageNow()
         return report

@@ -42,6 +42,15 @@ enum TargetEvaluation {
             checks.append(TargetCheck(target: "worker memory ≤ 64 MB, backlog \(memory.rows) rows",
                                       measured: String(format: "%.1f MB", megabytes), holds: megabytes <= 64))
         }
+        if let history = report.history, let without = history.withoutHistory, let with = history.withHistory {
+            // "Does not grow": within half again (and 2 ms) of the time without history, through
+            // the partial index of queued rows.
+            checks.append(TargetCheck(
+                target: "claim cost flat with \(history.finishedRows) finished rows",
+                measured: String(format: "p50 %.1f → %.1f ms%@", without.p50, with.p50,
+                                 history.usesQueuedIndex ? ", queued index" : ", no queued index"),
+                holds: history.usesQueuedIndex && with.p50 <= without.p50 * 1.5 + 2))
+        }
         return checks
     }
 }

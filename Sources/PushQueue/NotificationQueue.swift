@@ -52,7 +52,8 @@ public final class NotificationQueue {
         return ClaimResult(claimed: claimed, expiredIDs: expired)
     }
 
-    static let claimSQL = """
+    /// Public for `pgpush bench`, which shows the plan PostgreSQL picks for it.
+    public static let claimSQL = """
         WITH due AS (
             SELECT id FROM pgpush.notifications
              WHERE status = 'queued' AND app = $2 AND send_after <= now()

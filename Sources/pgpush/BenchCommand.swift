@@ -4,7 +4,7 @@ import PushQueue
 
 enum BenchCommand {
     static let help = """
-        pgpush bench — end-to-end benchmark (SPEC §9): database, transport, worker, latency, faults, memory
+        pgpush bench — end-to-end benchmark (SPEC §9): database, transport, worker, latency, faults, memory, history
 
         Runs against a throwaway embedded PostgreSQL (or DATABASE_URL) and the APNs simulator
         (`pgpush mock-apns`, a separate process with a generated key). The worker is `pgpush run`
@@ -21,10 +21,12 @@ enum BenchCommand {
                      insert → request at the simulator, insert → outcome written
           faults     --fault-rows rows with --fault-mix and a GOAWAY every --goaway-after streams
           memory     a backlog of --memory-rows rows, the uncapped worker for --memory-seconds: peak RSS
+          history    claims timed with no finished rows, then with --history-rows finished rows in the
+                     table, and the claim's EXPLAIN ANALYZE (10,000,000 rows: several minutes, ~4 GB)
 
         Flags:
           --quick                    about a minute: 20,000 rows, 5 s capped and latency runs,
-                                     10,000 fault rows, 100,000-row memory backlog (flags below still apply)
+                                     10,000 fault rows, 100,000-row memory backlog and history (flags below still apply)
           --json FILE                write the full report as JSON
           --scenarios LIST           e.g. database,transport,uncapped
           --rows N                   (default 200000)
@@ -42,7 +44,10 @@ enum BenchCommand {
           --goaway-after N           (default 5000)
           --memory-rows N            (default 1000000)
           --memory-seconds N         (default 15)
+          --history-rows N           (default 10000000)
           --keep-files               keep the scratch folder (simulator logs and reports, worker output)
+          --check                    exit 1 if the figures are inconsistent (a row unaccounted for, a
+                                     duplicate without faults, a window over the cap); never on speed
           --database-url URL         [DATABASE_URL] use this database instead of an embedded one; every
                                      pgpush table in it is emptied, so --reset-database must be given too
 
@@ -55,9 +60,9 @@ enum BenchCommand {
     static let flags: Set<String> = [
         "help", "quick", "json", "scenarios", "rows", "transport-requests", "connections", "payload-bytes", "cap",
         "capped-connections", "capped-seconds", "latency-rate", "latency-seconds", "latency-cap", "fault-rows", "fault-mix",
-        "goaway-after", "memory-rows", "memory-seconds", "database-url", "reset-database", "keep-files",
+        "goaway-after", "memory-rows", "memory-seconds", "history-rows", "database-url", "reset-database", "keep-files", "check",
     ]
-    static let switches: Set<String> = ["help", "quick", "reset-database", "keep-files"]
+    static let switches: Set<String> = ["help", "quick", "reset-database", "keep-files", "check"]
 
     static func run(_ arguments: Arguments) throws -> Int32 {
         try arguments.checkOnly(flags)
@@ -75,6 +80,11 @@ enum BenchCommand {
         print(report.table())
         if let path = arguments.value("json") {
             try report.jsonData().write(to: URL(fileURLWithPath: path))
+        }
+        if arguments.isSet("check") {
+            let problems = BenchConsistency.problems(report)
+            for problem in problems { printError("pgpush bench: inconsistent: \(problem)") }
+            return problems.isEmpty ? 0 : 1
         }
         return 0
     }
@@ -112,6 +122,7 @@ enum BenchCommand {
         try integer("goaway-after", 1...100_000_000, \.goAwayAfter)
         try integer("memory-rows", 1...100_000_000, \.memoryRows)
         try integer("memory-seconds", 1...3600, \.memorySeconds)
+        try integer("history-rows", 0...1_000_000_000, \.historyRows)
         if let text = arguments.value("capped-connections") {
             let values = text.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
             guard !values.isEmpty, values.count == text.split(separator: ",").count, values.allSatisfy({ (1...64).contains($0) }) else {

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Runs every test: installs what is missing, builds, runs the suite, then the
-# transport, queue, client and worker tests again under AddressSanitizer and under
-# ThreadSanitizer, then a short libFuzzer run of every fuzz target. The tests
-# start their own throwaway PostgreSQL cluster and TLS servers.
+# Runs every test: installs what is missing, builds, runs the suite, a quick
+# benchmark as a smoke test, the transport, queue, client and worker tests again
+# under AddressSanitizer and under ThreadSanitizer, then a short libFuzzer run of
+# every fuzz target. The tests start their own throwaway PostgreSQL cluster and
+# TLS servers.
 #   deploy/local/test.sh            # everything (about 20 minutes on 2 cores from a clean checkout)
 #   deploy/local/test.sh --quick    # the suite only
 set -euo pipefail
@@ -15,6 +16,12 @@ swift build --build-tests
 swift test --skip-build --skip ReliabilityTests
 swift test --skip-build --filter ReliabilityTests
 [ "${1:-}" = "--quick" ] && exit 0
+
+echo "== pgpush bench --quick --check: the benchmark runs and its figures are consistent ==" >&2
+# A smoke test, never a speed judgement: every row accounted for, no duplicate without
+# faults, no window over the cap. Ten connections instead of fifty for the capped run: the
+# debug build on two shared cores is the CI machine's limit, not the limiter's.
+.build/debug/pgpush bench --quick --check --capped-connections 1,10 > /dev/null
 
 echo "== AddressSanitizer: transport, queue, worker and core tests ==" >&2
 # Leak reports come from Foundation and libcurl internals in the test runner, not from
