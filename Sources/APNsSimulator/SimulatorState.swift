@@ -64,7 +64,9 @@ struct SimulatorState {
         var connection = connections.removeValue(forKey: request.connectionID) ?? Connection()
         defer { connections[request.connectionID] = connection }
         connection.requests += 1
-        connection.window.record(atNanoseconds: tick)
+        // The kernel's receive time where there is one: the simulator's own thread may get to
+        // a request late, and a window counted at handling time would bunch what it delayed.
+        connection.window.record(atNanoseconds: request.arrivalNanoseconds ?? tick)
         let apnsID = request.headers.value(of: "apns-id")
 
         if let last = connection.goAwayLastStream, request.streamID > last {
@@ -170,7 +172,8 @@ struct SimulatorState {
         let token = request.path.hasPrefix(RequestRules.devicePathPrefix)
             ? String(request.path.dropFirst(RequestRules.devicePathPrefix.count)) : nil
         result.logEntry = RequestLogEntry(
-            timeMilliseconds: Int64((now.timeIntervalSince1970 * 1000).rounded()), connection: request.connectionID,
+            timeMilliseconds: Int64((now.timeIntervalSince1970 * 1000).rounded()),
+            receivedMilliseconds: request.arrivalNanoseconds.map { Double($0 / 1000) / 1000 }, connection: request.connectionID,
             stream: request.streamID, method: request.method, path: request.path, token: token, headers: headers,
             providerToken: request.headers.value(of: "authorization") != nil, bodyBytes: request.body.count,
             outcome: outcome, status: answer?.status, reason: answer?.reason)

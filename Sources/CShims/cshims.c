@@ -5,6 +5,9 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <errno.h>
+#include <time.h>
+#include <openssl/bio.h>
 #include <openssl/err.h>
 
 int cshims_eventfd(unsigned int initval, int nonblocking) {
@@ -42,4 +45,70 @@ size_t cshims_openssl_error_string(char *buffer, size_t length) {
         buffer[used] = 0;
     }
     return used;
+}
+
+int cshims_enable_receive_timestamps(int fd) {
+    int on = 1;
+    return setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on);
+}
+
+// The read half of a socket BIO, through recvmsg so that the kernel's receive time of the
+// bytes comes along. End of file and retry flags behave as OpenSSL's own socket BIO.
+static int timed_socket_read(BIO *bio, char *buffer, int length) {
+    cshims_timed_socket *socket = BIO_get_data(bio);
+    char control[CMSG_SPACE(sizeof(struct timespec))];
+    struct iovec vector = { .iov_base = buffer, .iov_len = (size_t)length };
+    struct msghdr message = { .msg_iov = &vector, .msg_iovlen = 1, .msg_control = control,
+                              .msg_controllen = sizeof control };
+    BIO_clear_retry_flags(bio);
+    ssize_t count = recvmsg(socket->fd, &message, 0);
+    if (count < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) BIO_set_retry_read(bio);
+        return -1;
+    }
+    if (count == 0) BIO_set_flags(bio, BIO_FLAGS_IN_EOF);
+    for (struct cmsghdr *header = CMSG_FIRSTHDR(&message); header; header = CMSG_NXTHDR(&message, header)) {
+        if (header->cmsg_level == SOL_SOCKET && header->cmsg_type == SCM_TIMESTAMPNS) {
+            struct timespec stamp;
+            memcpy(&stamp, CMSG_DATA(header), sizeof stamp);
+            socket->last_arrival_ns = (int64_t)stamp.tv_sec * 1000000000 + stamp.tv_nsec;
+        }
+    }
+    return (int)count;
+}
+
+static long timed_socket_ctrl(BIO *bio, int command, long number, void *pointer) {
+    (void)number;
+    (void)pointer;
+    switch (command) {
+    case BIO_CTRL_FLUSH: return 1;
+    case BIO_CTRL_EOF: return BIO_test_flags(bio, BIO_FLAGS_IN_EOF) != 0;
+    default: return 0;
+    }
+}
+
+static int timed_socket_create(BIO *bio) {
+    BIO_set_init(bio, 1);
+    return 1;
+}
+
+// Made once and never freed: one small allocation for the process's lifetime.
+static BIO_METHOD *timed_socket_method;
+static pthread_once_t timed_socket_method_once = PTHREAD_ONCE_INIT;
+
+static void make_timed_socket_method(void) {
+    BIO_METHOD *method = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "pgpush timed socket");
+    if (method == NULL) return;
+    BIO_meth_set_read(method, timed_socket_read);
+    BIO_meth_set_ctrl(method, timed_socket_ctrl);
+    BIO_meth_set_create(method, timed_socket_create);
+    timed_socket_method = method;
+}
+
+BIO *cshims_timed_socket_read_bio(cshims_timed_socket *socket) {
+    pthread_once(&timed_socket_method_once, make_timed_socket_method);
+    if (timed_socket_method == NULL) return NULL;
+    BIO *bio = BIO_new(timed_socket_method);
+    if (bio != NULL) BIO_set_data(bio, socket);
+    return bio;
 }

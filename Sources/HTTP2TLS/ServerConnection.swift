@@ -243,7 +243,7 @@ final class ServerConnection {
         environment.counters.requestsReceived.add(1, ordering: .relaxed)
         let request = ServerRequest(connectionID: id, streamID: header.stream_id, method: stream.method, path: stream.path,
                                     authority: stream.authority, headers: stream.headers, body: stream.body,
-                                    peerCertificateSubject: peerSubject)
+                                    peerCertificateSubject: peerSubject, arrivalNanoseconds: tls.arrivalNanoseconds)
         environment.handler.handle(request, responder: ServerResponder(connectionID: id, streamID: header.stream_id,
                                                                         loop: environment.loop))
     }

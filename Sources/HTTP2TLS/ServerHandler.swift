@@ -20,6 +20,22 @@ public struct ServerRequest: Sendable {
     public var headers: [HeaderField]
     public var body: [UInt8]
     public var peerCertificateSubject: String?
+    /// When the kernel received the bytes that completed the request (CLOCK_REALTIME
+    /// nanoseconds), before any wait for the server's thread; nil if it gave no time.
+    public var arrivalNanoseconds: UInt64?
+
+    public init(connectionID: Int, streamID: Int32, method: String, path: String, authority: String?,
+                headers: [HeaderField], body: [UInt8], peerCertificateSubject: String?, arrivalNanoseconds: UInt64? = nil) {
+        self.connectionID = connectionID
+        self.streamID = streamID
+        self.method = method
+        self.path = path
+        self.authority = authority
+        self.headers = headers
+        self.body = body
+        self.peerCertificateSubject = peerCertificateSubject
+        self.arrivalNanoseconds = arrivalNanoseconds
+    }
 }
 
 /// Serves requests. Every method runs on the server's I/O thread and must return quickly;

@@ -19,6 +19,9 @@ final class TLSStream {
     /// the read once the socket is writable, since no further POLLIN may come for it.
     private(set) var readWaitsForWritable = false
     private var isClosed = false
+    /// Servers read through a BIO that keeps the kernel's receive time of what it read
+    /// (`arrivalNanoseconds`); owned here, freed after the SSL session that reads into it.
+    private let receiveClock: UnsafeMutablePointer<cshims_timed_socket>?
 
     /// Takes ownership of `descriptor` (already counted as a live socket) on success.
     init?(descriptor: Int32, context: OpaquePointer, isServer: Bool, counter: LiveObjectCounter) {
@@ -27,12 +30,34 @@ final class TLSStream {
             SSL_free(ssl)
             return nil
         }
+        receiveClock = isServer ? Self.timeReads(of: ssl, descriptor: descriptor) : nil
         if isServer { SSL_set_accept_state(ssl) } else { SSL_set_connect_state(ssl) }
         self.descriptor = descriptor
         self.ssl = ssl
         self.counter = counter
         counter.tlsSessions.add(1, ordering: .relaxed)
         output.reserveCapacity(Self.batchSize + 16_384)
+    }
+
+    /// Replaces the session's read BIO with one that records receive times; nil (plain
+    /// reads, no times) when the kernel or OpenSSL will not.
+    private static func timeReads(of ssl: OpaquePointer, descriptor: Int32) -> UnsafeMutablePointer<cshims_timed_socket>? {
+        guard cshims_enable_receive_timestamps(descriptor) == 0 else { return nil }
+        let clock = UnsafeMutablePointer<cshims_timed_socket>.allocate(capacity: 1)
+        clock.initialize(to: cshims_timed_socket(fd: descriptor, last_arrival_ns: 0))
+        guard let bio = cshims_timed_socket_read_bio(clock) else {
+            clock.deallocate()
+            return nil
+        }
+        SSL_set0_rbio(ssl, bio)
+        return clock
+    }
+
+    /// When the kernel received the last bytes read (CLOCK_REALTIME nanoseconds); nil for
+    /// clients, or before any time was given.
+    var arrivalNanoseconds: UInt64? {
+        guard let clock = receiveClock, clock.pointee.last_arrival_ns > 0 else { return nil }
+        return UInt64(clock.pointee.last_arrival_ns)
     }
 
     /// How many bytes of HTTP/2 output are gathered for one SSL_write.
@@ -169,6 +194,7 @@ final class TLSStream {
         if SSL_is_init_finished(ssl) == 1 { _ = SSL_shutdown(ssl) }
         ERR_clear_error()
         SSL_free(ssl)
+        receiveClock?.deallocate()
         Glibc.close(descriptor)
         counter.tlsSessions.subtract(1, ordering: .relaxed)
         counter.sockets.subtract(1, ordering: .relaxed)

@@ -17,7 +17,7 @@ enum CappedRun {
         let maxima = Dictionary(report.connections.map { ($0.id, $0.maxRequestsInOneSecond) }, uniquingKeysWith: max)
         var times: [Int: [Int64]] = [:]
         for entry in try outcome.simulator.requestLog() where entry.outcome == "answered" {
-            times[entry.connection, default: []].append(entry.timeMilliseconds)
+            times[entry.connection, default: []].append(entry.receivedMilliseconds.map { Int64($0.rounded()) } ?? entry.timeMilliseconds)
         }
         var perConnection: [CappedConnectionResult] = []
         for (id, arrivals) in times.sorted(by: { $0.key < $1.key }) {

@@ -42,10 +42,10 @@ enum LatencyRun {
             let usage = try worker.stop()
             _ = try simulator.stop()
 
-            var arrivals: [String: Int64] = [:]
+            var arrivals: [String: Double] = [:]
             for entry in try simulator.requestLog() {
                 guard let token = entry.token, arrivals[token] == nil else { continue }
-                arrivals[token] = entry.timeMilliseconds
+                arrivals[token] = entry.receivedMilliseconds ?? Double(entry.timeMilliseconds)
             }
             let rows = try connection.query("""
                 SELECT device_token, extract(epoch FROM created_at) * 1000, extract(epoch FROM finished_at - created_at) * 1000
@@ -54,7 +54,7 @@ enum LatencyRun {
             var toRequest: [Double] = [], toOutcome: [Double] = []
             for row in 0..<rows.rowCount {
                 if let token = rows.string(row, 0), let created = rows.double(row, 1), let arrived = arrivals[token] {
-                    toRequest.append(Double(arrived) - created)
+                    toRequest.append(arrived - created)
                 }
                 if let outcome = rows.double(row, 2) { toOutcome.append(outcome) }
             }

@@ -21,6 +21,34 @@ struct ServerTests {
         #expect(try await connection.send(request(7)).body == Array("body-7".utf8))
     }
 
+    @Test("a request carries the kernel's receive time, not the time the server's thread got to it")
+    func arrivalIsTheKernelsReceiveTime() async throws {
+        @Sendable func wallClockNanoseconds() -> UInt64 {
+            var now = timespec()
+            clock_gettime(CLOCK_REALTIME, &now)
+            return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+        }
+        let seen = Locked<[String: (arrival: UInt64?, handled: UInt64)]>([:])
+        let server = try makeServer(ClosureHandler { request, responder in
+            // Hold the I/O thread on the first request, as a busy server would be held.
+            if request.path.hasSuffix("/0") { usleep(300_000) }
+            seen.withLock { $0[request.path] = (request.arrivalNanoseconds, wallClockNanoseconds()) }
+            responder.respond(status: 200)
+        })
+        defer { server.shutdown() }
+        let client = try HTTP2Client()
+        defer { client.shutdown() }
+        let connection = try await client.connect(host: "127.0.0.1", port: server.port, configuration: try clientConfiguration())
+        let sent = wallClockNanoseconds()
+        async let first = connection.send(request(0))
+        async let second = connection.send(request(1))
+        _ = try await (first, second)
+        let held = try #require(seen.withLock { $0["/3/device/1"] })
+        let arrival = try #require(held.arrival)
+        #expect(arrival >= sent)
+        #expect(held.handled - arrival >= 250_000_000, "the arrival time was taken when the thread got to the request")
+    }
+
     @Test("unusable certificate material is reported as a typed error")
     func badMaterial() throws {
         let certificates = try TestCertificates.get()
