@@ -19,9 +19,9 @@ swift test --skip-build --filter ReliabilityTests
 
 echo "== pgpush bench --quick --check: the benchmark runs and its figures are consistent ==" >&2
 # A smoke test, never a speed judgement: every row accounted for, no duplicate without
-# faults, no window over the cap. Ten connections instead of fifty for the capped run: the
-# debug build on two shared cores is the CI machine's limit, not the limiter's.
-.build/debug/pgpush bench --quick --check --capped-connections 1,10 > /dev/null
+# faults, no window over the cap. One connection for the capped run: with more, the
+# simulator on two shared cores counts its own delays (BENCHMARKS.md, "Capped").
+.build/debug/pgpush bench --quick --check --capped-connections 1 > /dev/null
 
 echo "== AddressSanitizer: transport, queue, worker and core tests ==" >&2
 # Leak reports come from Foundation and libcurl internals in the test runner, not from

@@ -20,7 +20,7 @@ struct ConnectionRate: Sendable {
 
     static let window: Duration = .milliseconds(1004)
     /// How far behind its schedule a connection may catch up, in intervals.
-    static let catchUp = 2
+    static let catchUp = 6
 
     private var perWindow: SlidingWindowRateLimit<Instant>
     private var interval: Duration?
