@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fuzzes every input pgpush takes from outside with libFuzzer (see Fuzz/README.md).
 #   deploy/local/fuzz.sh              # 30 s per target (what CI runs)
-#   deploy/local/fuzz.sh 3600         # an hour per target (the long run)
+#   deploy/local/fuzz.sh 900          # the long run: 15 minutes per target, an hour in all
 # A crash leaves its input in Fuzz/crashes/ and exits non-zero; add the input to
 # Fuzz/corpus/<target>/ once fixed, so the regression tests replay it forever.
 set -euo pipefail
