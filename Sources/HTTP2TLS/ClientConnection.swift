@@ -214,9 +214,12 @@ final class ClientConnection {
         needsSubmit = false
         guard case .open = phase, let session, goAway == nil, !drainingLocally else { return }
         let limit = streamLimit
-        let now = MonotonicClock.now()
         rateTimer = nil
         while queueHead < queue.count && streams.count < limit {
+            // Read per request: one instant for a whole batch would record its later
+            // requests a little early, and the window could then let a 101st through
+            // microseconds before its second was up.
+            let now = MonotonicClock.now()
             if let window = submitWindow {
                 let allowed = window.nextAllowed(now: now)
                 if allowed > now {
