@@ -53,14 +53,16 @@ let package = Package(
         .executableTarget(name: "pgpush-fuzz", dependencies: ["PGPushFuzzTargets"]),
 
         // Shared by the test targets: the throwaway PostgreSQL cluster and fresh databases.
-        .target(name: "PGPushTestSupport", dependencies: ["Postgres", "EmbeddedPostgres", "PushQueue"]),
+        .target(name: "PGPushTestSupport", dependencies: ["Postgres", "EmbeddedPostgres", "PushQueue", "CShims"]),
 
         // Tests mirror the modules.
         .testTarget(name: "PGPushCoreTests", dependencies: ["PGPushCore"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "EmbeddedPostgres", "PGPushTestSupport"]),
         .testTarget(name: "PushQueueTests", dependencies: ["PushQueue", "Postgres", "PGPushTestSupport", "PGPushCore"]),
-        .testTarget(name: "HTTP2TLSTests", dependencies: ["HTTP2TLS", "Locking"]),
-        .testTarget(name: "APNsClientTests", dependencies: ["APNsClient", "APNsSimulator", "HTTP2TLS", "PGPushCore", "Locking"]),
+        .testTarget(name: "HTTP2TLSTests", dependencies: ["HTTP2TLS", "Locking", "PGPushTestSupport"]),
+        .testTarget(name: "APNsClientTests", dependencies: [
+            "APNsClient", "APNsSimulator", "HTTP2TLS", "PGPushCore", "Locking", "PGPushTestSupport",
+        ]),
         .testTarget(name: "PushWorkerTests", dependencies: [
             "PushWorker", "PushQueue", "PGPushCore", "PGPushTestSupport", "Postgres", "APNsSimulator", "APNsClient", "HTTP2TLS",
             "Locking",

@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include "cshims.h"
+#include <spawn.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <pthread.h>
@@ -23,6 +24,10 @@ int cshims_set_thread_name(const char *name) {
     strncpy(shortName, name, sizeof shortName - 1);
     shortName[sizeof shortName - 1] = 0;
     return pthread_setname_np(pthread_self(), shortName);
+}
+
+int cshims_spawn_actions_add_chdir(posix_spawn_file_actions_t *actions, const char *path) {
+    return posix_spawn_file_actions_addchdir_np(actions, path);
 }
 
 void cshims_line_buffer_stdout(void) {

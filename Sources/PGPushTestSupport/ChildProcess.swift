@@ -1,3 +1,4 @@
+import CShims
 import Foundation
 
 /// A process started by a test (the `pgpush` binary, a server), with its
@@ -34,6 +35,33 @@ public final class ChildProcess: @unchecked Sendable {
         let result = posix_spawn(&pid, executable, &actions, nil, argv, envp)
         guard result == 0 else { throw ChildProcessError("could not start \(executable): errno \(result)") }
         self.pid = pid
+    }
+
+    /// Runs a short tool (openssl, say) to completion; returns its exit code and its
+    /// stdout and stderr together. The output goes to a file, not a pipe: a test that
+    /// spawns a process at the same moment may inherit a pipe's write end, and a read
+    /// waiting for end of file would then wait as long as that process lives.
+    public static func runToCompletion(_ executable: String, _ arguments: [String],
+                                       in directory: String? = nil) throws -> (status: Int32, output: String) {
+        let outputPath = FileManager.default.temporaryDirectory.appendingPathComponent("pgpush-tool-\(UUID()).log").path
+        defer { try? FileManager.default.removeItem(atPath: outputPath) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        if let directory { cshims_spawn_actions_add_chdir(&actions, directory) }
+        let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
+        let envp: [UnsafeMutablePointer<CChar>?] = ProcessInfo.processInfo.environment.map { strdup("\($0)=\($1)") } + [nil]
+        defer { (argv + envp).forEach { free($0) } }
+        var pid: pid_t = 0
+        let result = posix_spawn(&pid, executable, &actions, nil, argv, envp)
+        guard result == 0 else { throw ChildProcessError("could not start \(executable): errno \(result)") }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        let code = status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+        return (code, (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "")
     }
 
     deinit {

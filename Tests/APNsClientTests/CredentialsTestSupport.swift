@@ -1,4 +1,5 @@
 import Foundation
+import PGPushTestSupport
 import Locking
 
 /// A directory under the system temporary directory, removed when the test ends.
@@ -35,18 +36,8 @@ enum OpenSSLTool {
     }
 
     static func run(_ arguments: [String], in directory: String) throws -> Result {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        process.arguments = arguments
-        process.currentDirectoryURL = URL(fileURLWithPath: directory)
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Result(status: process.terminationStatus, output: String(decoding: data, as: UTF8.self))
+        let (status, output) = try ChildProcess.runToCompletion("/usr/bin/openssl", arguments, in: directory)
+        return Result(status: status, output: output)
     }
 
     struct Failure: Error, CustomStringConvertible {

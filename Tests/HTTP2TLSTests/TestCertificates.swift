@@ -1,4 +1,5 @@
 import Foundation
+import PGPushTestSupport
 import Glibc
 
 /// Certificates made with the `openssl` CLI once per test run, in a temporary directory:
@@ -66,19 +67,8 @@ enum Tool {
     @discardableResult
     static func run(_ name: String, _ arguments: [String], in directory: String? = nil) throws -> String {
         guard let executable = path(name) else { throw TestSetupError(message: "\(name) not found") }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        let text = String(decoding: data, as: UTF8.self)
-        guard process.terminationStatus == 0 else {
+        let (status, text) = try ChildProcess.runToCompletion(executable, arguments, in: directory)
+        guard status == 0 else {
             throw TestSetupError(message: "\(name) \(arguments.joined(separator: " ")) failed: \(text)")
         }
         return text

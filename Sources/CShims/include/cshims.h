@@ -1,5 +1,6 @@
 #ifndef PGPUSH_CSHIMS_H
 #define PGPUSH_CSHIMS_H
+#include <spawn.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -8,6 +9,8 @@ int cshims_eventfd(unsigned int initval, int nonblocking);
 int cshims_accept4_nonblocking(int fd);
 int cshims_set_thread_name(const char *name);
 void cshims_line_buffer_stdout(void);
+// posix_spawn_file_actions_addchdir_np, which Swift's Glibc module leaves out.
+int cshims_spawn_actions_add_chdir(posix_spawn_file_actions_t *actions, const char *path);
 
 // OpenSSL's error queue as one line of text (ERR_print_errors_cb is callback-based and
 // BIO_printf variadic). Returns the number of bytes written, without the terminator.
