@@ -20,21 +20,7 @@ public final class ChildProcess: @unchecked Sendable {
 
     public init(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws {
         outputPath = FileManager.default.temporaryDirectory.appendingPathComponent("pgpush-child-\(UUID()).log").path
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        var merged = ProcessInfo.processInfo.environment
-        for (key, value) in environment { merged[key] = value }
-        let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
-        let envp: [UnsafeMutablePointer<CChar>?] = merged.map { strdup("\($0)=\($1)") } + [nil]
-        defer { (argv + envp).forEach { free($0) } }
-        var pid: pid_t = 0
-        let result = posix_spawn(&pid, executable, &actions, nil, argv, envp)
-        guard result == 0 else { throw ChildProcessError("could not start \(executable): errno \(result)") }
-        self.pid = pid
+        pid = try Self.spawn(executable, arguments, environment: environment, outputPath: outputPath)
     }
 
     /// Runs a short tool (openssl, say) to completion; returns its exit code and its
@@ -45,6 +31,15 @@ public final class ChildProcess: @unchecked Sendable {
                                        in directory: String? = nil) throws -> (status: Int32, output: String) {
         let outputPath = FileManager.default.temporaryDirectory.appendingPathComponent("pgpush-tool-\(UUID()).log").path
         defer { try? FileManager.default.removeItem(atPath: outputPath) }
+        let pid = try spawn(executable, arguments, environment: [:], outputPath: outputPath, directory: directory)
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        return (exitCode(status), (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "")
+    }
+
+    /// Starts `executable` with stdin from /dev/null and stdout and stderr into `outputPath`.
+    private static func spawn(_ executable: String, _ arguments: [String], environment: [String: String],
+                              outputPath: String, directory: String? = nil) throws -> pid_t {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -52,16 +47,19 @@ public final class ChildProcess: @unchecked Sendable {
         posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
         if let directory { cshims_spawn_actions_add_chdir(&actions, directory) }
+        let merged = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
-        let envp: [UnsafeMutablePointer<CChar>?] = ProcessInfo.processInfo.environment.map { strdup("\($0)=\($1)") } + [nil]
+        let envp: [UnsafeMutablePointer<CChar>?] = merged.map { strdup("\($0)=\($1)") } + [nil]
         defer { (argv + envp).forEach { free($0) } }
         var pid: pid_t = 0
         let result = posix_spawn(&pid, executable, &actions, nil, argv, envp)
         guard result == 0 else { throw ChildProcessError("could not start \(executable): errno \(result)") }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        let code = status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
-        return (code, (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "")
+        return pid
+    }
+
+    /// The exit code from a wait status, 128 + the signal for a process that was killed.
+    private static func exitCode(_ status: Int32) -> Int32 {
+        status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
     }
 
     deinit {
@@ -80,7 +78,7 @@ public final class ChildProcess: @unchecked Sendable {
         while ContinuousClock.now < deadline {
             var status: Int32 = 0
             if waitpid(pid, &status, WNOHANG) == pid {
-                let code = status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+                let code = Self.exitCode(status)
                 exitStatus = code
                 return code
             }
