@@ -33,26 +33,16 @@ extension Reliability {
             let database = try PostgresConnection(conninfo: conninfo)
             try Backlog.enqueue(database, count: rows)
 
-            var environment = harness.workerEnvironment(connections: Self.connections, ratePerConnection: Self.ratePerConnection)
-            environment["DATABASE_URL"] = conninfo
-            environment["PGPUSH_LEASE_SECONDS"] = "5"
-            environment["PGPUSH_DRAIN_SECONDS"] = "5"
-            var started = 0
-            func launch() throws -> WorkerProcess {
-                started += 1
-                var variables = environment
-                variables["PGPUSH_WORKER_ID"] = "competing-\(started)"
-                return try WorkerProcess(binary: binary, environment: variables,
-                                         logFile: harness.directory.appendingPathComponent("worker-\(started).log").path)
-            }
-            var workers = try (0..<3).map { _ in try launch() }
+            var launcher = WorkerLauncher(binary: binary, harness: harness, conninfo: conninfo, connections: Self.connections,
+                                          ratePerConnection: Self.ratePerConnection, idPrefix: "competing")
+            var workers = try (0..<3).map { _ in try launcher.launch() }
             var random = SystemRandomNumberGenerator()
             for _ in 0..<rounds {
                 try await Task.sleep(for: .milliseconds(Int.random(in: 800...2000, using: &random)))
                 let victim = Int.random(in: 0..<workers.count, using: &random)
                 workers[victim].kill9()
                 await workers[victim].wait()
-                workers[victim] = try launch()
+                workers[victim] = try launcher.launch()
             }
             let settled = await Backlog.waitUntilSettled(conninfo: conninfo, timeout: .seconds(ReliabilityMode.pick(ci: 90, long: 240)))
             for worker in workers { worker.signal(SIGTERM) }

@@ -28,19 +28,9 @@ extension Reliability {
             let database = try PostgresConnection(conninfo: conninfo)
             try Backlog.enqueue(database, count: rows)
 
-            var environment = harness.workerEnvironment(connections: Self.connections, ratePerConnection: Self.ratePerConnection)
-            environment["DATABASE_URL"] = conninfo
-            environment["PGPUSH_LEASE_SECONDS"] = "5"
-            environment["PGPUSH_DRAIN_SECONDS"] = "5"
-            var started = 0
-            func launch() throws -> WorkerProcess {
-                started += 1
-                var variables = environment
-                variables["PGPUSH_WORKER_ID"] = "killable-\(started)"
-                return try WorkerProcess(binary: binary, environment: variables,
-                                         logFile: harness.directory.appendingPathComponent("worker-\(started).log").path)
-            }
-            var workers = try (0..<workerCount).map { _ in try launch() }
+            var launcher = WorkerLauncher(binary: binary, harness: harness, conninfo: conninfo, connections: Self.connections,
+                                          ratePerConnection: Self.ratePerConnection, idPrefix: "killable")
+            var workers = try (0..<workerCount).map { _ in try launcher.launch() }
             var random = SystemRandomNumberGenerator()
             var kills = 0
             var deliveredAtKill: [Int] = []
@@ -52,7 +42,7 @@ extension Reliability {
                 await workers[victim].wait()
                 kills += 1
                 deliveredAtKill.append(try Backlog.count(database, "status = 'delivered'"))
-                workers[victim] = try launch()
+                workers[victim] = try launcher.launch()
             }
             let settled = await Backlog.waitUntilSettled(conninfo: conninfo, timeout: .seconds(ReliabilityMode.pick(ci: 60, long: 180)))
             for worker in workers { worker.signal(SIGTERM) }

@@ -81,3 +81,33 @@ final class WorkerProcess {
         return text.split(separator: "\n").suffix(lines).joined(separator: "\n")
     }
 }
+
+/// Numbered `pgpush run` processes against one database and one simulator, each with its
+/// own worker id and log file, and a 5 s lease so a killed worker's rows come back soon.
+struct WorkerLauncher {
+    private let binary: String
+    private let environment: [String: String]
+    private let directory: URL
+    private let idPrefix: String
+    private var started = 0
+
+    init(binary: String, harness: SimulatorHarness, conninfo: String, connections: Int, ratePerConnection: Int,
+         idPrefix: String) {
+        var environment = harness.workerEnvironment(connections: connections, ratePerConnection: ratePerConnection)
+        environment["DATABASE_URL"] = conninfo
+        environment["PGPUSH_LEASE_SECONDS"] = "5"
+        environment["PGPUSH_DRAIN_SECONDS"] = "5"
+        self.binary = binary
+        self.environment = environment
+        directory = harness.directory
+        self.idPrefix = idPrefix
+    }
+
+    mutating func launch() throws -> WorkerProcess {
+        started += 1
+        var variables = environment
+        variables["PGPUSH_WORKER_ID"] = "\(idPrefix)-\(started)"
+        return try WorkerProcess(binary: binary, environment: variables,
+                                 logFile: directory.appendingPathComponent("worker-\(started).log").path)
+    }
+}
