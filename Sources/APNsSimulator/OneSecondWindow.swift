@@ -2,7 +2,8 @@
 /// so a report can say "at most N requests in any one second" (SPEC §9).
 public struct OneSecondWindow: Sendable {
     private static let window: UInt64 = 1_000_000_000
-    /// Arrival times (monotonic nanoseconds) within the last second; a ring used as a queue.
+    /// Arrival times in nanoseconds (the kernel's receive time where the socket gives one,
+    /// else a monotonic clock; one clock per connection) within the last second; a ring used as a queue.
     private var arrivals: [UInt64] = []
     private var head = 0
     public private(set) var maximum = 0
