@@ -221,7 +221,8 @@ final class ClientConnection {
             // microseconds before its second was up.
             let now = MonotonicClock.now()
             if let window = submitWindow {
-                let allowed = window.nextAllowed(now: now)
+                // nil: an answer is awaited, and its stream's close submits again.
+                guard let allowed = window.nextAllowed(now: now) else { break }
                 if allowed > now {
                     rateTimer = allowed
                     break
@@ -231,8 +232,7 @@ final class ClientConnection {
             queue[queueHead] = nil
             queueHead += 1
             if let next {
-                submit(next, session: session)
-                submitWindow?.record(now)
+                submit(next, session: session, windowSequence: submitWindow?.record(now))
             }
         }
         if queueHead == queue.count {
@@ -244,7 +244,7 @@ final class ClientConnection {
         }
     }
 
-    private func submit(_ pending: PendingRequest, session: OpaquePointer) {
+    private func submit(_ pending: PendingRequest, session: OpaquePointer, windowSequence: Int?) {
         let request = pending.request
         headerBlock.reset()
         headerBlock.add(":method", request.method)
@@ -264,6 +264,7 @@ final class ClientConnection {
                     : nghttp2_submit_request(session, nil, nameValues, count, nil, nil)
         }
         if streamID < 0 {
+            if let windowSequence { submitWindow?.abandoned(windowSequence, at: MonotonicClock.now()) }
             if streamID == NGHTTP2_ERR_STREAM_ID_NOT_AVAILABLE.rawValue {
                 // 2^31 ids used up: this connection takes nothing more; the pool opens another.
                 resolve(pending, .failure(RequestFailure(.notProcessed, .connectionClosed(.protocolError("stream ids exhausted")))))
@@ -273,7 +274,7 @@ final class ClientConnection {
             }
             return
         }
-        streams[streamID] = ClientStream(pending)
+        streams[streamID] = ClientStream(pending, windowSequence: windowSequence)
     }
 
     func readBody(streamID: Int32, into buffer: UnsafeMutablePointer<UInt8>, length: Int, flags: UnsafeMutablePointer<UInt32>) -> Int {
@@ -286,6 +287,13 @@ final class ClientConnection {
         stream.bodyOffset += count
         if stream.bodyOffset == body.count { flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue }
         return count
+    }
+
+    /// The stream left: the rate window learns the latest the server can have had it.
+    private func settleWindow(_ stream: ClientStream, answered: Bool) {
+        guard let sequence = stream.windowSequence else { return }
+        let now = MonotonicClock.now()
+        if answered { submitWindow?.answered(sequence, at: now) } else { submitWindow?.abandoned(sequence, at: now) }
     }
 
     private func resolve(_ pending: PendingRequest, _ result: Result<HTTP2Response, RequestFailure>) {
@@ -362,6 +370,7 @@ final class ClientConnection {
         // A request whose HEADERS never left (e.g. GOAWAY arrived first) was not processed.
         guard UInt32(frame.pointee.hd.type) == NGHTTP2_HEADERS.rawValue,
               let stream = streams.removeValue(forKey: frame.pointee.hd.stream_id) else { return }
+        settleWindow(stream, answered: false)
         let failure = goAway.map { RequestFailure(.notProcessed, .goAway($0)) }
             ?? RequestFailure(.notProcessed, .connectionClosed(closeReason ?? .closedLocally))
         resolve(stream.pending, .failure(failure))
@@ -371,7 +380,9 @@ final class ClientConnection {
     func streamClosed(streamID: Int32, errorCode: UInt32) {
         guard let stream = streams.removeValue(forKey: streamID) else { return }
         needsSubmit = true
-        if stream.endStreamReceived, errorCode == NGHTTP2_NO_ERROR.rawValue, let status = stream.status {
+        let answered = stream.endStreamReceived && errorCode == NGHTTP2_NO_ERROR.rawValue
+        settleWindow(stream, answered: answered)
+        if answered, let status = stream.status {
             answeredOnce = true
             resolve(stream.pending, .success(HTTP2Response(status: status, headers: stream.headers, body: stream.body, streamID: streamID)))
             return
@@ -507,6 +518,7 @@ final class ClientConnection {
         }
         for streamID in expired {
             guard let stream = streams.removeValue(forKey: streamID) else { continue }
+            settleWindow(stream, answered: false)
             if let session { _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID, NGHTTP2_CANCEL.rawValue) }
             resolve(stream.pending, .failure(RequestFailure(stream.headersSent ? .possiblyProcessed : .notProcessed, .deadlineExceeded)))
         }
@@ -527,6 +539,7 @@ final class ClientConnection {
     func cancel(token: UInt64) {
         if let (streamID, stream) = streams.first(where: { $0.value.pending.token == token }) {
             streams[streamID] = nil
+            settleWindow(stream, answered: false)
             if let session { _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID, NGHTTP2_CANCEL.rawValue) }
             resolve(stream.pending, .failure(RequestFailure(stream.headersSent ? .possiblyProcessed : .notProcessed, .cancelled)))
             needsSubmit = true

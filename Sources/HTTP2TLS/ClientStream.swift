@@ -1,6 +1,8 @@
 /// One submitted request on the I/O thread, collecting its answer.
 final class ClientStream {
     let pending: PendingRequest
+    /// Its place in the connection's `SubmitWindow`, when the connection has a rate cap.
+    let windowSequence: Int?
     var bodyOffset = 0
     var headersSent = false
     var endStreamReceived = false
@@ -8,7 +10,8 @@ final class ClientStream {
     var headers: [HeaderField] = []
     var body: [UInt8] = []
 
-    init(_ pending: PendingRequest) {
+    init(_ pending: PendingRequest, windowSequence: Int?) {
         self.pending = pending
+        self.windowSequence = windowSequence
     }
 }

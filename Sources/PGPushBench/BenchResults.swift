@@ -122,6 +122,8 @@ public struct MachineInfo: Sendable, Codable {
     public var database: String
     /// /proc/loadavg when the run started: other work on the machine skews every figure.
     public var loadAverage: String
+    /// The simulator's nice value, when raised (see `SimulatorProcess.niceness`).
+    public var simulatorNiceness: Int?
 
     public static func current(postgresVersion: String, database: String) -> MachineInfo {
         let cpuinfo = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) ?? ""
@@ -132,7 +134,8 @@ public struct MachineInfo: Sendable, Codable {
         let release = withUnsafeBytes(of: &name.release) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
         return MachineInfo(processors: ProcessInfo.processInfo.activeProcessorCount, cpuModel: model,
                            memoryMB: Int(ProcessInfo.processInfo.physicalMemory / 1_048_576), kernel: release,
-                           postgres: postgresVersion, database: database, loadAverage: loadAverageNow())
+                           postgres: postgresVersion, database: database, loadAverage: loadAverageNow(),
+                           simulatorNiceness: SimulatorProcess.niceness.map(Int.init))
     }
 
     public static func loadAverageNow() -> String {

@@ -12,6 +12,8 @@ extension BenchReport {
         lines.append("pgpush bench — \(machine.processors) CPUs (\(machine.cpuModel)), \(machine.memoryMB) MB, "
                      + "PostgreSQL \(machine.postgres)")
         lines.append("  load average at start \(machine.loadAverage), at end \(loadAverageAtEnd ?? "?") (other work skews figures)")
+        lines.append(machine.simulatorNiceness.map { "  simulator at nice \($0), as if on machines of its own like APNs" }
+                     ?? "  simulator at the worker's priority (not root): it lags when the cores are busy")
         if let database = databaseCeiling {
             row("database ceiling (claim + complete)", String(format: "%.0f rows/s  (%d rows in %.2f s)",
                                                               database.perSecond, database.rows, database.seconds))
