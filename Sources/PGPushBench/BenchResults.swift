@@ -76,6 +76,18 @@ public struct DrainResult: Sendable, Codable {
     public var machineBusyCPUs: Double
 }
 
+extension DrainResult {
+    /// CPU time the whole machine spent per notification while the worker ran: the worker's,
+    /// the simulator's, and the rest's (PostgreSQL, the bench's polls, anything else).
+    public var machineCPUMicrosecondsPerNotification: Double {
+        machineBusyCPUs * seconds * 1e6 / Double(max(finished, 1))
+    }
+
+    public var simulatorCPUMicrosecondsPerNotification: Double {
+        simulatorCPUSeconds * 1e6 / Double(max(finished, 1))
+    }
+}
+
 public struct CappedConnectionResult: Sendable, Codable {
     public var connection: Int
     public var requests: Int
@@ -163,6 +175,9 @@ public struct BenchReport: Sendable, Codable {
     /// 1 / (1/database + 1/transport): the rate if the two ceilings' CPU costs simply add up,
     /// which they do when the worker, the simulator and PostgreSQL share the same cores.
     public var combinedCeiling: Double?
+    /// The uncapped rate if every core were busy at the CPU cost per notification the
+    /// uncapped run measured: the most this machine allows end to end.
+    public var allCoresBusyRate: Double?
     public var capped: [CappedResult] = []
     public var latency: LatencyResult?
     public var faults: DrainResult?

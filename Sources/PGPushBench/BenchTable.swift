@@ -46,6 +46,17 @@ extension BenchReport {
             row("  simulator CPU; machine busy", String(format: "%.1f µs/request; %.2f of %d CPUs",
                                                         uncapped.simulatorCPUSeconds * 1e6 / Double(max(uncapped.simulatorRequests, 1)),
                                                         uncapped.machineBusyCPUs, machine.processors))
+            let whole = uncapped.machineCPUMicrosecondsPerNotification
+            let simulator = uncapped.simulatorCPUMicrosecondsPerNotification
+            let worker = uncapped.workerCPUMicrosecondsPerNotification
+            row("  CPU per notification, whole machine",
+                String(format: "%.1f µs = worker %.1f + simulator %.1f + PostgreSQL and the rest %.1f",
+                       whole, worker, simulator, whole - worker - simulator))
+            if let allBusy = allCoresBusyRate {
+                let lower = [databaseCeiling?.perSecond, transportCeiling?.perSecond].compactMap { $0 }.min()
+                row("  at that cost all \(machine.processors) CPUs allow", String(format: "%.0f/s", allBusy)
+                    + (lower.map { String(format: " (%.1f%% of the lower ceiling)", allBusy / $0 * 100) } ?? ""))
+            }
         }
         for capped in capped {
             row("capped \(capped.cap)/s × \(capped.connections) conn., \(capped.seconds) s",

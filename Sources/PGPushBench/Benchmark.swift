@@ -49,6 +49,8 @@ public final class Benchmark {
             let ceilings = [report.databaseCeiling?.perSecond, report.transportCeiling?.perSecond].compactMap { $0 }
             if let lower = ceilings.min() { report.uncappedRatioOfLowerCeiling = outcome.result.perSecond / lower }
             if ceilings.count == 2 { report.combinedCeiling = 1 / ceilings.map { 1 / $0 }.reduce(0, +) }
+            report.allCoresBusyRate = Double(report.machine.processors) * 1e6
+                / max(outcome.result.machineCPUMicrosecondsPerNotification, 1e-3)
             progress(String(format: "uncapped: %.0f/s (steady %.0f/s), worker %.1f µs CPU/notification, %.1f MB peak",
                             outcome.result.perSecond, outcome.result.steadyPerSecond ?? 0,
                             outcome.result.workerCPUMicrosecondsPerNotification,
