@@ -86,6 +86,7 @@ public final class NotificationQueue {
     @discardableResult
     public func complete(_ outcomes: [Outcome]) throws -> Set<Int64> {
         guard !outcomes.isEmpty else { return [] }
+        if outcomes.allSatisfy(\.isPlainDelivery) { return try completeDeliveries(outcomes) }
         var ids: [Int64] = [], claims: [Int] = [], statuses: [String] = [], httpStatuses: [Int?] = []
         var reasons: [String?] = [], delays: [Double?] = [], refunds: [Int] = [], answered: [Bool] = []
         var recordsError: [Bool] = [], invalidates: [Bool] = [], appleTimestamps: [Double?] = []
@@ -116,6 +117,40 @@ public final class NotificationQueue {
         }
         return written
     }
+
+    /// The common batch, every row accepted with nothing to record beyond it: two arrays
+    /// instead of eleven, and none of the general statement's joins for error rows and
+    /// invalid tokens, which PostgreSQL runs even when they find nothing. It writes what
+    /// `completeSQL` writes for such rows.
+    private func completeDeliveries(_ outcomes: [Outcome]) throws -> Set<Int64> {
+        var ids: [Int64] = [], claims: [Int] = []
+        ids.reserveCapacity(outcomes.count)
+        claims.reserveCapacity(outcomes.count)
+        for outcome in outcomes {
+            ids.append(outcome.id)
+            claims.append(outcome.claimCount)
+        }
+        let result = try connection.query(Self.completeDeliveriesSQL, [workerID, ids, claims])
+        var written = Set<Int64>(minimumCapacity: result.rowCount)
+        for row in 0..<result.rowCount {
+            if let id = result.int64(row, 0) { written.insert(id) }
+        }
+        return written
+    }
+
+    static let completeDeliveriesSQL = """
+        UPDATE pgpush.notifications n SET
+            status       = 'delivered',
+            last_status  = 200,
+            last_reason  = NULL,
+            finished_at  = now(),
+            locked_by    = NULL,
+            locked_until = NULL,
+            updated_at   = now()
+          FROM unnest($2::bigint[], $3::int[]) AS o(id, claim_count)
+         WHERE n.id = o.id AND n.status = 'sending' AND n.locked_by = $1 AND n.claim_count = o.claim_count
+        RETURNING n.id
+        """
 
     static let completeSQL = """
         WITH outcome AS (

@@ -47,6 +47,12 @@ public struct Outcome: Sendable, Equatable {
         return !counts && httpStatus == nil && reason == nil
     }
 
+    /// Accepted (200) with no reason, no error row and no token to invalidate: the common
+    /// case, which the queue writes with a leaner statement.
+    var isPlainDelivery: Bool {
+        disposition == .delivered && httpStatus == 200 && reason == nil && !recordsError && !invalidatesToken
+    }
+
     public static func delivered(_ row: ClaimedNotification) -> Outcome {
         Outcome(id: row.id, claimCount: row.claimCount, disposition: .delivered, httpStatus: 200)
     }

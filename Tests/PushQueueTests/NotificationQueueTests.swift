@@ -206,6 +206,39 @@ import Testing
         #expect(invalid.int64(0, 2) == Int64(1_700_009_997))
     }
 
+    @Test func aBatchOfDeliveriesWritesWhatTheGeneralStatementWrites() throws {
+        let conninfo = try TestDatabase.migrated()
+        let connection = try PostgresConnection(conninfo: conninfo)
+        _ = try insert(connection, count: 4)
+        let queue = NotificationQueue(connection: connection, workerID: "w1")
+        let claimed = try queue.claim(app: "default", limit: 4, lease: .seconds(60)).claimed
+        #expect(claimed.count == 4)
+        // Deliveries alone take the lean statement; next to a failure, the general one.
+        #expect(try queue.complete([.delivered(claimed[0])]) == [claimed[0].id])
+        let failure = Outcome(id: claimed[2].id, claimCount: claimed[2].claimCount, disposition: .failed,
+                              httpStatus: 400, reason: "BadDeviceToken", recordsError: true)
+        #expect(try queue.complete([.delivered(claimed[1]), failure]) == [claimed[1].id, claimed[2].id])
+        // A lease no longer held (another claim since) is left alone by either.
+        var stale = Outcome.delivered(claimed[3])
+        stale.claimCount += 1
+        #expect(try queue.complete([stale]).isEmpty)
+
+        let columns = """
+            SELECT status, last_status, coalesce(last_reason, '-'), attempts, finished_at IS NOT NULL,
+                   coalesce(locked_by, '-'), locked_until IS NULL, send_after <= now(), updated_at >= created_at
+              FROM pgpush.notifications WHERE id = $1
+            """
+        func row(_ id: Int64) throws -> [String] {
+            let result = try connection.query(columns, [id])
+            return (0..<9).map { result.string(0, $0) ?? "NULL" }
+        }
+        let lean = try row(claimed[0].id)
+        #expect(lean == ["delivered", "200", "-", "1", "t", "-", "t", "t", "t"])
+        #expect(try row(claimed[1].id) == lean)
+        #expect(try row(claimed[3].id).first == "sending")
+        #expect(try connection.query("SELECT count(*) FROM pgpush.delivery_errors").int(0, 0) == 1)
+    }
+
     @Test func renewingKeepsOnlyLeasesStillHeld() throws {
         let conninfo = try TestDatabase.migrated()
         let connection = try PostgresConnection(conninfo: conninfo)
