@@ -106,7 +106,8 @@ final class ClientConnection {
             }
             return
         }
-        guard let stream = TLSStream(descriptor: descriptor, context: configuration.tls.context, isServer: false, counter: counter) else {
+        guard let stream = TLSStream(descriptor: descriptor, context: configuration.tls.context, isServer: false,
+                                       timesReads: submitWindow != nil, counter: counter) else {
             Glibc.close(descriptor)
             counter.sockets.subtract(1, ordering: .relaxed)
             descriptor = -1
@@ -221,8 +222,8 @@ final class ClientConnection {
             // microseconds before its second was up.
             let now = MonotonicClock.now()
             if let window = submitWindow {
-                // nil: an answer is awaited, and its stream's close submits again.
-                guard let allowed = window.nextAllowed(now: now) else { break }
+                // An answer arriving before then may move it earlier: every stream's close submits again.
+                let allowed = window.nextAllowed(now: now)
                 if allowed > now {
                     rateTimer = allowed
                     break
@@ -292,8 +293,23 @@ final class ClientConnection {
     /// The stream left: the rate window learns the latest the server can have had it.
     private func settleWindow(_ stream: ClientStream, answered: Bool) {
         guard let sequence = stream.windowSequence else { return }
+        // The kernel's receive time of the answer (not when this thread got to it), moved
+        // from the realtime clock it comes in to the monotonic one. Realtime first: if the
+        // thread is held up between the two reads, the arrival comes out later, not earlier.
+        let realNow = MonotonicClock.realtimeNow()
         let now = MonotonicClock.now()
-        if answered { submitWindow?.answered(sequence, at: now) } else { submitWindow?.abandoned(sequence, at: now) }
+        guard answered else { return submitWindow?.abandoned(sequence, at: now) ?? () }
+        var arrival = now
+        if let received = tls?.arrivalNanoseconds, received <= realNow {
+            arrival = now - min(now, realNow - received)
+        }
+        submitWindow?.answered(sequence, at: arrival)
+    }
+
+    /// Requests submitted so far left for the kernel once nothing is left unwritten.
+    private func noteWritten(_ tls: TLSStream) {
+        guard submitWindow != nil, !tls.hasPendingOutput else { return }
+        submitWindow?.wrote(at: MonotonicClock.now())
     }
 
     private func resolve(_ pending: PendingRequest, _ result: Result<HTTP2Response, RequestFailure>) {
@@ -442,6 +458,7 @@ final class ClientConnection {
             closeAfterReadingWhatArrived(reason)
             return
         }
+        noteWritten(tls)
         // Callbacks during mem_send may free stream slots (e.g. HEADERS not sent).
         if needsSubmit && queueHead < queue.count {
             submitQueued()
@@ -449,6 +466,7 @@ final class ClientConnection {
                 closeAfterReadingWhatArrived(reason)
                 return
             }
+            noteWritten(tls)
         }
         if HTTP2Wire.isFinished(session: session, tls: tls) {
             close(goAway.map { .goAway($0) } ?? .closedLocally)

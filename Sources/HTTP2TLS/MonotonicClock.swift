@@ -9,6 +9,14 @@ enum MonotonicClock {
         return UInt64(time.tv_sec) &* 1_000_000_000 &+ UInt64(time.tv_nsec)
     }
 
+    /// CLOCK_REALTIME, the clock of the kernel's receive timestamps: read next to `now()`
+    /// to place such a timestamp on the monotonic clock.
+    static func realtimeNow() -> UInt64 {
+        var time = timespec()
+        clock_gettime(CLOCK_REALTIME, &time)
+        return UInt64(time.tv_sec) &* 1_000_000_000 &+ UInt64(time.tv_nsec)
+    }
+
     static func nanoseconds(_ duration: Duration) -> UInt64 {
         let (seconds, attoseconds) = duration.components
         if seconds < 0 { return 0 }

@@ -99,7 +99,8 @@ final class ServerDriver: EventLoopDriver {
             if fd < 0 { return }  // EAGAIN, or a transient error such as EMFILE: retried on the next poll.
             environment.liveObjects.sockets.add(1, ordering: .relaxed)
             Socket.setNoDelay(fd)
-            guard let tls = TLSStream(descriptor: fd, context: environment.tls.context, isServer: true, counter: environment.liveObjects) else {
+            guard let tls = TLSStream(descriptor: fd, context: environment.tls.context, isServer: true, timesReads: true,
+                                            counter: environment.liveObjects) else {
                 close(fd)
                 environment.liveObjects.sockets.subtract(1, ordering: .relaxed)
                 continue

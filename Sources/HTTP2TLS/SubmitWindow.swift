@@ -1,38 +1,48 @@
 /// At most `limit` requests in any one-second window as the *server* receives them.
 ///
-/// Counting submissions at the instants this side writes them is not enough: a request
-/// can reach the server later than it was written (the I/O thread preempted between
-/// reading the clock and writing, a receiver that was behind and finds several requests
-/// waiting at once, a retransmission), and a late arrival next to punctual ones makes
-/// more than `limit` in one of the server's seconds. So each request is counted from the
-/// latest instant the server can have received it: when its answer came back, less the
-/// fastest round trip this connection has seen. A round trip is the way out, the server's
-/// work and the way back, so subtracting the fastest one can count a request early by at
-/// most the fastest way out (microseconds on one machine, which the window's extra
-/// millisecond covers), and a distant server's round trip costs no rate. The fastest is
-/// trusted only after a window's worth of answers: the first ones on a new connection
-/// come from a server still busy with handshakes and overstate it. Until its answer is
-/// in, a request holds the window open.
+/// Counting requests when this side submits them is not enough: a request can reach the
+/// server later than that (the I/O thread held up between reading the clock and writing;
+/// a receiver that was behind, whose kernel stamps a buffer of merged, unread segments
+/// with the newest one's time), and a late arrival next to punctual ones a second later
+/// makes more than `limit` in one of the server's seconds. So each request is counted
+/// from the latest instant the server can have received it, as far as this side knows:
+/// - from when its bytes were handed to the kernel, not when it was submitted;
+/// - from its answer's arrival (the kernel's receive time), less the fastest round trip
+///   the connection has seen, when that comes sooner than `lagAllowance` after the
+///   write. A round trip is the way out, the server's work and the way back, so this
+///   errs early by at most the fastest way out: microseconds on one machine, inside the
+///   window's extra 0.2 ms. The fastest is trusted only after a window's worth of
+///   answers: a new connection's first come from a server busy with handshakes.
+/// - otherwise from `lagAllowance` after the write, answered or not. An answer cannot
+///   tell a server that read late from one that answered late, and a late count holds
+///   back a request one window on, and through it the ones after (the pool's pacing,
+///   slower than this window, absorbs such a delay a few ms per window). So a slow
+///   server costs at most that much, and a server that read later than that can still
+///   count one too many (the bench runs the simulator at a raised priority).
 ///
 /// Request `n` goes only when every request up to `n - limit` is counted at least one
-/// window before now. Then any second of the server's holds at most `limit`: if it
-/// holds request `n`, received at or after `n` was written, it cannot hold `n - limit`
-/// or anything before it, all received a window earlier.
+/// window before now: then any second of the server's that holds request `n` (received
+/// after it was submitted) holds nothing from `n - limit` back.
 struct SubmitWindow {
     /// One request's place in the window.
     private struct Entry {
-        var submitted: UInt64
-        /// The latest the server can have received it; `.max` until that is known.
+        /// When its bytes were handed to the kernel (until then, when it was submitted).
+        var written: UInt64
+        /// The latest the server can have received it, as far as known: `.max` until
+        /// written, then at most `written + lagAllowance`.
         var counted: UInt64
     }
 
-    /// A second and a millisecond: see the type's comment.
-    static let window: UInt64 = 1_001_000_000
+    /// A second and 0.2 ms: see the type's comment.
+    static let window: UInt64 = 1_000_200_000
+    static let lagAllowance: UInt64 = 25_000_000
 
     private let limit: Int
     /// The last `limit` submissions; sequence `s` sits at `s % limit`.
     private var entries: [Entry]
     private var nextSequence = 0
+    /// Sequences from here on are submitted but not yet written.
+    private var firstUnwritten = 0
     /// The latest `counted` among requests that left `entries` (all were known by then).
     private var leftLatest: UInt64 = 0
     private var fastestRoundTrip: UInt64 = .max
@@ -44,20 +54,21 @@ struct SubmitWindow {
         entries.reserveCapacity(self.limit)
     }
 
-    /// When the next request may go (`now` or later), or nil while the request `limit`
-    /// submissions back is still unanswered.
-    func nextAllowed(now: UInt64) -> UInt64? {
+    /// When the next request may go (`now` or later). An answer can make it earlier.
+    func nextAllowed(now: UInt64) -> UInt64 {
         guard entries.count == limit else { return now }
-        let oldest = entries[nextSequence % limit]
-        guard oldest.counted != .max else { return nil }
-        return max(now, max(leftLatest, oldest.counted) &+ Self.window)
+        // Not even written a window after it was submitted (a socket that takes nothing):
+        // assume it leaves now, and look again then.
+        let counted = entries[nextSequence % limit].counted
+        let oldest = counted == .max ? now &+ Self.lagAllowance : counted
+        return max(now, max(leftLatest, oldest) &+ Self.window)
     }
 
-    /// A request was written at `instant`; returns its sequence number, for `answered`
-    /// or `abandoned` later.
+    /// A request was submitted at `instant`; returns its sequence number, for `answered`
+    /// or `abandoned` later. `wrote(at:)` says when its bytes left.
     mutating func record(_ instant: UInt64) -> Int {
         let sequence = nextSequence
-        let entry = Entry(submitted: instant, counted: .max)
+        let entry = Entry(written: instant, counted: .max)
         if entries.count < limit {
             entries.append(entry)
         } else {
@@ -68,22 +79,32 @@ struct SubmitWindow {
         return sequence
     }
 
+    /// Everything submitted so far was handed to the kernel by `instant`.
+    mutating func wrote(at instant: UInt64) {
+        for sequence in max(firstUnwritten, nextSequence - entries.count)..<nextSequence {
+            let index = sequence % limit
+            entries[index].written = instant
+            entries[index].counted = min(entries[index].counted, instant &+ Self.lagAllowance)
+        }
+        firstUnwritten = nextSequence
+    }
+
     /// The answer to request `sequence` arrived at `instant`.
     mutating func answered(_ sequence: Int, at instant: UInt64) {
         guard let index = index(of: sequence) else { return }
-        let submitted = entries[index].submitted
-        let roundTrip = instant >= submitted ? instant - submitted : 0
+        let written = entries[index].written
+        let roundTrip = instant >= written ? instant - written : 0
         fastestRoundTrip = min(fastestRoundTrip, roundTrip)
         answers += 1
         let earlier = answers >= limit ? fastestRoundTrip : 0
-        entries[index].counted = max(submitted, instant - earlier)
+        entries[index].counted = min(entries[index].counted, max(written, instant - earlier))
     }
 
     /// Request `sequence` ended at `instant` without an answer (reset, expired, never
-    /// sent): counted from then, the latest it can have been received that is known.
+    /// sent): the server cannot have received it after that.
     mutating func abandoned(_ sequence: Int, at instant: UInt64) {
         guard let index = index(of: sequence) else { return }
-        entries[index].counted = max(entries[index].submitted, instant)
+        entries[index].counted = min(entries[index].counted, max(entries[index].written, instant))
     }
 
     private func index(of sequence: Int) -> Int? {

@@ -19,18 +19,19 @@ final class TLSStream {
     /// the read once the socket is writable, since no further POLLIN may come for it.
     private(set) var readWaitsForWritable = false
     private var isClosed = false
-    /// Servers read through a BIO that keeps the kernel's receive time of what it read
-    /// (`arrivalNanoseconds`); owned here, freed after the SSL session that reads into it.
+    /// With `timesReads`, reads go through a BIO that keeps the kernel's receive time of
+    /// what it read (`arrivalNanoseconds`): the simulator stamps requests with it, a capped
+    /// client its answers. Owned here, freed after the SSL session that reads into it.
     private let receiveClock: UnsafeMutablePointer<cshims_timed_socket>?
 
     /// Takes ownership of `descriptor` (already counted as a live socket) on success.
-    init?(descriptor: Int32, context: OpaquePointer, isServer: Bool, counter: LiveObjectCounter) {
+    init?(descriptor: Int32, context: OpaquePointer, isServer: Bool, timesReads: Bool, counter: LiveObjectCounter) {
         guard let ssl = SSL_new(context) else { return nil }
         guard SSL_set_fd(ssl, descriptor) == 1 else {
             SSL_free(ssl)
             return nil
         }
-        receiveClock = isServer ? Self.timeReads(of: ssl, descriptor: descriptor) : nil
+        receiveClock = timesReads ? Self.timeReads(of: ssl, descriptor: descriptor) : nil
         if isServer { SSL_set_accept_state(ssl) } else { SSL_set_connect_state(ssl) }
         self.descriptor = descriptor
         self.ssl = ssl
@@ -53,8 +54,8 @@ final class TLSStream {
         return clock
     }
 
-    /// When the kernel received the last bytes read (CLOCK_REALTIME nanoseconds); nil for
-    /// clients, or before any time was given.
+    /// When the kernel received the last bytes read (CLOCK_REALTIME nanoseconds); nil
+    /// without `timesReads`, or before any time was given.
     var arrivalNanoseconds: UInt64? {
         guard let clock = receiveClock, clock.pointee.last_arrival_ns > 0 else { return nil }
         return UInt64(clock.pointee.last_arrival_ns)

@@ -61,6 +61,30 @@ struct ConnectionRateTests {
         #expect(starts[ConnectionRate.catchUp + 1] == later.advanced(by: ConnectionRate.window / 100))
     }
 
+    @Test("a restarted schedule has nothing to catch up: after the first answer, even spacing at once")
+    func restartedScheduleBanksNothing() {
+        let origin = ContinuousClock.now
+        var rate = ConnectionRate(limit: 100)
+        rate.record(at: origin)                         // the connection's single first request
+        let answered = origin.advanced(by: .milliseconds(90))
+        rate.restartSchedule(at: answered)
+        var now = answered
+        var starts: [ContinuousClock.Instant] = []
+        for _ in 0..<3 {
+            now = rate.earliestStart(at: now)
+            rate.record(at: now)
+            starts.append(now)
+        }
+        let interval = ConnectionRate.window / 100
+        #expect(starts == [answered, answered.advanced(by: interval), answered.advanced(by: interval * 2)])
+
+        // An answer quicker than one interval keeps the pace: no second start before it.
+        var quick = ConnectionRate(limit: 100)
+        quick.record(at: origin)
+        quick.restartSchedule(at: origin.advanced(by: .milliseconds(1)))
+        #expect(quick.earliestStart(at: origin.advanced(by: .milliseconds(1))) == origin.advanced(by: interval))
+    }
+
     @Test("a lowered limit lowers the window and the pace; unlimited never waits")
     func limits() {
         let origin = ContinuousClock.now

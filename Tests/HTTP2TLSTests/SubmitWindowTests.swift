@@ -4,16 +4,25 @@ import Testing
 private let second: UInt64 = 1_000_000_000
 private let millisecond: UInt64 = 1_000_000
 
+extension SubmitWindow {
+    /// Submitted and written at once.
+    mutating func send(_ instant: UInt64) -> Int {
+        let sequence = record(instant)
+        wrote(at: instant)
+        return sequence
+    }
+}
+
 @Suite("Submit window: at most N requests in any one second the server counts")
 struct SubmitWindowTests {
     @Test("a burst answered at once is spread so no one-second window holds more than the limit")
-    func burstIsSpread() throws {
+    func burstIsSpread() {
         var window = SubmitWindow(limit: 3)
         var now: UInt64 = 10 * second
         var submitted: [UInt64] = []
         for _ in 0..<10 {
-            now = try #require(window.nextAllowed(now: now))
-            let sequence = window.record(now)
+            now = window.nextAllowed(now: now)
+            let sequence = window.send(now)
             window.answered(sequence, at: now)
             submitted.append(now)
         }
@@ -30,64 +39,73 @@ struct SubmitWindowTests {
         for step in 0..<100 {
             let now = UInt64(step) * 10 * millisecond
             #expect(window.nextAllowed(now: now) == now)
-            window.answered(window.record(now), at: now + millisecond)
+            window.answered(window.send(now), at: now + millisecond)
         }
         // The first answer, 1 ms after its request, counts at its arrival.
         #expect(window.nextAllowed(now: 990 * millisecond + 1) == millisecond + SubmitWindow.window)
     }
 
-    @Test("the request a limit back holds the window open until its answer is in")
-    func unansweredHoldsTheWindow() {
+    @Test("a request counts from no later than the lag allowance after submission, answered or not")
+    func unansweredCountsWithinTheAllowance() {
         var window = SubmitWindow(limit: 2)
-        let first = window.record(0)
-        window.answered(window.record(0), at: millisecond)
-        #expect(window.nextAllowed(now: 5 * second) == nil)
-        window.answered(first, at: 5 * second)
-        #expect(window.nextAllowed(now: 5 * second) == 5 * second - millisecond + SubmitWindow.window)
+        let first = window.send(0)
+        window.answered(window.send(0), at: millisecond)
+        #expect(window.nextAllowed(now: 0) == SubmitWindow.lagAllowance + SubmitWindow.window)
+        window.answered(first, at: 5 * second)   // a slow answer costs no more
+        #expect(window.nextAllowed(now: 0) == SubmitWindow.lagAllowance + SubmitWindow.window)
     }
 
-    @Test("a late answer counts from its arrival less the fastest round trip")
-    func lateAnswerCountsLate() {
+    @Test("a request counts from when its bytes were written, not from when it was submitted")
+    func countsFromTheWrite() {
         var window = SubmitWindow(limit: 1)
-        window.answered(window.record(0), at: 2 * millisecond)          // fastest round trip: 2 ms
+        let sequence = window.record(0)
+        window.wrote(at: 3 * millisecond)                                 // the I/O thread was held up
+        window.answered(sequence, at: 3 * millisecond)
+        #expect(window.nextAllowed(now: 0) == 3 * millisecond + SubmitWindow.window)
+    }
+
+    @Test("an answer counts from its arrival less the fastest round trip")
+    func answerCountsFromArrival() {
+        var window = SubmitWindow(limit: 1)
+        window.answered(window.send(0), at: 2 * millisecond)          // fastest round trip: 2 ms
         #expect(window.nextAllowed(now: 0) == SubmitWindow.window)       // counted at 0
-        window.answered(window.record(SubmitWindow.window), at: SubmitWindow.window + 50 * millisecond)
-        #expect(window.nextAllowed(now: 0) == SubmitWindow.window + 48 * millisecond + SubmitWindow.window)
+        window.answered(window.send(SubmitWindow.window), at: SubmitWindow.window + 7 * millisecond)
+        #expect(window.nextAllowed(now: 0) == SubmitWindow.window + 5 * millisecond + SubmitWindow.window)
     }
 
     @Test("until a window's worth of answers came, a request counts from its answer's arrival")
     func firstAnswersCountAtArrival() {
         var window = SubmitWindow(limit: 2)
-        window.answered(window.record(0), at: 40 * millisecond)   // a new connection's slow first answer
-        window.answered(window.record(0), at: 41 * millisecond)   // second answer: the fastest, 40 ms, is trusted now
-        #expect(window.nextAllowed(now: 0) == 40 * millisecond + SubmitWindow.window)
-        let third = SubmitWindow.window + 40 * millisecond
-        window.answered(window.record(third), at: third + 45 * millisecond)    // counted 40 ms before its answer
-        _ = window.record(2 * SubmitWindow.window + 40 * millisecond)
-        #expect(window.nextAllowed(now: 0) == third + 5 * millisecond + SubmitWindow.window)
+        window.answered(window.send(0), at: 8 * millisecond)   // a new connection's slow first answer
+        window.answered(window.send(0), at: 9 * millisecond)   // second answer: the fastest, 8 ms, is trusted now
+        #expect(window.nextAllowed(now: 0) == 8 * millisecond + SubmitWindow.window)
+        let third = SubmitWindow.window + 8 * millisecond
+        window.answered(window.send(third), at: third + 9 * millisecond)    // counted 8 ms before its answer
+        _ = window.send(third)
+        #expect(window.nextAllowed(now: 0) == third + millisecond + SubmitWindow.window)
     }
 
     @Test("an earlier request answered after later ones still counts: the window takes the latest")
     func answersOutOfOrder() {
         var window = SubmitWindow(limit: 2)
-        let first = window.record(0)
-        window.answered(window.record(0), at: millisecond)
-        window.answered(first, at: 300 * millisecond)
-        let third = 299 * millisecond + SubmitWindow.window
+        let first = window.send(0)
+        window.answered(window.send(0), at: millisecond)
+        window.answered(first, at: 6 * millisecond)              // counted at 5 ms
+        let third = 5 * millisecond + SubmitWindow.window
         #expect(window.nextAllowed(now: 0) == third)
-        window.answered(window.record(third), at: third)
-        // The oldest left is the second (counted at 0), but the first, gone, counted later.
+        window.answered(window.send(0), at: 0)
+        // The oldest left is the second (counted at 1 ms), but the first, gone, counted later.
         #expect(window.nextAllowed(now: 0) == third)
     }
 
     @Test("a request that ends without an answer counts from when it ended")
     func abandonedCountsFromItsEnd() {
         var window = SubmitWindow(limit: 1)
-        window.abandoned(window.record(0), at: 30 * millisecond)
-        #expect(window.nextAllowed(now: 0) == 30 * millisecond + SubmitWindow.window)
+        window.abandoned(window.send(0), at: 4 * millisecond)
+        #expect(window.nextAllowed(now: 0) == 4 * millisecond + SubmitWindow.window)
     }
 
-    /// A sender that always has requests ready, and a receiver that stops reading for 50 ms
+    /// A sender that always has requests ready, and a receiver that stops reading for 8 ms
     /// every 370 ms: what the sender writes meanwhile waits in the receiver's socket and is
     /// stamped when read, all at the stall's end, the way the simulator's kernel stamps a
     /// coalesced buffer. Counted at the sender's instants such a clump sits closer than a
@@ -98,7 +116,7 @@ struct SubmitWindowTests {
         func received(writtenAt instant: UInt64) -> UInt64 {
             let phase = instant % (370 * millisecond)
             let stall = 300 * millisecond
-            return phase >= stall && phase < stall + 50 * millisecond ? instant - phase + stall + 50 * millisecond : instant
+            return phase >= stall && phase < stall + 8 * millisecond ? instant - phase + stall + 8 * millisecond : instant
         }
         var window = SubmitWindow(limit: limit)
         var answers: [(at: UInt64, sequence: Int)] = []
@@ -110,17 +128,14 @@ struct SubmitWindowTests {
                 window.answered(next.sequence, at: next.at)
                 answers.removeFirst()
             }
-            guard let allowed = window.nextAllowed(now: now) else {
-                now = try #require(answers.first).at
-                continue
-            }
+            let allowed = window.nextAllowed(now: now)
             if allowed > now {
-                now = allowed
+                now = min(allowed, answers.first?.at ?? allowed)   // an answer may allow it sooner
                 continue
             }
             let receipt = received(writtenAt: now)
             receipts.append(receipt)
-            answers.append((receipt + 200_000, window.record(now)))
+            answers.append((receipt + 200_000, window.send(now)))
             now += 3 * millisecond
         }
         receipts.sort()

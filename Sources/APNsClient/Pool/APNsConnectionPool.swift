@@ -256,8 +256,12 @@ final class APNsConnectionPool: Sendable {
                 let firstAnswer = answer != nil && !state.slots[lease.slot].answeredSinceConnect
                 if answer != nil { state.slots[lease.slot].answeredSinceConnect = true }
                 state.generation += 1
-                // The first answer of a token connection opens it to many streams.
+                // The first answer of a token connection opens it to many streams. The even
+                // schedule starts afresh from here: the wait for this answer is no backlog
+                // to catch up on, and a catch-up clump now would recur every second at
+                // the transport's window.
                 if firstAnswer && oneStreamUntilFirstAnswer {
+                    state.slots[lease.slot].rate.restartSchedule(at: now)
                     freed = Self.takeWaiters(&state)
                 } else if let waiter = Self.takeLongestWaiter(&state) {
                     freed = [waiter]

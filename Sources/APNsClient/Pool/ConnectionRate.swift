@@ -12,9 +12,11 @@
 /// schedule was, not from when the start happened, so starts that were a little late (a
 /// sleeper woken late, a busy loop) are made up by the next ones, up to `catchUp`
 /// intervals behind; the rate does not sag with every delay. Starts never run ahead of
-/// the schedule, so a backlog leaves evenly spaced. The second-window stays
-/// the hard cap. Both use a window a little longer than a second (`window`), for the
-/// jitter that remains; 1.004 s still sustains 99.6% of the cap (SPEC §9 asks for 99%).
+/// the schedule, so a backlog leaves evenly spaced. The hard cap, as the server counts,
+/// is the transport's `SubmitWindow` (1.0002 s); this pacer's window is longer, 1.004 s
+/// (99.6% of the cap; SPEC §9 asks for 99%), so that a request the transport held back
+/// (it counts a request late when its answer is late) and the ones a window after it
+/// get back onto the schedule by about 4 ms a window instead of carrying the delay on.
 struct ConnectionRate: Sendable {
     typealias Instant = ContinuousClock.Instant
 
@@ -47,6 +49,12 @@ struct ConnectionRate: Sendable {
         // On from the schedule, or from `catchUp` intervals ago when further behind (after an
         // idle spell), so that idleness banks at most that many starts.
         scheduled = max(scheduled ?? now, now - interval * Self.catchUp) + interval
+    }
+
+    /// Forgets how far behind the schedule is, keeping its pace: a schedule already
+    /// behind `now` moves up to it, so nothing is banked to catch up.
+    mutating func restartSchedule(at now: Instant) {
+        if let due = scheduled, due < now { scheduled = now }
     }
 
     mutating func setLimit(_ limit: Int) {
