@@ -51,7 +51,7 @@ struct ConnectionRateTests {
         let later = origin.advanced(by: .seconds(5))
         var starts: [ContinuousClock.Instant] = []
         var now = later
-        for _ in 0..<10 {
+        for _ in 0..<(ConnectionRate.catchUp + 4) {
             now = rate.earliestStart(at: now)
             rate.record(at: now)
             starts.append(now)

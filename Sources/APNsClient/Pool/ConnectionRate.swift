@@ -21,8 +21,9 @@ struct ConnectionRate: Sendable {
     typealias Instant = ContinuousClock.Instant
 
     static let window: Duration = .milliseconds(1004)
-    /// How far behind its schedule a connection may catch up, in intervals.
-    static let catchUp = 6
+    /// How far behind its schedule a connection may catch up, in intervals: 120 ms at the
+    /// default cap, the length of the longer stalls seen on a busy two-core machine.
+    static let catchUp = 12
 
     private var perWindow: SlidingWindowRateLimit<Instant>
     private var interval: Duration?
