@@ -57,11 +57,14 @@ struct SubmitWindow {
     /// When the next request may go (`now` or later). An answer can make it earlier.
     func nextAllowed(now: UInt64) -> UInt64 {
         guard entries.count == limit else { return now }
-        // Not even written a window after it was submitted (a socket that takes nothing):
-        // assume it leaves now, and look again then.
-        let counted = entries[nextSequence % limit].counted
-        let oldest = counted == .max ? now &+ Self.lagAllowance : counted
+        let oldest = Self.latest(entries[nextSequence % limit], now: now)
         return max(now, max(leftLatest, oldest) &+ Self.window)
+    }
+
+    /// The latest an entry can be received. One not even written a window after it was
+    /// submitted (a socket that takes nothing) may leave any moment: counted as if now.
+    private static func latest(_ entry: Entry, now: UInt64) -> UInt64 {
+        entry.counted == .max ? now &+ lagAllowance : entry.counted
     }
 
     /// A request was submitted at `instant`; returns its sequence number, for `answered`
@@ -72,7 +75,7 @@ struct SubmitWindow {
         if entries.count < limit {
             entries.append(entry)
         } else {
-            leftLatest = max(leftLatest, entries[sequence % limit].counted)
+            leftLatest = max(leftLatest, Self.latest(entries[sequence % limit], now: instant))
             entries[sequence % limit] = entry
         }
         nextSequence += 1
@@ -96,7 +99,7 @@ struct SubmitWindow {
         let roundTrip = instant >= written ? instant - written : 0
         fastestRoundTrip = min(fastestRoundTrip, roundTrip)
         answers += 1
-        let earlier = answers >= limit ? fastestRoundTrip : 0
+        let earlier = answers >= limit ? min(fastestRoundTrip, instant) : 0
         entries[index].counted = min(entries[index].counted, max(written, instant - earlier))
     }
 

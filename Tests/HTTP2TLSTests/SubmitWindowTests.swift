@@ -64,6 +64,17 @@ struct SubmitWindowTests {
         #expect(window.nextAllowed(now: 0) == 3 * millisecond + SubmitWindow.window)
     }
 
+    @Test("a request not yet written counts as leaving now, also once it left the window's memory")
+    func unwrittenCountsAsNow() {
+        var window = SubmitWindow(limit: 1)
+        _ = window.record(0)                                          // the socket takes nothing
+        #expect(window.nextAllowed(now: 0) == SubmitWindow.lagAllowance + SubmitWindow.window)
+        let later = 2 * second
+        _ = window.record(later)                                      // the first leaves the ring unwritten
+        window.wrote(at: later)
+        #expect(window.nextAllowed(now: later) == later + SubmitWindow.lagAllowance + SubmitWindow.window)
+    }
+
     @Test("an answer counts from its arrival less the fastest round trip")
     func answerCountsFromArrival() {
         var window = SubmitWindow(limit: 1)
