@@ -24,13 +24,14 @@ let package = Package(
 
         // A lock that ThreadSanitizer understands (see Locked.swift).
         .target(name: "Locking"),
+        .target(name: "Spawn", dependencies: ["CShims"]),
 
         // C-library wrappers.
         .target(name: "Postgres", dependencies: ["CLibPQ", "CShims"]),
         .target(name: "HTTP2TLS", dependencies: ["CNGHTTP2", "COpenSSL", "CShims", "Locking"]),
 
         // I/O layers.
-        .target(name: "EmbeddedPostgres", dependencies: ["Postgres"]),
+        .target(name: "EmbeddedPostgres", dependencies: ["Postgres", "Spawn"]),
         .target(name: "APNsClient", dependencies: ["PGPushCore", "HTTP2TLS", "Locking"]),
         .target(name: "PushQueue", dependencies: ["PGPushCore", "Postgres"]),
         .target(name: "APNsSimulator", dependencies: ["PGPushCore", "HTTP2TLS", "Locking"]),
@@ -42,6 +43,7 @@ let package = Package(
         // `pgpush bench`: scenarios and measurement, run against separate simulator and worker processes.
         .target(name: "PGPushBench", dependencies: [
             "PGPushCore", "Postgres", "EmbeddedPostgres", "PushQueue", "APNsClient", "APNsSimulator", "PushWorker", "HTTP2TLS", "Locking",
+            "Spawn",
         ]),
         .executableTarget(name: "pgpush", dependencies: [
             "PGPushCore", "Postgres", "EmbeddedPostgres", "PushQueue", "APNsClient", "APNsSimulator", "PushWorker",
@@ -53,7 +55,7 @@ let package = Package(
         .executableTarget(name: "pgpush-fuzz", dependencies: ["PGPushFuzzTargets"]),
 
         // Shared by the test targets: the throwaway PostgreSQL cluster and fresh databases.
-        .target(name: "PGPushTestSupport", dependencies: ["Postgres", "EmbeddedPostgres", "PushQueue", "CShims"]),
+        .target(name: "PGPushTestSupport", dependencies: ["Postgres", "EmbeddedPostgres", "PushQueue", "Spawn"]),
 
         // Tests mirror the modules.
         .testTarget(name: "PGPushCoreTests", dependencies: ["PGPushCore"]),

@@ -1,5 +1,6 @@
 import Foundation
 import Postgres
+import Spawn
 
 /// A throwaway PostgreSQL cluster in a temporary folder, for tests and `pgpush demo`.
 ///
@@ -147,21 +148,14 @@ public final class EmbeddedPostgres: Sendable {
         }
     }
 
-    /// posix_spawn with stdin from /dev/null and stdout+stderr appended to `output`.
-    /// (Foundation's Process was seen to hang in waitUntilExit here; plain waitpid does not.)
+    /// Starts `executable` with this process's environment, stdin from /dev/null and
+    /// stdout + stderr appended to `output`.
     private static func spawn(_ executable: String, _ arguments: [String], output: String) throws -> pid_t {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_APPEND, 0o666)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        var pid: pid_t = 0
-        let result = posix_spawn(&pid, executable, &actions, nil, argv, environ)
-        guard result == 0 else { throw EmbeddedPostgresError("could not start \(executable): errno \(result)") }
-        return pid
+        do {
+            return try Spawn.start(executable, arguments, environment: nil, output: output, mode: .append, permissions: 0o666)
+        } catch {
+            throw EmbeddedPostgresError(error.description)
+        }
     }
 
     /// A shell loop that outlives us only long enough to clean up after us.

@@ -1,4 +1,5 @@
 import Foundation
+import Spawn
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -23,25 +24,15 @@ public final class ChildProcess: Sendable {
         self.outputPath = outputPath
     }
 
-    /// posix_spawn with stdin from /dev/null and stdout + stderr into `outputPath`.
+    /// Starts `executable` with stdin from /dev/null and stdout + stderr into `outputPath`.
     public static func spawn(_ executable: String, _ arguments: [String], environment: [String: String],
                              outputPath: String) throws(BenchError) -> ChildProcess {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
-        let envp: [UnsafeMutablePointer<CChar>?] = environment.sorted { $0.key < $1.key }.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            argv.forEach { free($0) }
-            envp.forEach { free($0) }
+        do {
+            let pid = try Spawn.start(executable, arguments, environment: environment, output: outputPath, permissions: 0o644)
+            return ChildProcess(pid: pid, outputPath: outputPath)
+        } catch {
+            throw BenchError(error.description)
         }
-        var pid: pid_t = 0
-        let result = posix_spawn(&pid, executable, &actions, nil, argv, envp)
-        guard result == 0 else { throw BenchError("could not start \(executable): errno \(result)") }
-        return ChildProcess(pid: pid, outputPath: outputPath)
     }
 
     public func signal(_ number: Int32) {

@@ -1,9 +1,8 @@
-import CShims
 import Foundation
+import Spawn
 
 /// A process started by a test (the `pgpush` binary, a server), with its
-/// output in a file. posix_spawn and waitpid directly: Foundation's Process
-/// was seen to hang in waitUntilExit on this platform.
+/// output in a file: started through `Spawn`, waited for with waitpid.
 public final class ChildProcess: @unchecked Sendable {
     // @unchecked: `exitStatus` is written once by `wait`, which callers use from one task.
     public let pid: pid_t
@@ -34,32 +33,15 @@ public final class ChildProcess: @unchecked Sendable {
         let pid = try spawn(executable, arguments, environment: [:], outputPath: outputPath, directory: directory)
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        return (exitCode(status), (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "")
+        return (Spawn.exitCode(status), (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "")
     }
 
-    /// Starts `executable` with stdin from /dev/null and stdout and stderr into `outputPath`.
+    /// Starts `executable` with stdin from /dev/null and stdout and stderr into `outputPath`,
+    /// with this process's environment plus `environment`.
     private static func spawn(_ executable: String, _ arguments: [String], environment: [String: String],
                               outputPath: String, directory: String? = nil) throws -> pid_t {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        if let directory { cshims_spawn_actions_add_chdir(&actions, directory) }
         let merged = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
-        let envp: [UnsafeMutablePointer<CChar>?] = merged.map { strdup("\($0)=\($1)") } + [nil]
-        defer { (argv + envp).forEach { free($0) } }
-        var pid: pid_t = 0
-        let result = posix_spawn(&pid, executable, &actions, nil, argv, envp)
-        guard result == 0 else { throw ChildProcessError("could not start \(executable): errno \(result)") }
-        return pid
-    }
-
-    /// The exit code from a wait status, 128 + the signal for a process that was killed.
-    private static func exitCode(_ status: Int32) -> Int32 {
-        status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+        return try Spawn.start(executable, arguments, environment: merged, output: outputPath, directory: directory)
     }
 
     deinit {
@@ -78,7 +60,7 @@ public final class ChildProcess: @unchecked Sendable {
         while ContinuousClock.now < deadline {
             var status: Int32 = 0
             if waitpid(pid, &status, WNOHANG) == pid {
-                let code = Self.exitCode(status)
+                let code = Spawn.exitCode(status)
                 exitStatus = code
                 return code
             }
@@ -96,9 +78,4 @@ public final class ChildProcess: @unchecked Sendable {
         }
         return false
     }
-}
-
-public struct ChildProcessError: Error, CustomStringConvertible {
-    public let description: String
-    public init(_ description: String) { self.description = description }
 }

@@ -1,0 +1,48 @@
+import CShims
+import Glibc
+
+/// Starts child processes the one way this project does: posix_spawn, stdin from
+/// /dev/null, stdout and stderr together into a file, and the caller waits with waitpid.
+/// Foundation's Process was seen to hang in waitUntilExit here, and a pipe's write end
+/// can be inherited by another child spawned at the same moment, so that a read waiting
+/// for end of file waits as long as that child lives; a file has neither problem.
+public enum Spawn {
+    public enum OutputMode: Sendable {
+        case truncate, append
+    }
+
+    /// Starts `executable` and returns its pid. `environment` nil passes this process's
+    /// own; `directory` is where the child starts.
+    public static func start(_ executable: String, _ arguments: [String], environment: [String: String]?,
+                             output: String, mode: OutputMode = .truncate, permissions: mode_t = 0o600,
+                             directory: String? = nil) throws(SpawnError) -> pid_t {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        let flags = O_WRONLY | O_CREAT | (mode == .append ? O_APPEND : O_TRUNC)
+        posix_spawn_file_actions_addopen(&actions, 1, output, flags, permissions)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        if let directory { cshims_spawn_actions_add_chdir(&actions, directory) }
+        let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
+        let envp: [UnsafeMutablePointer<CChar>?]? = environment.map { variables in
+            variables.sorted { $0.key < $1.key }.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        }
+        defer { (argv + (envp ?? [])).forEach { free($0) } }
+        var pid: pid_t = 0
+        let result = envp.map { posix_spawn(&pid, executable, &actions, nil, argv, $0) }
+            ?? posix_spawn(&pid, executable, &actions, nil, argv, environ)
+        guard result == 0 else { throw SpawnError("could not start \(executable): \(String(cString: strerror(result)))") }
+        return pid
+    }
+
+    /// The exit code in a `waitpid` status; 128 + the signal for a process that was killed.
+    public static func exitCode(_ status: Int32) -> Int32 {
+        status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+    }
+}
+
+public struct SpawnError: Error, CustomStringConvertible, Sendable {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}
