@@ -1,3 +1,4 @@
+import PGPushTestSupport
 import APNsClient
 import Foundation
 import HTTP2TLS
@@ -18,10 +19,10 @@ struct ClientTestPKI {
     let authority: SelfSignedAuthority
     let server: IssuedCertificate
     let caFile: String
-    let scratch: CredentialsScratchDirectory
+    let scratch: ScratchDirectory
 
     init() throws {
-        scratch = try CredentialsScratchDirectory()
+        scratch = try ScratchDirectory()
         authority = try SelfSignedAuthority.generate(commonName: "pgpush client test CA")
         server = try authority.issueServerCertificate()
         caFile = try scratch.write(Array(authority.certificatePEM.utf8), to: "ca.pem")

@@ -1,3 +1,4 @@
+import PGPushTestSupport
 import APNsClient
 import Foundation
 import HTTP2TLS
@@ -103,7 +104,7 @@ struct APNsClientConfigurationTests {
 
     @Test("a CA file that is not PEM is refused when the client is made, not at the first send")
     func badCAFile() throws {
-        let scratch = try CredentialsScratchDirectory()
+        let scratch = try ScratchDirectory()
         var configuration = try configuration()
         configuration.extraCAFile = try scratch.write(Array("not a certificate".utf8), to: "ca.pem")
         #expect(throws: APNsClientConfigurationError.self) { try APNsClient(configuration: configuration) }

@@ -1,3 +1,4 @@
+import PGPushTestSupport
 import Foundation
 import HTTP2TLS
 import PGPushCore
@@ -8,7 +9,7 @@ import Testing
 struct ProviderTokenSignerTests {
     @Test("the token has Apple's header and claims, and openssl verifies its signature with the .p8's public key")
     func tokenVerifiesWithOpenSSL() throws {
-        let scratch = try CredentialsScratchDirectory()
+        let scratch = try ScratchDirectory()
         let keyFile = try OpenSSLTool.makeP8(named: "AuthKey_ABC1234567.p8", in: scratch)
         let signer = try ProviderTokenSigner(keyFile: keyFile, keyID: "ABC1234567", teamID: "DEF7654321")
         let token = try signer.sign(issuedAt: Date(timeIntervalSince1970: 1_700_000_000.75))
@@ -29,7 +30,7 @@ struct ProviderTokenSignerTests {
 
     @Test("a tampered token fails the openssl check")
     func tamperedTokenFails() throws {
-        let scratch = try CredentialsScratchDirectory()
+        let scratch = try ScratchDirectory()
         let keyFile = try OpenSSLTool.makeP8(named: "key.p8", in: scratch)
         let signer = try ProviderTokenSigner(keyFile: keyFile, keyID: "ABC1234567", teamID: "DEF7654321")
         let token = try signer.sign(issuedAt: Date(timeIntervalSince1970: 1_700_000_000))
@@ -83,7 +84,7 @@ struct ProviderTokenSignerTests {
 
     @Test("key file problems surface as CredentialError")
     func keyFileErrors() throws {
-        let scratch = try CredentialsScratchDirectory()
+        let scratch = try ScratchDirectory()
         #expect(throws: CredentialError.fileNotFound(path: scratch.file("none.p8"))) {
             try ProviderTokenSigner(keyFile: scratch.file("none.p8"), keyID: "ABC1234567", teamID: "DEF7654321")
         }

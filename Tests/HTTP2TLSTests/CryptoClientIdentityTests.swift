@@ -1,3 +1,4 @@
+import PGPushTestSupport
 import Foundation
 import Testing
 @testable import HTTP2TLS
@@ -6,7 +7,7 @@ import Testing
 struct CryptoClientIdentityTests {
     @Test("a PEM certificate and key load with subject, expiry and topics as openssl reads them")
     func loadsPEMPair() throws {
-        let scratch = try CryptoScratchDirectory()
+        let scratch = try ScratchDirectory()
         try CryptoTestCertificates.authority(in: scratch)
         try CryptoTestCertificates.pushCertificate(
             named: "push", days: 365, topics: [("com.example.app", "app"), ("com.example.app.voip", "voip")],
@@ -30,7 +31,7 @@ struct CryptoClientIdentityTests {
 
     @Test("without Apple's topics extension the subject's UID is the topic")
     func topicFromUserID() throws {
-        let scratch = try CryptoScratchDirectory()
+        let scratch = try ScratchDirectory()
         try CryptoTestCertificates.authority(in: scratch)
         try CryptoTestCertificates.pushCertificate(named: "push", in: scratch)
         let identity = try ClientIdentity.loadPEM(certificatePath: scratch.file("push.pem"), keyPath: scratch.file("push.key"))
@@ -40,7 +41,7 @@ struct CryptoClientIdentityTests {
 
     @Test("a sandbox-only certificate names just the development environment")
     func developmentOnly() throws {
-        let scratch = try CryptoScratchDirectory()
+        let scratch = try ScratchDirectory()
         try CryptoTestCertificates.authority(in: scratch)
         try CryptoTestCertificates.pushCertificate(named: "push", environmentOIDs: ["1.2.840.113635.100.6.3.1"], in: scratch)
         let identity = try ClientIdentity.loadPEM(certificatePath: scratch.file("push.pem"), keyPath: scratch.file("push.key"))
@@ -49,7 +50,7 @@ struct CryptoClientIdentityTests {
 
     @Test("load(path:password:) takes either a PEM file holding certificate and key, or a PKCS#12 file")
     func loadDetectsFormat() throws {
-        let scratch = try CryptoScratchDirectory()
+        let scratch = try ScratchDirectory()
         try CryptoTestCertificates.authority(in: scratch)
         try CryptoTestCertificates.pushCertificate(named: "push", in: scratch)
         try CryptoTestCertificates.pkcs12(named: "push", password: "pw", in: scratch)
@@ -66,7 +67,7 @@ struct CryptoClientIdentityTests {
 
     @Test("a PKCS#12 file without a private key is refused with that reason")
     func pkcs12WithoutKey() throws {
-        let scratch = try CryptoScratchDirectory()
+        let scratch = try ScratchDirectory()
         try CryptoTestCertificates.authority(in: scratch)
         try CryptoTestCertificates.pushCertificate(named: "push", in: scratch)
         try OpenSSLCommand.succeed(["pkcs12", "-export", "-nokeys", "-in", "push.pem", "-passout", "pass:pw", "-out", "certonly.p12"], in: scratch.path)
@@ -78,7 +79,7 @@ struct CryptoClientIdentityTests {
 
     @Test("certificate and key in one PEM file")
     func loadsCombinedPEM() throws {
-        let scratch = try CryptoScratchDirectory()
+        let scratch = try ScratchDirectory()
         try CryptoTestCertificates.authority(in: scratch)
         try CryptoTestCertificates.pushCertificate(named: "push", in: scratch)
         let combined = try scratch.write(try scratch.read("push.pem") + scratch.read("push.key"), to: "combined.pem")
@@ -88,7 +89,7 @@ struct CryptoClientIdentityTests {
 
     @Test("an encrypted PEM key opens with its password; a wrong password is named as such")
     func encryptedPEMKey() throws {
-        let scratch = try CryptoScratchDirectory()
+        let scratch = try ScratchDirectory()
         try CryptoTestCertificates.authority(in: scratch)
         try CryptoTestCertificates.pushCertificate(named: "push", in: scratch)
         try OpenSSLCommand.succeed(["pkey", "-in", "push.key", "-aes256", "-passout", "pass:s3cret", "-out", "encrypted.key"], in: scratch.path)
@@ -118,7 +119,7 @@ struct CryptoClientIdentityTests {
 
     @Test("a PKCS#12 file loads with its password; a wrong or missing password is named as such")
     func loadsPKCS12() throws {
-        let scratch = try CryptoScratchDirectory()
+        let scratch = try ScratchDirectory()
         try CryptoTestCertificates.authority(in: scratch)
         try CryptoTestCertificates.pushCertificate(named: "push", in: scratch)
         try CryptoTestCertificates.pkcs12(named: "push", password: "correct horse", in: scratch)
@@ -136,7 +137,7 @@ struct CryptoClientIdentityTests {
 
     @Test("a PKCS#12 file exported without a password opens with no password")
     func loadsPasswordlessPKCS12() throws {
-        let scratch = try CryptoScratchDirectory()
+        let scratch = try ScratchDirectory()
         try CryptoTestCertificates.authority(in: scratch)
         try CryptoTestCertificates.pushCertificate(named: "push", in: scratch)
         try CryptoTestCertificates.pkcs12(named: "push", password: "", in: scratch)
@@ -147,7 +148,7 @@ struct CryptoClientIdentityTests {
 
     @Test("a legacy (RC2/3DES) PKCS#12 file, as older Keychain exports are, loads too")
     func loadsLegacyPKCS12() throws {
-        let scratch = try CryptoScratchDirectory()
+        let scratch = try ScratchDirectory()
         try CryptoTestCertificates.authority(in: scratch)
         try CryptoTestCertificates.pushCertificate(named: "push", in: scratch)
         try CryptoTestCertificates.pkcs12(named: "push", password: "old", legacy: true, in: scratch)
@@ -159,7 +160,7 @@ struct CryptoClientIdentityTests {
 
     @Test("an expired certificate loads, reports itself expired, and validate refuses it")
     func expiredCertificate() throws {
-        let scratch = try CryptoScratchDirectory()
+        let scratch = try ScratchDirectory()
         try CryptoTestCertificates.backdatedCertificate(named: "old", start: "20200101000000Z", end: "20210101000000Z", in: scratch)
         let identity = try ClientIdentity.loadPEM(certificatePath: scratch.file("old.pem"), keyPath: scratch.file("old.key"))
         let notAfter = Date(timeIntervalSince1970: 1_609_459_200)
@@ -178,7 +179,7 @@ struct CryptoClientIdentityTests {
 
     @Test("a key that belongs to another certificate is refused")
     func mismatchedKey() throws {
-        let scratch = try CryptoScratchDirectory()
+        let scratch = try ScratchDirectory()
         try CryptoTestCertificates.authority(in: scratch)
         try CryptoTestCertificates.pushCertificate(named: "push", in: scratch)
         try CryptoTestCertificates.pushCertificate(named: "other", in: scratch)
@@ -191,7 +192,7 @@ struct CryptoClientIdentityTests {
 
     @Test("missing, unreadable and malformed files are told apart")
     func fileErrors() throws {
-        let scratch = try CryptoScratchDirectory()
+        let scratch = try ScratchDirectory()
         try CryptoTestCertificates.authority(in: scratch)
         try CryptoTestCertificates.pushCertificate(named: "push", in: scratch)
         let missing = scratch.file("absent.p12")

@@ -1,3 +1,4 @@
+import PGPushTestSupport
 import Foundation
 import Testing
 @testable import HTTP2TLS
@@ -6,7 +7,7 @@ import Testing
 struct CryptoES256KeyTests {
     @Test("a signature of an openssl-made .p8 key verifies with openssl dgst; a changed message does not")
     func signatureVerifiesWithOpenSSLCommand() throws {
-        let scratch = try CryptoScratchDirectory()
+        let scratch = try ScratchDirectory()
         let keyPath = try CryptoTestKeys.p8(named: "AuthKey_ABC1234567.p8", in: scratch)
         try OpenSSLCommand.succeed(["pkey", "-in", keyPath, "-pubout", "-out", "public.pem"], in: scratch.path)
 
@@ -30,7 +31,7 @@ struct CryptoES256KeyTests {
 
     @Test("the public key matches openssl's, and verify accepts only the right message and signature")
     func publicKeyVerification() throws {
-        let scratch = try CryptoScratchDirectory()
+        let scratch = try ScratchDirectory()
         let keyPath = try CryptoTestKeys.p8(named: "key.p8", in: scratch)
         let opensslPublic = try OpenSSLCommand.succeed(["pkey", "-in", keyPath, "-pubout"], in: scratch.path)
         let key = try ES256PrivateKey(contentsOfFile: keyPath)
@@ -60,7 +61,7 @@ struct CryptoES256KeyTests {
 
     @Test("a signature made by openssl dgst verifies with ES256PublicKey")
     func verifiesOpenSSLSignature() throws {
-        let scratch = try CryptoScratchDirectory()
+        let scratch = try ScratchDirectory()
         let keyPath = try CryptoTestKeys.p8(named: "key.p8", in: scratch)
         let message = Array("signed by the openssl command".utf8)
         try scratch.write(message, to: "message")
@@ -86,7 +87,7 @@ struct CryptoES256KeyTests {
 
     @Test("a generated key writes PKCS#8 that openssl accepts and that loads back to the same key")
     func generatedKeyRoundTrip() throws {
-        let scratch = try CryptoScratchDirectory()
+        let scratch = try ScratchDirectory()
         let key = try ES256PrivateKey.generate()
         let pem = try key.pkcs8PEM()
         #expect(pem.hasPrefix("-----BEGIN PRIVATE KEY-----"))
@@ -99,7 +100,7 @@ struct CryptoES256KeyTests {
 
     @Test("writePKCS8 makes an owner-only .p8 file, also when replacing a readable one")
     func writesOwnerOnlyFile() throws {
-        let scratch = try CryptoScratchDirectory()
+        let scratch = try ScratchDirectory()
         let path = try scratch.write("old contents that are longer than nothing", to: "demo.p8")
         try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: path)
         let key = try ES256PrivateKey.generate()
@@ -116,7 +117,7 @@ struct CryptoES256KeyTests {
 
     @Test("a SEC1 'EC PRIVATE KEY' P-256 file is accepted too")
     func acceptsSEC1Key() throws {
-        let scratch = try CryptoScratchDirectory()
+        let scratch = try ScratchDirectory()
         try OpenSSLCommand.succeed(["ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", "sec1.pem"], in: scratch.path)
         #expect(try scratch.read("sec1.pem").contains("BEGIN EC PRIVATE KEY"))
         let key = try ES256PrivateKey(contentsOfFile: scratch.file("sec1.pem"))
@@ -125,7 +126,7 @@ struct CryptoES256KeyTests {
 
     @Test("missing, unreadable and non-key files are told apart")
     func fileErrors() throws {
-        let scratch = try CryptoScratchDirectory()
+        let scratch = try ScratchDirectory()
         let missing = scratch.file("absent.p8")
         #expect(throws: CredentialError.fileNotFound(path: missing)) { try ES256PrivateKey(contentsOfFile: missing) }
         #expect(throws: CredentialError.fileUnreadable(path: scratch.path, reason: "it is a directory")) {
@@ -146,7 +147,7 @@ struct CryptoES256KeyTests {
 
     @Test("an RSA key, a P-384 key and an encrypted key are refused with the reason")
     func wrongKinds() throws {
-        let scratch = try CryptoScratchDirectory()
+        let scratch = try ScratchDirectory()
         let rsa = try CryptoTestKeys.rsa(named: "rsa.pem", in: scratch)
         #expect(throws: CredentialError.wrongKeyType(source: rsa, found: "RSA")) { try ES256PrivateKey(contentsOfFile: rsa) }
 
@@ -163,7 +164,7 @@ struct CryptoES256KeyTests {
 
     @Test("descriptions and errors never contain key material")
     func noSecretsInDescriptions() throws {
-        let scratch = try CryptoScratchDirectory()
+        let scratch = try ScratchDirectory()
         let keyPath = try CryptoTestKeys.p8(named: "key.p8", in: scratch)
         let secret = CryptoTestKeys.secretLines(ofPEM: try scratch.read("key.p8"))
         #expect(!secret.isEmpty)

@@ -1,3 +1,4 @@
+import PGPushTestSupport
 import COpenSSL
 import Foundation
 import Testing
@@ -10,7 +11,7 @@ import Testing
 struct CryptoErrorQueueTests {
     @Test("after loading, signing, verifying and failing")
     func queueIsEmptyAfterEveryOperation() throws {
-        let scratch = try CryptoScratchDirectory()
+        let scratch = try ScratchDirectory()
         ERR_clear_error()
         func expectEmptyQueue(_ step: String, sourceLocation: SourceLocation = #_sourceLocation) {
             let code = ERR_peek_error()

@@ -1,3 +1,4 @@
+import PGPushTestSupport
 import Foundation
 import Testing
 @testable import HTTP2TLS
@@ -6,7 +7,7 @@ import Testing
 struct CryptoSelfSignedAuthorityTests {
     @Test("the server certificate verifies against the CA with openssl verify and names localhost, 127.0.0.1 and ::1")
     func serverCertificateVerifies() throws {
-        let scratch = try CryptoScratchDirectory()
+        let scratch = try ScratchDirectory()
         let authority = try SelfSignedAuthority.generate()
         let server = try authority.issueServerCertificate()
         try scratch.write(authority.certificatePEM, to: "ca.pem")
@@ -43,7 +44,7 @@ struct CryptoSelfSignedAuthorityTests {
 
     @Test("custom names go into the certificate; another authority's CA does not verify it")
     func customNamesAndIsolation() throws {
-        let scratch = try CryptoScratchDirectory()
+        let scratch = try ScratchDirectory()
         let authority = try SelfSignedAuthority.generate(commonName: "pgpush demo CA")
         let stranger = try SelfSignedAuthority.generate()
         let server = try authority.issueServerCertificate(
@@ -62,7 +63,7 @@ struct CryptoSelfSignedAuthorityTests {
 
     @Test("a client certificate verifies for client authentication")
     func clientCertificate() throws {
-        let scratch = try CryptoScratchDirectory()
+        let scratch = try ScratchDirectory()
         let authority = try SelfSignedAuthority.generate()
         let client = try authority.issueClientCertificate(commonName: "Apple Push Services: com.example.app")
         try scratch.write(authority.certificatePEM, to: "ca.pem")
@@ -73,7 +74,7 @@ struct CryptoSelfSignedAuthorityTests {
 
     @Test("a validity window in the past gives an expired certificate that openssl rejects")
     func expiredValidity() throws {
-        let scratch = try CryptoScratchDirectory()
+        let scratch = try ScratchDirectory()
         let authority = try SelfSignedAuthority.generate()
         let longAgo = Date(timeIntervalSince1970: 1_600_000_000)
         let server = try authority.issueServerCertificate(validity: CertificateValidity.days(10, from: longAgo))
@@ -90,7 +91,7 @@ struct CryptoSelfSignedAuthorityTests {
 
     @Test("an authority saved as PEM and loaded again still issues verifiable certificates")
     func reloadedAuthority() throws {
-        let scratch = try CryptoScratchDirectory()
+        let scratch = try ScratchDirectory()
         let original = try SelfSignedAuthority.generate()
         let reloaded = SelfSignedAuthority(certificatePEM: original.certificatePEM, privateKeyPEM: original.privateKeyPEM)
         let server = try reloaded.issueServerCertificate()

@@ -1,3 +1,4 @@
+import PGPushTestSupport
 import COpenSSL
 import Foundation
 import Testing
@@ -10,7 +11,7 @@ import Testing
 struct CryptoTLSHandshakeTests {
     @Test("mutual TLS: the server certificate verifies for localhost and the server sees the client's certificate")
     func mutualTLS() throws {
-        let scratch = try CryptoScratchDirectory()
+        let scratch = try ScratchDirectory()
         let authority = try SelfSignedAuthority.generate()
         let caFile = try scratch.write(authority.certificatePEM, to: "ca.pem")
         let server = try authority.issueServerCertificate()
@@ -32,7 +33,7 @@ struct CryptoTLSHandshakeTests {
 
     @Test("the client refuses the server certificate for a host name it does not cover")
     func wrongHostName() throws {
-        let scratch = try CryptoScratchDirectory()
+        let scratch = try ScratchDirectory()
         let authority = try SelfSignedAuthority.generate()
         let caFile = try scratch.write(authority.certificatePEM, to: "ca.pem")
         let server = try authority.issueServerCertificate()

@@ -2,110 +2,25 @@ import Foundation
 import PGPushTestSupport
 import Testing
 
-/// A directory under the system temporary directory, removed when the test ends.
-final class CryptoScratchDirectory {
-    let path: String
-
-    init() throws {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("pgpush-crypto-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-        path = url.path
-    }
-
-    deinit {
-        try? FileManager.default.removeItem(atPath: path)
-    }
-
-    func file(_ name: String) -> String {
-        path + "/" + name
-    }
-
-    @discardableResult
-    func write(_ text: String, to name: String) throws -> String {
-        let target = file(name)
-        try Data(text.utf8).write(to: URL(fileURLWithPath: target))
-        return target
-    }
-
-    @discardableResult
-    func write(_ bytes: [UInt8], to name: String) throws -> String {
-        let target = file(name)
-        try Data(bytes).write(to: URL(fileURLWithPath: target))
-        return target
-    }
-
-    func read(_ name: String) throws -> String {
-        try String(contentsOfFile: file(name), encoding: .utf8)
-    }
-}
-
-struct OpenSSLCommandError: Error, CustomStringConvertible {
-    let arguments: [String]
-    let status: Int32
-    let output: String
-    var description: String { "openssl \(arguments.joined(separator: " ")) exited \(status): \(output)" }
-}
-
-/// The `openssl` command-line tool: an implementation independent of the code under test.
-enum OpenSSLCommand {
-    struct Result {
-        let status: Int32
-        let output: String
-    }
-
-    /// Runs openssl in `directory`; stdout and stderr are merged.
-    static func run(_ arguments: [String], in directory: String) throws -> Result {
-        let (status, output) = try ChildProcess.runToCompletion("/usr/bin/openssl", arguments, in: directory)
-        return Result(status: status, output: output)
-    }
-
-    /// Runs openssl and throws unless it succeeds; returns its output.
-    @discardableResult
-    static func succeed(_ arguments: [String], in directory: String) throws -> String {
-        let result = try run(arguments, in: directory)
-        guard result.status == 0 else {
-            throw OpenSSLCommandError(arguments: arguments, status: result.status, output: result.output)
-        }
-        return result.output
-    }
-}
-
-/// DER `ECDSA-Sig-Value` from raw r‖s, written here independently of the code under test
-/// so that `openssl dgst -verify` checks our signatures with nothing of ours in between.
-enum IndependentDER {
-    static func ecdsaSignature(raw: [UInt8]) -> [UInt8] {
-        precondition(raw.count == 64, "test input")
-        let body = integer(Array(raw[0..<32])) + integer(Array(raw[32..<64]))
-        return [0x30, UInt8(body.count)] + body
-    }
-
-    private static func integer(_ magnitude: [UInt8]) -> [UInt8] {
-        var bytes = Array(magnitude.drop { $0 == 0 })
-        if bytes.isEmpty { bytes = [0] }
-        if bytes[0] & 0x80 != 0 { bytes.insert(0, at: 0) }
-        return [0x02, UInt8(bytes.count)] + bytes
-    }
-}
-
 /// Key files made by the openssl CLI, as a developer would make or download them.
 enum CryptoTestKeys {
     /// An unencrypted PKCS#8 EC key on `curve` (like Apple's .p8), written to `name`.
     @discardableResult
-    static func p8(curve: String = "P-256", named name: String, in scratch: CryptoScratchDirectory) throws -> String {
+    static func p8(curve: String = "P-256", named name: String, in scratch: ScratchDirectory) throws -> String {
         try OpenSSLCommand.succeed(["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:\(curve)", "-out", "\(name).raw"], in: scratch.path)
         try OpenSSLCommand.succeed(["pkcs8", "-topk8", "-nocrypt", "-in", "\(name).raw", "-out", name], in: scratch.path)
         return scratch.file(name)
     }
 
     @discardableResult
-    static func rsa(named name: String, in scratch: CryptoScratchDirectory) throws -> String {
+    static func rsa(named name: String, in scratch: ScratchDirectory) throws -> String {
         try OpenSSLCommand.succeed(["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", name], in: scratch.path)
         return scratch.file(name)
     }
 
     /// A P-256 PKCS#8 key encrypted with `password`.
     @discardableResult
-    static func encryptedP8(named name: String, password: String, in scratch: CryptoScratchDirectory) throws -> String {
+    static func encryptedP8(named name: String, password: String, in scratch: ScratchDirectory) throws -> String {
         try OpenSSLCommand.succeed(["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", "\(name).raw"], in: scratch.path)
         try OpenSSLCommand.succeed(["pkcs8", "-topk8", "-v2", "aes-256-cbc", "-passout", "pass:\(password)", "-in", "\(name).raw", "-out", name], in: scratch.path)
         return scratch.file(name)
@@ -122,7 +37,7 @@ enum CryptoTestCertificates {
     static let pushSubject = "/UID=com.example.app/CN=Apple Push Services: com.example.app/OU=ABCDE12345/O=Example Ltd/C=US"
 
     /// `ca.pem` + `ca.key`: an EC test authority standing in for Apple's WWDR intermediate.
-    static func authority(in scratch: CryptoScratchDirectory) throws {
+    static func authority(in scratch: ScratchDirectory) throws {
         try OpenSSLCommand.succeed([
             "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
             "-keyout", "ca.key", "-out", "ca.pem", "-subj", "/CN=Test Push CA", "-days", "30",
@@ -133,7 +48,7 @@ enum CryptoTestCertificates {
     /// carrying Apple's topics extension when `topics` is given.
     static func pushCertificate(
         named name: String, days: Int = 365, topics: [(String, String)]? = nil, environmentOIDs: [String] = [],
-        in scratch: CryptoScratchDirectory
+        in scratch: ScratchDirectory
     ) throws {
         try OpenSSLCommand.succeed([
             "req", "-new", "-newkey", "rsa:2048", "-nodes", "-keyout", "\(name).key",
@@ -156,7 +71,7 @@ enum CryptoTestCertificates {
 
     /// `<name>.pem` + `<name>.key`: a self-signed certificate valid only from `start` to `end`
     /// (YYYYMMDDHHMMSSZ), made with `openssl ca`, which on OpenSSL 3.0 is the CLI way to backdate.
-    static func backdatedCertificate(named name: String, start: String, end: String, in scratch: CryptoScratchDirectory) throws {
+    static func backdatedCertificate(named name: String, start: String, end: String, in scratch: ScratchDirectory) throws {
         try scratch.write("", to: "\(name)-index.txt")
         try scratch.write("01\n", to: "\(name)-serial")
         try scratch.write("""
@@ -183,7 +98,7 @@ enum CryptoTestCertificates {
     }
 
     /// `<name>.p12` from `<name>.pem` + `<name>.key` (+ `ca.pem` as chain).
-    static func pkcs12(named name: String, password: String, legacy: Bool = false, in scratch: CryptoScratchDirectory) throws {
+    static func pkcs12(named name: String, password: String, legacy: Bool = false, in scratch: ScratchDirectory) throws {
         var arguments = [
             "pkcs12", "-export", "-inkey", "\(name).key", "-in", "\(name).pem", "-certfile", "ca.pem",
             "-passout", "pass:\(password)", "-out", "\(name).p12",
@@ -205,7 +120,7 @@ enum CryptoTestCertificates {
     }
 
     /// The certificate's notAfter as the openssl CLI reads it.
-    static func notAfter(of name: String, in scratch: CryptoScratchDirectory) throws -> Date? {
+    static func notAfter(of name: String, in scratch: ScratchDirectory) throws -> Date? {
         let output = try OpenSSLCommand.succeed(["x509", "-in", name, "-noout", "-enddate", "-dateopt", "iso_8601"], in: scratch.path)
         let value = output.trimmingCharacters(in: .whitespacesAndNewlines).replacingOccurrences(of: "notAfter=", with: "")
         return try? Date(value.replacingOccurrences(of: " ", with: "T"), strategy: .iso8601)
