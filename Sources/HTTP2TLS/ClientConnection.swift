@@ -293,12 +293,12 @@ final class ClientConnection {
     /// The stream left: the rate window learns the latest the server can have had it.
     private func settleWindow(_ stream: ClientStream, answered: Bool) {
         guard let sequence = stream.windowSequence else { return }
+        guard answered else { return submitWindow?.abandoned(sequence, at: MonotonicClock.now()) ?? () }
         // The kernel's receive time of the answer (not when this thread got to it), moved
         // from the realtime clock it comes in to the monotonic one. Realtime first: if the
         // thread is held up between the two reads, the arrival comes out later, not earlier.
         let realNow = MonotonicClock.realtimeNow()
         let now = MonotonicClock.now()
-        guard answered else { return submitWindow?.abandoned(sequence, at: now) ?? () }
         var arrival = now
         if let received = tls?.arrivalNanoseconds, received <= realNow {
             arrival = now - min(now, realNow - received)

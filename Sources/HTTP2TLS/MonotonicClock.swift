@@ -3,17 +3,15 @@ import Glibc
 /// Nanoseconds on CLOCK_MONOTONIC: one clock shared by the caller threads that stamp
 /// deadlines and the I/O thread that enforces them, and cheaper than `ContinuousClock`.
 enum MonotonicClock {
-    static func now() -> UInt64 {
-        var time = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &time)
-        return UInt64(time.tv_sec) &* 1_000_000_000 &+ UInt64(time.tv_nsec)
-    }
+    static func now() -> UInt64 { read(CLOCK_MONOTONIC) }
 
     /// CLOCK_REALTIME, the clock of the kernel's receive timestamps: read next to `now()`
     /// to place such a timestamp on the monotonic clock.
-    static func realtimeNow() -> UInt64 {
+    static func realtimeNow() -> UInt64 { read(CLOCK_REALTIME) }
+
+    private static func read(_ clock: clockid_t) -> UInt64 {
         var time = timespec()
-        clock_gettime(CLOCK_REALTIME, &time)
+        clock_gettime(clock, &time)
         return UInt64(time.tv_sec) &* 1_000_000_000 &+ UInt64(time.tv_nsec)
     }
 

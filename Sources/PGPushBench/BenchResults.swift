@@ -186,6 +186,11 @@ public struct BenchReport: Sendable, Codable {
     public var targets: [TargetCheck] = []
     public var loadAverageAtEnd: String?
 
+    /// The lower of the two ceilings measured, the yardstick of the uncapped ratio.
+    public var lowerCeiling: Double? {
+        [databaseCeiling?.perSecond, transportCeiling?.perSecond].compactMap { $0 }.min()
+    }
+
     public func jsonData() throws -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]

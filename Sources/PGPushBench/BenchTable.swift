@@ -53,9 +53,8 @@ extension BenchReport {
                 String(format: "%.1f µs = worker %.1f + simulator %.1f + PostgreSQL and the rest %.1f",
                        whole, worker, simulator, whole - worker - simulator))
             if let allBusy = allCoresBusyRate {
-                let lower = [databaseCeiling?.perSecond, transportCeiling?.perSecond].compactMap { $0 }.min()
                 row("  at that cost all \(machine.processors) CPUs allow", String(format: "%.0f/s", allBusy)
-                    + (lower.map { String(format: " (%.1f%% of the lower ceiling)", allBusy / $0 * 100) } ?? ""))
+                    + (lowerCeiling.map { String(format: " (%.1f%% of the lower ceiling)", allBusy / $0 * 100) } ?? ""))
             }
         }
         for capped in capped {

@@ -46,9 +46,10 @@ public final class Benchmark {
                                        ratePerConnection: 0).run(in: context)
             database.discard(outcome.conninfo)
             report.uncapped = outcome.result
-            let ceilings = [report.databaseCeiling?.perSecond, report.transportCeiling?.perSecond].compactMap { $0 }
-            if let lower = ceilings.min() { report.uncappedRatioOfLowerCeiling = outcome.result.perSecond / lower }
-            if ceilings.count == 2 { report.combinedCeiling = 1 / ceilings.map { 1 / $0 }.reduce(0, +) }
+            if let lower = report.lowerCeiling { report.uncappedRatioOfLowerCeiling = outcome.result.perSecond / lower }
+            if let database = report.databaseCeiling?.perSecond, let transport = report.transportCeiling?.perSecond {
+                report.combinedCeiling = 1 / (1 / database + 1 / transport)
+            }
             report.allCoresBusyRate = Double(report.machine.processors) * 1e6
                 / max(outcome.result.machineCPUMicrosecondsPerNotification, 1e-3)
             progress(String(format: "uncapped: %.0f/s (steady %.0f/s), worker %.1f µs CPU/notification, %.1f MB peak",

@@ -23,8 +23,10 @@ enum TargetEvaluation {
             checks.append(TargetCheck(target: "uncapped end to end ≥ 15,000/s",
                                       measured: String(format: "%.0f/s", uncapped.perSecond), holds: uncapped.perSecond >= 15_000))
             if let ratio = report.uncappedRatioOfLowerCeiling {
-                let ceiling = ratio > 0 ? uncapped.perSecond / ratio : 0
-                let allBusy = report.allCoresBusyRate.map { String(format: " (all CPUs busy: %.1f%%)", $0 / ceiling * 100) } ?? ""
+                var allBusy = ""
+                if let rate = report.allCoresBusyRate, let lower = report.lowerCeiling {
+                    allBusy = String(format: " (all CPUs busy: %.1f%%)", rate / lower * 100)
+                }
                 checks.append(TargetCheck(target: "uncapped ≥ 70% of the lower ceiling",
                                           measured: String(format: "%.1f%%", ratio * 100) + allBusy, holds: ratio >= 0.7))
             }

@@ -111,11 +111,7 @@ public final class NotificationQueue {
             workerID, ids, claims, statuses, httpStatuses, reasons, delays, refunds, answered,
             recordsError, invalidates, appleTimestamps,
         ])
-        var written = Set<Int64>(minimumCapacity: result.rowCount)
-        for row in 0..<result.rowCount {
-            if let id = result.int64(row, 0) { written.insert(id) }
-        }
-        return written
+        return Self.ids(in: result)
     }
 
     /// The common batch, every row accepted with nothing to record beyond it: two arrays
@@ -131,11 +127,16 @@ public final class NotificationQueue {
             claims.append(outcome.claimCount)
         }
         let result = try connection.query(Self.completeDeliveriesSQL, [workerID, ids, claims])
-        var written = Set<Int64>(minimumCapacity: result.rowCount)
+        return Self.ids(in: result)
+    }
+
+    /// The ids in a result's first column.
+    private static func ids(in result: PostgresResult) -> Set<Int64> {
+        var ids = Set<Int64>(minimumCapacity: result.rowCount)
         for row in 0..<result.rowCount {
-            if let id = result.int64(row, 0) { written.insert(id) }
+            if let id = result.int64(row, 0) { ids.insert(id) }
         }
-        return written
+        return ids
     }
 
     static let completeDeliveriesSQL = """
@@ -205,7 +206,7 @@ public final class NotificationQueue {
              WHERE id = ANY($2::bigint[]) AND status = 'sending' AND locked_by = $1
             RETURNING id
             """, [workerID, ids, lease.seconds])
-        return Set((0..<result.rowCount).compactMap { result.int64($0, 0) })
+        return Self.ids(in: result)
     }
 
     /// Takes back rows whose lease ended (their worker died or hung): back to
