@@ -31,22 +31,27 @@ struct ServerTests {
         let seen = Locked<[String: (arrival: UInt64?, handled: UInt64)]>([:])
         let releasedAt = Locked<UInt64>(0)
         let (holding, holdingStarted) = AsyncStream<Void>.makeStream()
+        let port = Locked<Int>(0)
         let server = try makeServer(ClosureHandler { request, responder in
-            // Hold the I/O thread on the first request, as a busy server would be held; the
-            // second request is sent only once the thread is held, so it reaches the kernel
-            // while nobody reads.
+            // Hold the I/O thread on the first request, as a busy server would be held, until
+            // the second request's bytes wait unread in the server's socket.
             if request.path.hasSuffix("/0") {
                 holdingStarted.yield()
-                usleep(500_000)
+                let giveUp = wallClockNanoseconds() + 10_000_000_000
+                while unreadBytes(onLocalPort: port.value) == 0 && wallClockNanoseconds() < giveUp { usleep(1_000) }
                 releasedAt.withLock { $0 = wallClockNanoseconds() }
             }
             seen.withLock { $0[request.path] = (request.arrivalNanoseconds, wallClockNanoseconds()) }
             responder.respond(status: 200)
         })
         defer { server.shutdown() }
+        port.withLock { $0 = server.port }
         let client = try HTTP2Client()
         defer { client.shutdown() }
         let connection = try await client.connect(host: "127.0.0.1", port: server.port, configuration: try clientConfiguration())
+        // One answer first: until the server's SETTINGS arrive the client keeps to one
+        // stream, and a server held before sending them would hold the second request too.
+        _ = try await connection.send(request(2))
         async let first = connection.send(request(0))
         for await _ in holding { break }
         let sent = wallClockNanoseconds()

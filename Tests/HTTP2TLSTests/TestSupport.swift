@@ -145,3 +145,18 @@ struct SilentListener {
 
     func close() { Glibc.close(descriptor) }
 }
+
+/// Bytes the kernel holds unread for the established IPv4 socket bound to `port` on this
+/// side (the server's end of a test connection), from /proc/net/tcp; 0 when there is none.
+func unreadBytes(onLocalPort port: Int) -> Int {
+    guard let table = try? String(contentsOfFile: "/proc/net/tcp", encoding: .utf8) else { return 0 }
+    let localSuffix = ":" + String(format: "%04X", port)
+    for line in table.split(separator: "\n").dropFirst() {
+        let fields = line.split(separator: " ")
+        // local_address rem_address st tx_queue:rx_queue; st 01 is ESTABLISHED.
+        guard fields.count > 4, fields[1].hasSuffix(localSuffix), fields[3] == "01",
+              let queues = fields[4].split(separator: ":").last, let unread = Int(queues, radix: 16) else { continue }
+        if unread > 0 { return unread }
+    }
+    return 0
+}
