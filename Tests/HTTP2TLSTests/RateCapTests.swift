@@ -12,7 +12,9 @@ struct RateCapTests {
     static func cappedConnection(to server: HTTP2Server, client: HTTP2Client) async throws -> HTTP2ClientConnection {
         var configuration = try clientConfiguration()
         configuration.maxRequestsPerSecond = limit
-        configuration.requestTimeout = .seconds(5)
+        // Held answers wait for a request a second later, which may start late: tests
+        // share two pool threads.
+        configuration.requestTimeout = .seconds(60)
         return try await client.connect(host: "127.0.0.1", port: server.port, configuration: configuration)
     }
 
