@@ -56,26 +56,28 @@ public final class ChildProcess: @unchecked Sendable {
     /// Waits for the process to exit; returns its exit code (128 + signal when killed), nil on timeout.
     public func wait(timeout: Duration) async -> Int32? {
         if let exitStatus { return exitStatus }
+        // Checked once more after the deadline: a test task can resume long after its
+        // sleep (tests share the pool's threads), and the child may have ended meanwhile.
         let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
+        while true {
             var status: Int32 = 0
             if waitpid(pid, &status, WNOHANG) == pid {
                 let code = Spawn.exitCode(status)
                 exitStatus = code
                 return code
             }
+            if ContinuousClock.now >= deadline { return nil }
             try? await Task.sleep(for: .milliseconds(20))
         }
-        return nil
     }
 
     /// Waits until the output contains `text` (a "listening" line, say).
     public func waitForOutput(containing text: String, timeout: Duration) async -> Bool {
         let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
+        while true {
             if output.contains(text) { return true }
+            if ContinuousClock.now >= deadline { return false }
             try? await Task.sleep(for: .milliseconds(20))
         }
-        return false
     }
 }

@@ -63,13 +63,10 @@ import Testing
 
     /// Polls the table until no row is unfinished; the worker has no "done" event of its own.
     static func waitUntilFinished(_ connection: PostgresConnection, timeout: Duration = .seconds(60)) async throws {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            let open = try connection.query("SELECT count(*) FROM pgpush.notifications WHERE status IN ('queued', 'sending')")
-            if open.int(0, 0) == 0 { return }
-            try await Task.sleep(for: .milliseconds(50))
+        let finished = try await eventually(timeout: timeout, every: .milliseconds(50)) {
+            try connection.query("SELECT count(*) FROM pgpush.notifications WHERE status IN ('queued', 'sending')").int(0, 0) == 0
         }
-        Issue.record("rows still unfinished after \(timeout)")
+        if !finished { Issue.record("rows still unfinished after \(timeout)") }
     }
 
     static func counts(_ connection: PostgresConnection, _ sql: String) throws -> [String: Int] {

@@ -28,7 +28,7 @@ enum Backlog {
     static func waitUntilSettled(conninfo: String, timeout: Duration) async -> Bool {
         let deadline = ContinuousClock.now + timeout
         var connection: PostgresConnection?
-        while ContinuousClock.now < deadline {
+        while true {
             do {
                 let database = try connection ?? PostgresConnection(conninfo: conninfo)
                 connection = database
@@ -36,16 +36,16 @@ enum Backlog {
             } catch {
                 connection = nil
             }
+            if ContinuousClock.now >= deadline { return false }
             try? await Task.sleep(for: .milliseconds(100))
         }
-        return false
     }
 
     /// Polls until at least `rows` rows are delivered; false on timeout.
     static func waitUntilDelivered(conninfo: String, atLeast rows: Int, timeout: Duration) async -> Bool {
         let deadline = ContinuousClock.now + timeout
         var connection: PostgresConnection?
-        while ContinuousClock.now < deadline {
+        while true {
             do {
                 let database = try connection ?? PostgresConnection(conninfo: conninfo)
                 connection = database
@@ -53,9 +53,9 @@ enum Backlog {
             } catch {
                 connection = nil
             }
+            if ContinuousClock.now >= deadline { return false }
             try? await Task.sleep(for: .milliseconds(20))
         }
-        return false
     }
 }
 

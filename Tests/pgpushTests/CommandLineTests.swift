@@ -96,10 +96,11 @@ struct CommandLineTests {
         defer { simulated.stop() }
         let database = try PostgresConnection(conninfo: conninfo)
         try Self.enqueue(database, count: 1000)
-        // One connection at 50/s: twenty seconds of backlog, stopped after a moment
-        // (a loaded machine may take a few seconds to notice the first deliveries).
+        // One connection at 20/s: fifty seconds of backlog, stopped after a moment (a
+        // loaded machine may take seconds to notice the first deliveries, and this task
+        // may resume seconds late: tests share the pool's threads).
         let worker = try ChildProcess(binary, ["run"], environment: simulated.environment.merging([
-            "PGPUSH_WORKER_ID": "cli-worker", "PGPUSH_CONNECTIONS": "1", "PGPUSH_RATE_PER_CONNECTION": "50",
+            "PGPUSH_WORKER_ID": "cli-worker", "PGPUSH_CONNECTIONS": "1", "PGPUSH_RATE_PER_CONNECTION": "20",
         ]) { $1 })
         #expect(try await eventually { try Self.count(database, "delivered") >= 20 })
         #expect(try database.query("SELECT count(*) FROM pgpush.workers WHERE id = 'cli-worker'").int(0, 0) == 1)
