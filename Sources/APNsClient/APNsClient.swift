@@ -110,7 +110,7 @@ public final class APNsClient: Sendable {
             let wireRequest = http2Request(for: request, token: token)
             let lease: ConnectionLease
             var rateWait: Duration?
-            switch await acquireConnection(avoiding: avoidedSlot, rateWait: &rateWait) {
+            switch await acquireConnection(avoiding: avoidedSlot, token: token, rateWait: &rateWait) {
             case .success(let granted): lease = granted
             case .failure(let failure): return failed(failure, resends: resends, since: started)
             }
@@ -149,6 +149,7 @@ public final class APNsClient: Sendable {
                 if response.status == 429, result.reason == APNsReason.tooManyProviderTokenUpdates.rawValue, !resentAfterTokenUpdates {
                     resentAfterTokenUpdates = true
                     pool.retire(lease)
+                    if let token { pool.retireConnections(carryingTokensOlderThan: token) }
                     noteResend(&resends)
                     avoidedSlot = lease.slot
                     continue
@@ -190,12 +191,13 @@ public final class APNsClient: Sendable {
     /// caller's choice. Without any open connection it waits up to the request timeout, then
     /// gives up with `couldNotConnect` (the request was never written).
     /// `rateWait`: set to how long the request waited for the rate limit, if it did.
-    private func acquireConnection(avoiding avoided: Int?, rateWait: inout Duration?) async -> Result<ConnectionLease, DeliveryFailure> {
+    private func acquireConnection(avoiding avoided: Int?, token: ProviderToken?,
+                                   rateWait: inout Duration?) async -> Result<ConnectionLease, DeliveryFailure> {
         var deadline = clock.now.advanced(by: configuration.requestTimeout)
         var rateSleeper = false
         var rateWaitBegan: ContinuousClock.Instant?
         while true {
-            let attempt = pool.lease(avoiding: avoided, wasRateSleeper: rateSleeper)
+            let attempt = pool.lease(avoiding: avoided, wasRateSleeper: rateSleeper, token: token)
             rateSleeper = false
             if case .leased(let lease) = attempt {
                 rateWait = rateWaitBegan.map { $0.duration(to: clock.now) }

@@ -286,6 +286,57 @@ struct ClientDeliveryTests {
         await client.shutdown()
     }
 
+    @Test("after a renewed JWT is refused once, every connection that carried the old one is replaced")
+    func renewedTokenRefusedOnceOnly() async throws {
+        let pki = try ClientTestPKI()
+        // APNs' rule as the simulator reads it: a connection keeps the first JWT it was
+        // given; another within 20 minutes is refused with 429 TooManyProviderTokenUpdates.
+        let adopted = Guarded<[Int: String]>([:])
+        let expireNext = Guarded(false)
+        let refusals = Guarded(0)
+        let handler = FakeAPNs { request, responder, _ in
+            let authorization = request.headers.value(of: "authorization") ?? ""
+            let expire = expireNext.withLock { flag -> Bool in
+                defer { flag = false }
+                return flag
+            }
+            if expire {
+                return FakeAPNs.reject(request, responder, status: 403, reason: "ExpiredProviderToken")
+            }
+            let taken = adopted.withLock { $0[request.connectionID, default: authorization] }
+            guard taken == authorization else {
+                refusals.withLock { $0 += 1 }
+                return FakeAPNs.reject(request, responder, status: 429, reason: "TooManyProviderTokenUpdates")
+            }
+            adopted.withLock { $0[request.connectionID] = authorization }
+            FakeAPNs.accept(request, responder)
+        }
+        let server = try FakeAPNsServer(pki: pki, handler: handler)
+        defer { server.stop() }
+        let cache = try ClientTestValues.tokenCache()
+        // With a rate per connection, requests sent one after another go round the
+        // connections (the one that can send soonest), so every connection is tried.
+        let client = try ClientTestValues.client(port: server.port, pki: pki, authentication: .token(cache),
+                                                 connections: 3, rate: 100)
+        // All three up, each with one stream until its first answer: the first three
+        // requests take one connection each, and every connection takes the first JWT.
+        await client.start()
+        #expect(try await ClientTestValues.sendAll(client, count: 30).allSatisfy { $0.result.status == 200 })
+        try #require(adopted.value.count == 3)
+
+        // The next request's 403 renews the JWT; its resend may meet a connection that took
+        // the old one, which refuses the new one: from then on no connection may refuse it.
+        expireNext.withLock { $0 = true }
+        let renewed = await client.send(try ClientTestValues.request(100))
+        #expect(renewed.status == 200)
+        #expect(cache.tokensSigned == 2)
+        for id in 101...110 {
+            #expect(await client.send(try ClientTestValues.request(Int64(id))).status == 200)
+        }
+        #expect(refusals.value <= 1, "connections carrying the old JWT were not all replaced")
+        await client.shutdown()
+    }
+
     @Test("errors APNs answered are returned as they are, with reason and timestamp")
     func rejections() async throws {
         let pki = try ClientTestPKI()

@@ -157,9 +157,10 @@ import Testing
         #expect(times(expired).isEmpty)
     }
 
-    /// Apart from the retry policy above: a renewed JWT makes every connection that took the
-    /// old one answer the next request TooManyProviderTokenUpdates (the simulator's token is
-    /// artificially young, APNs' per-connection 20-minute rule), which would add requests there.
+    /// Apart from the retry policy above: after a renewed JWT, a connection that took the old
+    /// one may answer TooManyProviderTokenUpdates before the client replaces them all (the
+    /// simulator's token is artificially young: APNs' per-connection 20-minute rule), which
+    /// would add a request there.
     @Test func expiredProviderTokenIsRenewedWithoutCountingAnAttempt() async throws {
         let renewed = Self.token(7)
         var faults = FaultPlan()

@@ -109,8 +109,8 @@ final class APNsConnectionPool: Sendable {
     /// "rate sleeper") sleeps until the exact instant the first limiter frees; the others
     /// wait in line, and each granted lease wakes the next, so a backlog costs one wake-up
     /// per send rather than one per waiting request. `wasRateSleeper`: the caller held that
-    /// role and is back to try again.
-    func lease(avoiding avoided: Int? = nil, wasRateSleeper: Bool = false) -> LeaseAttempt {
+    /// role and is back to try again. `token`: the provider token the request carries.
+    func lease(avoiding avoided: Int? = nil, wasRateSleeper: Bool = false, token: ProviderToken? = nil) -> LeaseAttempt {
         let (attempt, next) = state.withLock { state -> (LeaseAttempt, Waiter?) in
             // Read under the lock: a lease must record the instant it was granted, not the
             // instant its caller started waiting for the lock.
@@ -138,6 +138,11 @@ final class APNsConnectionPool: Sendable {
             }
             state.slots[best.slot].inFlight += 1
             state.slots[best.slot].rate.record(at: now)
+            // A request built before a renewal may be leased after one carrying the new
+            // token; it does not make the connection look older than it is.
+            if let token, state.slots[best.slot].newestToken.map({ $0.issuedAt <= token.issuedAt }) ?? true {
+                state.slots[best.slot].newestToken = token
+            }
             let lease = ConnectionLease(slot: best.slot, connection: connection)
             // Pass the turn on: the next waiting request either finds room too or becomes
             // the rate sleeper.
@@ -284,6 +289,24 @@ final class APNsConnectionPool: Sendable {
         lease.connection.close(graceful: true)
     }
 
+    /// Retires every connection whose newest provider token is an older one than `current`:
+    /// after one connection refused a renewed token (429 TooManyProviderTokenUpdates), the
+    /// others that took the old one within the same 20 minutes would refuse it too, each
+    /// costing a request a resend. Connections that carried no token yet, or `current`, stay.
+    func retireConnections(carryingTokensOlderThan current: ProviderToken) {
+        let stale = state.withLock { state -> [(slot: Int, connection: HTTP2ClientConnection)] in
+            state.slots.indices.compactMap { index in
+                guard let connection = state.slots[index].connection, let newest = state.slots[index].newestToken,
+                      newest != current, newest.issuedAt <= current.issuedAt else { return nil }
+                return (index, connection)
+            }
+        }
+        for (slot, connection) in stale {
+            connectionStopped(slot: slot, connection: connection)
+            connection.close(graceful: true)
+        }
+    }
+
     // MARK: keeping connections
 
     private func keep(slot: Int) async {
@@ -337,6 +360,7 @@ final class APNsConnectionPool: Sendable {
             state.slots[slot].connection = connection
             state.slots[slot].connectedAt = now
             state.slots[slot].answeredSinceConnect = false
+            state.slots[slot].newestToken = nil
             state.slots[slot].inFlight = 0
             state.generation += 1
             let starters = Self.markFirstAttemptDone(slot: slot, &state)

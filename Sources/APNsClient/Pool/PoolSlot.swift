@@ -7,6 +7,11 @@ struct PoolSlot {
     var connection: HTTP2ClientConnection?
     var connectedAt: ContinuousClock.Instant?
     var answeredSinceConnect = false
+    /// The newest provider token leased on the current connection (nil: none yet, or
+    /// certificate auth). A connection that took a token is refused another within 20
+    /// minutes (429 TooManyProviderTokenUpdates): this tells which connections a renewed
+    /// token would be refused on.
+    var newestToken: ProviderToken?
     /// Requests leased on the current connection and not yet finished: streams it uses.
     var inFlight = 0
     /// Set when the current connection stopped taking requests; read by the keeper.
