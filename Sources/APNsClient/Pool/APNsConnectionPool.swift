@@ -138,9 +138,7 @@ final class APNsConnectionPool: Sendable {
             }
             state.slots[best.slot].inFlight += 1
             state.slots[best.slot].rate.record(at: now)
-            // A request built before a renewal may be leased after one carrying the new
-            // token; it does not make the connection look older than it is.
-            if let token, state.slots[best.slot].newestToken.map({ $0.issuedAt <= token.issuedAt }) ?? true {
+            if let token, Self.replaces(token, state.slots[best.slot].newestToken) {
                 state.slots[best.slot].newestToken = token
             }
             let lease = ConnectionLease(slot: best.slot, connection: connection)
@@ -159,6 +157,15 @@ final class APNsConnectionPool: Sendable {
             return Self.takeLongestWaiter(&state)
         }
         if let next { Self.wake([next]) }
+    }
+
+    /// Whether `token`, leased on a connection, becomes its newest. Most leases carry the
+    /// token the connection already has: compared, not stored again. A request built before
+    /// a renewal may be leased after one carrying the new token; it does not make the
+    /// connection look older than it is.
+    private static func replaces(_ token: ProviderToken, _ newest: ProviderToken?) -> Bool {
+        guard let newest else { return true }
+        return newest.issuedAt <= token.issuedAt && newest.jwt != token.jwt
     }
 
     /// Not avoided first; then sendable now (or freeing first); then least loaded.
