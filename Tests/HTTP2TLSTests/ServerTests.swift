@@ -37,7 +37,7 @@ struct ServerTests {
             // the second request's bytes wait unread in the server's socket.
             if request.path.hasSuffix("/0") {
                 holdingStarted.yield()
-                let giveUp = wallClockNanoseconds() + 120_000_000_000
+                let giveUp = wallClockNanoseconds() + 240_000_000_000
                 while unreadBytes(onLocalPort: port.value) == 0 && wallClockNanoseconds() < giveUp { usleep(1_000) }
                 releasedAt.withLock { $0 = wallClockNanoseconds() }
             }
@@ -48,9 +48,12 @@ struct ServerTests {
         port.withLock { $0 = server.port }
         let client = try HTTP2Client()
         defer { client.shutdown() }
-        // Tests share two pool threads: this one may resume seconds after the hold begins.
+        // Tests share two pool threads: this one may resume long after the hold begins
+        // (over a minute under ThreadSanitizer), and the held server answers nothing
+        // meanwhile, not even a PING.
         var configuration = try clientConfiguration()
-        configuration.requestTimeout = .seconds(120)
+        configuration.requestTimeout = .seconds(300)
+        configuration.pingInterval = .seconds(600)
         let connection = try await client.connect(host: "127.0.0.1", port: server.port, configuration: configuration)
         // One answer first: until the server's SETTINGS arrive the client keeps to one
         // stream, and a server held before sending them would hold the second request too.
