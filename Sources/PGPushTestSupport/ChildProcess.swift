@@ -55,29 +55,21 @@ public final class ChildProcess: @unchecked Sendable {
 
     /// Waits for the process to exit; returns its exit code (128 + signal when killed), nil on timeout.
     public func wait(timeout: Duration) async -> Int32? {
-        if let exitStatus { return exitStatus }
-        // Checked once more after the deadline: a test task can resume long after its
-        // sleep (tests share the pool's threads), and the child may have ended meanwhile.
-        let deadline = ContinuousClock.now + timeout
-        while true {
-            var status: Int32 = 0
-            if waitpid(pid, &status, WNOHANG) == pid {
-                let code = Spawn.exitCode(status)
-                exitStatus = code
-                return code
-            }
-            if ContinuousClock.now >= deadline { return nil }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
+        _ = try? await eventually(timeout: timeout) { reap() != nil }
+        return exitStatus
     }
 
     /// Waits until the output contains `text` (a "listening" line, say).
     public func waitForOutput(containing text: String, timeout: Duration) async -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while true {
-            if output.contains(text) { return true }
-            if ContinuousClock.now >= deadline { return false }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
+        (try? await eventually(timeout: timeout) { output.contains(text) }) ?? false
+    }
+
+    /// The exit code once the process has ended (collected once, then remembered).
+    private func reap() -> Int32? {
+        if let exitStatus { return exitStatus }
+        var status: Int32 = 0
+        guard waitpid(pid, &status, WNOHANG) == pid else { return nil }
+        exitStatus = Spawn.exitCode(status)
+        return exitStatus
     }
 }

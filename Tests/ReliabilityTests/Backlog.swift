@@ -1,6 +1,7 @@
 import Foundation
 import Postgres
 import PGPushCore
+import PGPushTestSupport
 import PushWorker
 
 /// Rows for a scenario and the polling that tells when they have settled.
@@ -26,36 +27,33 @@ enum Backlog {
     /// event; rows parked for a later retry count as settled only once due and sent).
     /// Reconnects between polls, so it survives a database outage. Returns false on timeout.
     static func waitUntilSettled(conninfo: String, timeout: Duration) async -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        var connection: PostgresConnection?
-        while true {
-            do {
-                let database = try connection ?? PostgresConnection(conninfo: conninfo)
-                connection = database
-                if try count(database, "status IN ('queued', 'sending')") == 0 { return true }
-            } catch {
-                connection = nil
-            }
-            if ContinuousClock.now >= deadline { return false }
-            try? await Task.sleep(for: .milliseconds(100))
+        await poll(conninfo: conninfo, timeout: timeout, every: .milliseconds(100)) { database in
+            try count(database, "status IN ('queued', 'sending')") == 0
         }
     }
 
     /// Polls until at least `rows` rows are delivered; false on timeout.
     static func waitUntilDelivered(conninfo: String, atLeast rows: Int, timeout: Duration) async -> Bool {
-        let deadline = ContinuousClock.now + timeout
+        await poll(conninfo: conninfo, timeout: timeout, every: .milliseconds(20)) { database in
+            try count(database, "status = 'delivered'") >= rows
+        }
+    }
+
+    /// `eventually`, on a connection that is opened again after any error.
+    private static func poll(conninfo: String, timeout: Duration, every interval: Duration,
+                             _ condition: (PostgresConnection) throws -> Bool) async -> Bool {
         var connection: PostgresConnection?
-        while true {
+        let held = try? await eventually(timeout: timeout, every: interval) {
             do {
                 let database = try connection ?? PostgresConnection(conninfo: conninfo)
                 connection = database
-                if try count(database, "status = 'delivered'") >= rows { return true }
+                return try condition(database)
             } catch {
                 connection = nil
+                return false
             }
-            if ContinuousClock.now >= deadline { return false }
-            try? await Task.sleep(for: .milliseconds(20))
         }
+        return held ?? false
     }
 }
 
