@@ -10,12 +10,16 @@
 public struct Payload: Equatable, Sendable {
     /// The compact UTF-8 JSON body.
     public let bytes: [UInt8]
+    /// A push-to-talk service update (`"aps": {"ptt-push-type": "service-update"}`),
+    /// the one kind of push to talk that may go at priority 5.
+    public let isPushToTalkServiceUpdate: Bool
 
     public init(validating text: some Collection<UInt8>, for pushType: PushType) throws(ValidationFailure) {
         let isBackground = pushType == .background
         let scanned: JSONScanner.Result
         do {
-            scanned = try JSONScanner.scan(text, compacting: true, buildingValue: isBackground)
+            scanned = try JSONScanner.scan(text, compacting: true,
+                                           buildingValue: isBackground || pushType == .pushtotalk)
         } catch {
             throw ValidationFailure(.invalidPayload, "payload is not valid JSON: \(error)")
         }
@@ -30,6 +34,8 @@ public struct Payload: Equatable, Sendable {
             try Self.checkBackground(root)
         }
         bytes = scanned.compact
+        isPushToTalkServiceUpdate = pushType == .pushtotalk
+            && scanned.value?["aps"]?["ptt-push-type"]?.stringValue == "service-update"
     }
 
     private static func checkBackground(_ root: JSONValue) throws(ValidationFailure) {

@@ -22,14 +22,17 @@ public struct PushNotification: Equatable, Sendable {
     /// The JSON body as stored (jsonb text output, with its spaces).
     public var payload: [UInt8]
     public var collapseID: String?
-    /// Absolute UNIX seconds for `apns-expiration`; 0 means "try once, do not store".
+    /// Absolute UNIX seconds for `apns-expiration` (from `expires_at`).
     public var expiration: Int64?
+    /// `deliver_once`: true sends `apns-expiration: 0` (APNs tries once and stores
+    /// nothing); nil derives it from the push type (true for pushtotalk only).
+    public var deliverOnce: Bool?
     public var apnsID: UUID
 
     public init(
         id: Int64, app: String = "default", deviceToken: String, pushType: String = PushType.alert.rawValue,
         priority: Int? = nil, topic: String? = nil, payload: [UInt8], collapseID: String? = nil,
-        expiration: Int64? = nil, apnsID: UUID = UUID()
+        expiration: Int64? = nil, deliverOnce: Bool? = nil, apnsID: UUID = UUID()
     ) {
         self.id = id
         self.app = app
@@ -40,6 +43,7 @@ public struct PushNotification: Equatable, Sendable {
         self.payload = payload
         self.collapseID = collapseID
         self.expiration = expiration
+        self.deliverOnce = deliverOnce
         self.apnsID = apnsID
     }
 }
@@ -76,9 +80,16 @@ extension PushNotification {
             throw ValidationFailure(.badExpirationDate, "expiration must be absolute UNIX seconds (0 or more), got \(expiration)")
         }
         let body = try Payload(validating: payload, for: type)
+        if type == .pushtotalk, resolvedPriority != .immediate, !body.isPushToTalkServiceUpdate {
+            throw ValidationFailure(.badPriority,
+                "pushtotalk pushes use priority 10; only a service update (aps.ptt-push-type \"service-update\") may use 5")
+        }
+        // "Try once, store nothing" wins over `expires_at`: APNs must not hold the push,
+        // while the row's own deadline still ends it in the queue.
+        let onlyOnce = deliverOnce ?? type.deliversOnceByDefault
         return APNsRequest(
             notificationID: id, deviceToken: token, pushType: type, priority: resolvedPriority, topic: resolvedTopic,
-            apnsID: apnsID, expiration: expiration, collapseID: collapseID, body: body.bytes)
+            apnsID: apnsID, expiration: onlyOnce ? 0 : expiration, collapseID: collapseID, body: body.bytes)
     }
 
     private static func priority(_ requested: Int?, for type: PushType) throws(ValidationFailure) -> APNsPriority {

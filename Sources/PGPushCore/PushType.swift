@@ -3,9 +3,12 @@
 ///
 /// - Topic: APNs expects `<bundle id><suffix>`; `mdm` uses the UID from the MDM
 ///   certificate, which no bundle id can produce, so it needs an explicit topic.
-/// - Priorities: a background push may only use 5 ("10 is an error"); every other
-///   type accepts 10, 5 and 1 (Apple does not restrict them; priority 1 support per
-///   type is unconfirmed, so it is allowed rather than guessed away).
+/// - Priorities: a background push may only use 5 ("10 is an error"); Live Activity
+///   and location pushes 10 or 5 (ActivityKit and the location push service name
+///   only those); push to talk 10, or 5 for a service update (see `Payload`); every
+///   other type accepts 10, 5 and 1.
+/// - Deliver once: push to talk is sent with `apns-expiration: 0`, which Apple
+///   requires so that a late audio push is never delivered.
 /// - Default priority: 10, which is what APNs itself assumes when the header is
 ///   omitted, so a row without a priority behaves as if sent by a client that omits
 ///   it — except background, where 10 is forbidden and 5 is the only choice.
@@ -62,6 +65,7 @@ public enum PushType: String, CaseIterable, Sendable {
     public var allowedPriorities: [APNsPriority] {
         switch self {
         case .background: [.powerAware]
+        case .liveactivity, .location, .pushtotalk: [.immediate, .powerAware]
         default: [.immediate, .powerAware, .powerFirst]
         }
     }
@@ -81,6 +85,9 @@ public enum PushType: String, CaseIterable, Sendable {
         default: 4096
         }
     }
+
+    /// Whether a row that leaves `deliver_once` null is sent with `apns-expiration: 0`.
+    public var deliversOnceByDefault: Bool { self == .pushtotalk }
 
     /// Whether APNs accepts this type only on a token-authenticated (JWT) connection.
     public var requiresTokenAuthentication: Bool {

@@ -55,7 +55,7 @@ struct PushNotificationTests {
 
     @Test(arguments: PushType.allCases)
     func prioritiesOutsideTheTypesTableAreRejected(type: PushType) {
-        let payload = type == .background ? Self.silent : "{}"
+        let payload = type == .background ? Self.silent : type == .pushtotalk ? Self.serviceUpdate : "{}"
         let topic = type == .mdm ? "mdm-topic" : nil
         for value in [-1, 0, 2, 4, 6, 9, 11, 100] {
             let failure = Self.failure(Self.notification(pushType: type.rawValue, priority: value, topic: topic, payload: payload))
@@ -69,6 +69,30 @@ struct PushNotificationTests {
                 #expect(failure?.reason == .badPriority)
             }
         }
+    }
+
+    static let serviceUpdate = #"{"aps":{"ptt-push-type":"service-update"}}"#
+
+    @Test func pushToTalkIsSentOnceAtPriority10() throws {
+        let request = try Self.notification(pushType: "pushtotalk", payload: #"{"speaker":"Ann"}"#)
+            .validated(bundleID: "com.example.app", authentication: .token)
+        #expect(request.priority == .immediate)
+        #expect(request.expiration == 0)
+        #expect(request.headerFields(authority: "a", providerToken: nil).contains { $0.name == "apns-expiration" && $0.value == "0" })
+        let audioAt5 = Self.failure(Self.notification(pushType: "pushtotalk", priority: 5, payload: #"{"speaker":"Ann"}"#))
+        #expect(audioAt5?.reason == .badPriority)
+        #expect(Self.failure(Self.notification(pushType: "pushtotalk", priority: 5, payload: Self.serviceUpdate)) == nil)
+    }
+
+    @Test func deliverOnceSendsExpirationZeroAndOtherwiseTheRowsExpiry() throws {
+        var notification = Self.notification(pushType: "alert")
+        notification.expiration = 1_900_000_000
+        #expect(try notification.validated(bundleID: "com.example.app", authentication: .token).expiration == 1_900_000_000)
+        notification.deliverOnce = true
+        #expect(try notification.validated(bundleID: "com.example.app", authentication: .token).expiration == 0)
+        var talk = Self.notification(pushType: "pushtotalk")
+        talk.deliverOnce = false
+        #expect(try talk.validated(bundleID: "com.example.app", authentication: .token).expiration == nil)
     }
 
     @Test func backgroundWithPriority10IsRejected() {

@@ -14,6 +14,7 @@ struct PushTypeTests {
     }
 
     static let all: [APNsPriority] = [.immediate, .powerAware, .powerFirst]
+    static let urgentOrPowerAware: [APNsPriority] = [.immediate, .powerAware]
 
     static let table: [Expectation] = [
         .init(type: .alert, raw: "alert", topic: "com.example.app", allowed: all, defaultPriority: .immediate, limit: 4096, tokenOnly: false),
@@ -22,9 +23,9 @@ struct PushTypeTests {
         .init(type: .complication, raw: "complication", topic: "com.example.app.complication", allowed: all, defaultPriority: .immediate, limit: 4096, tokenOnly: false),
         .init(type: .fileprovider, raw: "fileprovider", topic: "com.example.app.pushkit.fileprovider", allowed: all, defaultPriority: .immediate, limit: 4096, tokenOnly: false),
         .init(type: .mdm, raw: "mdm", topic: nil, allowed: all, defaultPriority: .immediate, limit: 4096, tokenOnly: false),
-        .init(type: .location, raw: "location", topic: "com.example.app.location-query", allowed: all, defaultPriority: .immediate, limit: 4096, tokenOnly: true),
-        .init(type: .liveactivity, raw: "liveactivity", topic: "com.example.app.push-type.liveactivity", allowed: all, defaultPriority: .immediate, limit: 4096, tokenOnly: true),
-        .init(type: .pushtotalk, raw: "pushtotalk", topic: "com.example.app.voip-ptt", allowed: all, defaultPriority: .immediate, limit: 4096, tokenOnly: false),
+        .init(type: .location, raw: "location", topic: "com.example.app.location-query", allowed: urgentOrPowerAware, defaultPriority: .immediate, limit: 4096, tokenOnly: true),
+        .init(type: .liveactivity, raw: "liveactivity", topic: "com.example.app.push-type.liveactivity", allowed: urgentOrPowerAware, defaultPriority: .immediate, limit: 4096, tokenOnly: true),
+        .init(type: .pushtotalk, raw: "pushtotalk", topic: "com.example.app.voip-ptt", allowed: urgentOrPowerAware, defaultPriority: .immediate, limit: 4096, tokenOnly: false),
         .init(type: .widgets, raw: "widgets", topic: "com.example.app.push-type.widgets", allowed: all, defaultPriority: .immediate, limit: 4096, tokenOnly: false),
         .init(type: .controls, raw: "controls", topic: "com.example.app.push-type.controls", allowed: all, defaultPriority: .immediate, limit: 4096, tokenOnly: false),
     ]
