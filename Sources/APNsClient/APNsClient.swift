@@ -21,8 +21,6 @@ public final class APNsClient: Sendable {
     private let recorder = StatisticsRecorder()
     private let clock = ContinuousClock()
 
-    static let maximumUnprocessedResends = 2
-
     /// Checks the configuration, builds the TLS context (system trust store plus the extra
     /// CA file; the client certificate for certificate auth) and the I/O thread. No
     /// connection is opened until `start()` or the first `send`.
@@ -85,7 +83,8 @@ public final class APNsClient: Sendable {
     /// The last connect error (for `pgpush doctor` and logs), nil if none happened.
     public var lastConnectError: String? { pool.lastConnectError }
 
-    /// Sends one notification and returns what happened to it.
+    /// Sends one notification and returns what happened to it. What to do with each answer
+    /// is `DeliveryPolicy.clientStep`'s to say; this carries it out.
     public func send(_ request: APNsRequest) async -> DeliveryResult {
         let started = clock.now
         guard pool.admit() else {
@@ -95,25 +94,19 @@ public final class APNsClient: Sendable {
         defer { pool.leave() }
         pool.startKeepersIfNeeded()
 
-        var resends = 0
-        var unprocessedResends = 0
-        var refreshedExpiredToken = false
-        var resentAfterTokenUpdates = false
+        var resends = ClientResends()
         var avoidedSlot: Int?
         while true {
-            let token: ProviderToken?
-            switch providerToken() {
-            case .success(let current): token = current
-            case .failure(let failure): return failed(failure, resends: resends, since: started)
-            }
-            // Built before the lease: once granted, the request is to be written at once.
-            let wireRequest = http2Request(for: request, token: token)
-            let lease: ConnectionLease
+            let granted: (lease: ConnectionLease, token: ProviderToken?)
             var rateWait: Duration?
-            switch await acquireConnection(avoiding: avoidedSlot, token: token, rateWait: &rateWait) {
-            case .success(let granted): lease = granted
-            case .failure(let failure): return failed(failure, resends: resends, since: started)
+            switch await acquireConnection(avoiding: avoidedSlot, rateWait: &rateWait) {
+            case .success(let lease): granted = lease
+            case .failure(let failure): return failed(failure, resends: resends.total, since: started)
             }
+            let (lease, token) = granted
+            // Built once the connection is granted, with the token read for it: a request
+            // that waited through a renewal never carries the token that was refused.
+            let wireRequest = http2Request(for: request, token: token)
             let outcome: Result<HTTP2Response, RequestFailure>
             do throws(RequestFailure) {
                 outcome = .success(try await lease.connection.send(wireRequest))
@@ -128,53 +121,43 @@ public final class APNsClient: Sendable {
                 }
             }
 
+            let result: DeliveryResult
             switch outcome {
             case .success(let response):
-                let result = answered(response, resends: resends, since: started)
-                pool.finish(lease, answer: response.status, reason: result.reason)
+                result = answered(response, resends: resends.total, since: started)
+                pool.finish(lease, answered: true, throttled: result.meaning() == .deviceThrottled)
                 recorder.update { $0.answersByStatus[response.status, default: 0] += 1 }
-                if case .token(let cache) = configuration.authentication, let token,
-                   response.status == 403, result.reason == APNsReason.expiredProviderToken.rawValue, !refreshedExpiredToken {
-                    // Not counted as an attempt (SPEC §4); the connection is closed as Pushy does,
-                    // since APNs may keep it wedged on the old token.
-                    refreshedExpiredToken = true
-                    // If no new token can be signed, the 403 itself is the answer to give.
-                    guard (try? cache.refreshAfterExpired(previous: token)) != nil else { return result }
-                    recorder.update { $0.providerTokenRefreshes += 1 }
-                    pool.retire(lease)
-                    noteResend(&resends)
-                    avoidedSlot = lease.slot
-                    continue
-                }
-                if response.status == 429, result.reason == APNsReason.tooManyProviderTokenUpdates.rawValue, !resentAfterTokenUpdates {
-                    resentAfterTokenUpdates = true
-                    pool.retire(lease)
-                    if let token { pool.retireConnections(carryingTokensOlderThan: token) }
-                    noteResend(&resends)
-                    avoidedSlot = lease.slot
-                    continue
-                }
-                return result
-
             case .failure(let failure):
-                pool.finish(lease, answer: nil, reason: nil)
-                if Self.isResendable(failure), unprocessedResends < Self.maximumUnprocessedResends, !pool.isShuttingDown {
-                    unprocessedResends += 1
-                    noteResend(&resends)
-                    avoidedSlot = lease.slot
-                    continue
-                }
-                return failed(deliveryFailure(from: failure), resends: resends, since: started)
+                pool.finish(lease, answered: false, throttled: false)
+                result = failed(deliveryFailure(from: failure), resends: resends.total, since: started, counted: false)
             }
+
+            switch DeliveryPolicy.clientStep(for: result.answer, after: resends) {
+            case .done:
+                if let failure = result.failure { countFailure(failure) }
+                return result
+            case .resendElsewhere:
+                guard result.failure?.cause.anotherConnectionMayHelp ?? true, !pool.isShuttingDown else {
+                    if let failure = result.failure { countFailure(failure) }
+                    return result
+                }
+                resends.notProcessed += 1
+            case .renewProviderTokenAndResend:
+                resends.renewedProviderToken = true
+                guard case .token(let cache) = configuration.authentication, let token,
+                      case .renewed? = try? cache.renewAfterRefusal(of: token) else { return result }
+                recorder.update { $0.providerTokenRefreshes += 1 }
+                pool.retireConnections(carrying: token)
+            case .replaceConnectionAndResend:
+                resends.replacedConnection = true
+                pool.retire(lease)
+            }
+            recorder.update { $0.resends += 1 }
+            avoidedSlot = lease.slot
         }
     }
 
     // MARK: pieces of send
-
-    private func noteResend(_ resends: inout Int) {
-        resends += 1
-        recorder.update { $0.resends += 1 }
-    }
 
     private func providerToken() -> Result<ProviderToken?, DeliveryFailure> {
         guard case .token(let cache) = configuration.authentication else { return .success(nil) }
@@ -185,23 +168,30 @@ public final class APNsClient: Sendable {
         }
     }
 
-    /// A stream to write the next try on now. Waits for a free stream and the rate for as
+    /// A stream to write the next try on now, and the provider token to write it with. Waits for a free stream and the rate for as
     /// long as it takes while a connection is open: each stream frees within the request
     /// timeout and the rate frees on schedule, so the wait ends; how much to queue is the
     /// caller's choice. Without any open connection it waits up to the request timeout, then
     /// gives up with `couldNotConnect` (the request was never written).
     /// `rateWait`: set to how long the request waited for the rate limit, if it did.
-    private func acquireConnection(avoiding avoided: Int?, token: ProviderToken?,
-                                   rateWait: inout Duration?) async -> Result<ConnectionLease, DeliveryFailure> {
+    private func acquireConnection(avoiding avoided: Int?,
+                                   rateWait: inout Duration?) async -> Result<(ConnectionLease, ProviderToken?), DeliveryFailure> {
         var deadline = clock.now.advanced(by: configuration.requestTimeout)
         var rateSleeper = false
         var rateWaitBegan: ContinuousClock.Instant?
         while true {
+            let token: ProviderToken?
+            switch providerToken() {
+            case .success(let current): token = current
+            case .failure(let failure):
+                if rateSleeper { pool.resignRateSleeper() }
+                return .failure(failure)
+            }
             let attempt = pool.lease(avoiding: avoided, wasRateSleeper: rateSleeper, token: token)
             rateSleeper = false
             if case .leased(let lease) = attempt {
                 rateWait = rateWaitBegan.map { $0.duration(to: clock.now) }
-                return .success(lease)
+                return .success((lease, token))
             }
             if case .shutDown = attempt {
                 return .failure(DeliveryFailure(processing: .notProcessed, cause: .clientShutDown, detail: "APNs client is shut down"))
@@ -249,18 +239,14 @@ public final class APNsClient: Sendable {
                             body: request.body, timeout: configuration.requestTimeout)
     }
 
-    /// Only failures APNs certainly did not process, and that another try could fix.
-    private static func isResendable(_ failure: RequestFailure) -> Bool {
-        guard failure.processing == .notProcessed else { return false }
-        switch failure.cause {
-        case .refusedStream, .goAway, .connectionClosed: return true
-        case .deadlineExceeded, .streamReset, .invalidRequest, .cancelled: return false
-        }
-    }
-
     private func deliveryFailure(from failure: RequestFailure) -> DeliveryFailure {
-        let processing: DeliveryFailure.Processing = failure.processing == .notProcessed ? .notProcessed : .mayHaveBeenProcessed
+        let processing: Processing = failure.processing == .notProcessed ? .notProcessed : .mayHaveBeenProcessed
         let cause: DeliveryFailure.Cause
+        var goAwayReason: String?
+        switch failure.cause {
+        case .goAway(let goAway), .connectionClosed(.goAway(let goAway)): goAwayReason = goAway.reason
+        default: break
+        }
         switch failure.cause {
         case .refusedStream: cause = .refusedStream
         case .goAway: cause = .goAway
@@ -271,7 +257,7 @@ public final class APNsClient: Sendable {
         case .invalidRequest: cause = .invalidRequest
         case .cancelled: cause = .clientShutDown
         }
-        return DeliveryFailure(processing: processing, cause: cause, detail: failure.description)
+        return DeliveryFailure(processing: processing, cause: cause, goAwayReason: goAwayReason, detail: failure.description)
     }
 
     private func answered(_ response: HTTP2Response, resends: Int, since started: ContinuousClock.Instant) -> DeliveryResult {
@@ -283,10 +269,16 @@ public final class APNsClient: Sendable {
                               resends: resends, latency: started.duration(to: clock.now))
     }
 
-    private func failed(_ failure: DeliveryFailure, resends: Int, since started: ContinuousClock.Instant) -> DeliveryResult {
+    /// A result without an answer; `counted`: it is final, so it goes into the statistics now.
+    private func failed(_ failure: DeliveryFailure, resends: Int, since started: ContinuousClock.Instant,
+                        counted: Bool = true) -> DeliveryResult {
+        if counted { countFailure(failure) }
+        return DeliveryResult(status: nil, failure: failure, resends: resends, latency: started.duration(to: clock.now))
+    }
+
+    private func countFailure(_ failure: DeliveryFailure) {
         recorder.update {
             if failure.processing == .notProcessed { $0.failuresNotProcessed += 1 } else { $0.failuresMayHaveBeenProcessed += 1 }
         }
-        return DeliveryResult(status: nil, failure: failure, resends: resends, latency: started.duration(to: clock.now))
     }
 }

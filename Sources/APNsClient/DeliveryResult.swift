@@ -36,27 +36,26 @@ public struct DeliveryResult: Sendable, Equatable {
 
     public var isDelivered: Bool { status.map { (200..<300).contains($0) } ?? false }
 
-    /// The next step for the notification and the app (SPEC §4). `topicWasExplicit`: the
-    /// row named its own topic, so topic errors are that row's fault (see `ReasonCatalogue`).
-    public func outcomeClass(topicWasExplicit: Bool) -> OutcomeClass {
-        if let failure { return failure.outcomeClass }
-        return ReasonCatalogue.classify(status: status, reason: reason, topicWasExplicit: topicWasExplicit)
+    /// The result in `DeliveryPolicy`'s words.
+    public var answer: APNsAnswer {
+        if let failure {
+            switch failure.cause {
+            case .invalidRequest: return .unsendable
+            case .credentials: return .unsignable
+            default: return .unanswered(failure.processing, goAwayReason: failure.goAwayReason)
+            }
+        }
+        return .answered(status: status ?? 0, reason: reason)
     }
 
-    /// `outcomeClass(topicWasExplicit: false)`.
-    public var outcomeClass: OutcomeClass { outcomeClass(topicWasExplicit: false) }
+    /// What the answer means for the row; `topicWasExplicit`: the row named its own topic.
+    public func meaning(topicWasExplicit: Bool = false) -> AnswerMeaning {
+        DeliveryPolicy.meaning(of: answer, topicWasExplicit: topicWasExplicit)
+    }
 }
 
 /// Why a request got no answer, and whether APNs may have acted on it.
 public struct DeliveryFailure: Error, Sendable, Equatable, CustomStringConvertible {
-    public enum Processing: String, Sendable, Equatable {
-        /// Certainly never processed by APNs (never written, refused, above GOAWAY's
-        /// last_stream_id, or no connection): sending it again cannot duplicate it.
-        case notProcessed
-        /// Written but not answered (deadline, connection lost): it may have been delivered.
-        case mayHaveBeenProcessed
-    }
-
     public enum Cause: String, Sendable, Equatable {
         /// No connection could be opened within the request timeout.
         case couldNotConnect
@@ -80,27 +79,31 @@ public struct DeliveryFailure: Error, Sendable, Equatable, CustomStringConvertib
 
     public var processing: Processing
     public var cause: Cause
+    /// The `reason` APNs gave in the GOAWAY that ended the connection, if any.
+    public var goAwayReason: String?
     /// For logs; never contains a JWT or key material.
     public var detail: String
 
-    public init(processing: Processing, cause: Cause, detail: String) {
+    public init(processing: Processing, cause: Cause, goAwayReason: String? = nil, detail: String) {
         self.processing = processing
         self.cause = cause
+        self.goAwayReason = goAwayReason
         self.detail = detail
-    }
-
-    /// Not-processed failures are `.notProcessed` (resend, not an attempt); may-have-been-
-    /// processed ones are "no response" (`.retryServerError`); a request the HTTP/2 layer
-    /// cannot encode fails for good; unusable credentials mark the app misconfigured.
-    public var outcomeClass: OutcomeClass {
-        switch cause {
-        case .invalidRequest: return .permanentFailure
-        case .credentials: return .appMisconfigured
-        default: return processing == .notProcessed ? .notProcessed : ReasonCatalogue.classify(status: nil, reason: nil)
-        }
     }
 
     public var description: String {
         "\(cause.rawValue) (\(processing == .notProcessed ? "not processed" : "may have been processed")): \(detail)"
+    }
+}
+
+extension DeliveryFailure.Cause {
+    /// Whether sending the request again on another connection could get it an answer:
+    /// the stream was refused or the connection went away. A deadline already passed, a
+    /// reset stream, a shutdown or an unencodable request would fail alike.
+    public var anotherConnectionMayHelp: Bool {
+        switch self {
+        case .refusedStream, .goAway, .connectionLost: true
+        case .couldNotConnect, .deadlineExceeded, .streamReset, .invalidRequest, .clientShutDown, .credentials: false
+        }
     }
 }

@@ -411,7 +411,7 @@ final class ClientConnection {
         } else if !stream.headersSent {
             failure = RequestFailure(.notProcessed, .streamReset(errorCode: errorCode))
         } else {
-            failure = RequestFailure(.possiblyProcessed, .streamReset(errorCode: errorCode))
+            failure = RequestFailure(.mayHaveBeenProcessed, .streamReset(errorCode: errorCode))
         }
         resolve(stream.pending, .failure(failure))
     }
@@ -538,7 +538,7 @@ final class ClientConnection {
             guard let stream = streams.removeValue(forKey: streamID) else { continue }
             settleWindow(stream, answered: false)
             if let session { _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID, NGHTTP2_CANCEL.rawValue) }
-            resolve(stream.pending, .failure(RequestFailure(stream.headersSent ? .possiblyProcessed : .notProcessed, .deadlineExceeded)))
+            resolve(stream.pending, .failure(RequestFailure(stream.headersSent ? .mayHaveBeenProcessed : .notProcessed, .deadlineExceeded)))
         }
         for index in queueHead..<queue.count {
             guard let pending = queue[index] else { continue }
@@ -559,7 +559,7 @@ final class ClientConnection {
             streams[streamID] = nil
             settleWindow(stream, answered: false)
             if let session { _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID, NGHTTP2_CANCEL.rawValue) }
-            resolve(stream.pending, .failure(RequestFailure(stream.headersSent ? .possiblyProcessed : .notProcessed, .cancelled)))
+            resolve(stream.pending, .failure(RequestFailure(stream.headersSent ? .mayHaveBeenProcessed : .notProcessed, .cancelled)))
             needsSubmit = true
             return
         }
@@ -622,7 +622,7 @@ final class ClientConnection {
             if let goAway, streamID > goAway.lastStreamID {
                 failure = RequestFailure(.notProcessed, .goAway(goAway))
             } else {
-                failure = RequestFailure(stream.headersSent ? .possiblyProcessed : .notProcessed, .connectionClosed(reason))
+                failure = RequestFailure(stream.headersSent ? .mayHaveBeenProcessed : .notProcessed, .connectionClosed(reason))
             }
             resolve(stream.pending, .failure(failure))
         }

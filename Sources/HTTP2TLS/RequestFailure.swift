@@ -4,7 +4,7 @@ public struct RequestFailure: Error, Sendable, Equatable, CustomStringConvertibl
         /// The server certainly did not process it: safe to send again elsewhere.
         case notProcessed
         /// The server may have processed it: sending it again may duplicate it.
-        case possiblyProcessed
+        case mayHaveBeenProcessed
     }
 
     public enum Cause: Sendable, Equatable {

@@ -27,6 +27,8 @@ public struct Outcome: Sendable, Equatable {
     /// Upsert the row's token into `pgpush.invalid_tokens`, with Apple's timestamp when known.
     public var invalidatesToken: Bool
     public var appleTimestamp: Date?
+    /// The `apns-unique-id` of the answer, when APNs sent one.
+    public var apnsUniqueID: UUID?
 
     public init(id: Int64, claimCount: Int, disposition: Disposition, httpStatus: Int? = nil, reason: String? = nil,
                 recordsError: Bool = false, invalidatesToken: Bool = false, appleTimestamp: Date? = nil) {

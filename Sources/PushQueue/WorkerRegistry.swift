@@ -49,7 +49,7 @@ extension NotificationQueue {
     }
 
     /// Records whether `app` can be served; `since` moves only when health changes.
-    public func reportAppHealth(app: String, healthy: Bool, reason: String?) throws {
+    public func reportAppHealth(app: String, topic: String? = nil, healthy: Bool, reason: String?) throws {
         try connection.query("""
             INSERT INTO pgpush.app_health AS h (app, healthy, reason, worker_id)
             VALUES ($1, $2, $3, $4)

@@ -8,6 +8,8 @@ public protocol NotificationSender: Sendable {
     func send(_ request: APNsRequest) async -> DeliveryResult
     /// Requests per second all connections together may send (claim sizing); nil when uncapped.
     var requestsPerSecond: Int? { get }
+    /// How many connections the sender keeps (claim sizing).
+    var connections: Int { get }
     /// How the app authenticates (which headers and push types are allowed).
     var authenticationMethod: AuthenticationMethod { get }
     var statistics: APNsClientStatistics { get }
@@ -18,6 +20,8 @@ extension APNsClient: NotificationSender {
     public var requestsPerSecond: Int? {
         configuration.effectiveRatePerConnection.map { $0 * configuration.connections }
     }
+
+    public var connections: Int { configuration.connections }
 
     public var authenticationMethod: AuthenticationMethod { configuration.authentication.method }
 

@@ -37,9 +37,10 @@ public final class Worker: Sendable {
     static let pruneEvery: Duration = .seconds(600)
     /// Claims never ask for more than this many rows at once.
     static let largestClaim = 1000
-    /// In-flight target when an app has no rate cap (benchmarks): enough to keep
-    /// four connections busy; each row in flight costs about 13 KB (BENCHMARKS.md).
-    static let uncappedInFlight = 1000
+    /// Rows in flight one connection carries at most, whatever the rate: enough to keep
+    /// it busy uncapped (four connections, 1,000 rows); each row in flight costs about
+    /// 13 KB (BENCHMARKS.md), and a row held here is a row other workers cannot take.
+    static let inFlightPerConnection = 250
 
     public init(configuration: WorkerConfiguration, senders: [String: any NotificationSender], log: Log = Log()) throws {
         self.configuration = configuration
@@ -203,9 +204,11 @@ public final class Worker: Sendable {
 
     // MARK: Sending
 
-    /// Rows in flight per app: a second's worth at the cap, or a fixed window uncapped.
+    /// Rows in flight per app: a second's worth at the cap, never more than the
+    /// connections carry (a high or no cap must not claim a whole backlog).
     static func inFlightTarget(of sender: any NotificationSender) -> Int {
-        sender.requestsPerSecond.map { max($0, 1) } ?? uncappedInFlight
+        let carried = max(sender.connections, 1) * inFlightPerConnection
+        return min(sender.requestsPerSecond.map { max($0, 1) } ?? carried, carried)
     }
 
     /// Small top-ups cost a database round trip each: a claim waits until a quarter of the
@@ -239,15 +242,20 @@ public final class Worker: Sendable {
                                                "detail": error.message])
             return
         }
+        if let wait = health[app.name]?.admit(topic: request.topic) {
+            // Its topic is paused: back to the queue unsent and uncounted, last answer kept.
+            writer.add(Outcome(id: row.id, claimCount: row.claimCount, disposition: .retry(after: wait, countsAsAttempt: false)))
+            return
+        }
         let result = await sender.send(request)
         metrics.recordLatency(result.latency)
         let decision = random.withLock { decider.decide(row, result, using: &$0) }
         writer.add(decision.outcome)
         metrics.recordOutcome(app: app.name, decision.outcome)
-        record(decision, row: row, app: app)
+        record(decision, row: row, topic: request.topic, app: app)
     }
 
-    private func record(_ decision: OutcomeDecider.Decision, row: ClaimedNotification, app: AppConfiguration) {
+    private func record(_ decision: OutcomeDecider.Decision, row: ClaimedNotification, topic: String, app: AppConfiguration) {
         let outcome = decision.outcome
         counters.withLock { counters in
             counters.sent += 1
@@ -276,23 +284,38 @@ public final class Worker: Sendable {
                 break
             }
         }
-        if let problem = decision.appProblem {
-            if let pause = appHealth.reportProblem() {
-                log.error("app_paused", ["app": app.name, "reason": problem, "retry_in": pause])
-                reportHealth(app: app.name, healthy: false, reason: problem)
+        switch decision.action {
+        case .pause(let scope):
+            let problem = decision.pauseReason ?? "AppMisconfigured"
+            let pausedTopic = scope == .topic ? topic : nil
+            if let pause = appHealth.reportProblem(topic: pausedTopic) {
+                if let pausedTopic {
+                    log.error("topic_paused", ["app": app.name, "topic": pausedTopic, "reason": problem, "retry_in": pause])
+                } else {
+                    log.error("app_paused", ["app": app.name, "reason": problem, "retry_in": pause])
+                }
+                reportHealth(app: app.name, topic: pausedTopic, healthy: false, reason: problem)
             }
-        } else if decision.delivered, appHealth.reportSuccess() {
-            reportHealth(app: app.name, healthy: true, reason: nil)
+        default:
+            if appHealth.topicAnswered(topic, accepted: outcome.httpStatus != nil) {
+                log.info("topic_resumed", ["app": app.name, "topic": topic])
+                reportHealth(app: app.name, topic: topic, healthy: true, reason: nil)
+            }
+            if decision.action == .deliver, appHealth.reportSuccess() {
+                reportHealth(app: app.name, healthy: true, reason: nil)
+            }
         }
     }
 
     /// The `app_health` reason when most answers are BadDeviceToken.
     static let environmentMismatch = "LikelyEnvironmentMismatch"
 
-    private func reportHealth(app: String, healthy: Bool, reason: String?) {
+    private func reportHealth(app: String, topic: String? = nil, healthy: Bool, reason: String?) {
         Task { [self] in
             do {
-                try await maintenance.run { queue in try queue.reportAppHealth(app: app, healthy: healthy, reason: reason) }
+                try await maintenance.run { queue in
+                    try queue.reportAppHealth(app: app, topic: topic, healthy: healthy, reason: reason)
+                }
             } catch {
                 log.warning("app_health_not_written", ["app": app, "error": error])
             }

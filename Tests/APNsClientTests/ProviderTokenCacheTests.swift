@@ -59,17 +59,37 @@ struct ProviderTokenCacheTests {
         let stale = try cache.currentToken()
         clock.advance(minutes: 1)
 
-        let fresh = try cache.refreshAfterExpired(previous: stale)
+        let fresh = try #require(Self.renewed(try cache.renewAfterRefusal(of: stale)))
         #expect(fresh != stale)
         #expect(fresh.issuedAt == clock.now())
-        #expect(try cache.refreshAfterExpired(previous: stale) == fresh)
+        #expect(try cache.renewAfterRefusal(of: stale) == .renewed(fresh))
         #expect(try cache.currentToken() == fresh)
         #expect(cache.tokensSigned == 2)
+    }
 
-        // A report about the token now in use is a new expiry and signs again.
-        let newer = try cache.refreshAfterExpired(previous: fresh)
-        #expect(newer != fresh)
+    static func renewed(_ renewal: ProviderTokenCache.Renewal) -> ProviderToken? {
+        guard case .renewed(let token) = renewal else { return nil }
+        return token
+    }
+
+    @Test("a token signed because of a refusal and refused again is a credential problem: signing backs off")
+    func refusedAgainBacksOff() throws {
+        let clock = ManualClock()
+        let cache = makeCache(clock: clock)
+        let first = try cache.currentToken()
+        let second = try #require(Self.renewed(try cache.renewAfterRefusal(of: first)))
+        clock.advance(minutes: 0.5)
+        #expect(try cache.renewAfterRefusal(of: second) == .refusedAgain(signedSecondsAgo: 30))
+        #expect(cache.tokensSigned == 2)
+        // After the one-minute hold one more signature; its own hold is two minutes.
+        clock.advance(minutes: 1)
+        let third = try #require(Self.renewed(try cache.renewAfterRefusal(of: second)))
         #expect(cache.tokensSigned == 3)
+        clock.advance(minutes: 1.5)
+        #expect(try cache.renewAfterRefusal(of: third) == .refusedAgain(signedSecondsAgo: 90))
+        clock.advance(minutes: 1)
+        #expect(Self.renewed(try cache.renewAfterRefusal(of: third)) != nil)
+        #expect(cache.tokensSigned == 4)
     }
 
     @Test("a report about a token the cache never handed out, on an empty cache, signs the first token")
@@ -77,7 +97,7 @@ struct ProviderTokenCacheTests {
         let clock = ManualClock()
         let cache = makeCache(clock: clock)
         let foreign = try signer.sign(issuedAt: clock.now())
-        let token = try cache.refreshAfterExpired(previous: foreign)
+        let token = try #require(Self.renewed(try cache.renewAfterRefusal(of: foreign)))
         #expect(token != foreign)
         #expect(try cache.currentToken() == token)
         #expect(cache.tokensSigned == 1)
@@ -107,7 +127,7 @@ struct ProviderTokenCacheTests {
         let tokens = try await withThrowingTaskGroup(of: ProviderToken.self) { group in
             for index in 0..<200 {
                 group.addTask {
-                    index.isMultiple(of: 2) ? try cache.refreshAfterExpired(previous: stale) : try cache.currentToken()
+                    index.isMultiple(of: 2) ? Self.renewed(try cache.renewAfterRefusal(of: stale))! : try cache.currentToken()
                 }
             }
             return try await group.reduce(into: [ProviderToken]()) { $0.append($1) }

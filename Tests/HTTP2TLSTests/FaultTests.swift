@@ -93,7 +93,7 @@ struct FaultTests {
             _ = try await connection.send(HTTP2Request(path: "/slow"))
             Issue.record("an unanswered request succeeded")
         } catch {
-            #expect(error == RequestFailure(.possiblyProcessed, .deadlineExceeded))
+            #expect(error == RequestFailure(.mayHaveBeenProcessed, .deadlineExceeded))
         }
         let elapsed = ContinuousClock.now - start
         // The upper bound only rules out a hang; a loaded CI machine can be slow to wake the loop.
@@ -157,7 +157,7 @@ struct FaultTests {
             return await group.reduce(into: [RequestFailure]()) { if let failure = $1 { $0.append(failure) } }
         }
         #expect(failures.count == 5)
-        #expect(failures.filter { $0.processing == .possiblyProcessed }.count == 2)
+        #expect(failures.filter { $0.processing == .mayHaveBeenProcessed }.count == 2)
         #expect(failures.filter { $0.processing == .notProcessed }.count == 3)
         for failure in failures {
             guard case .connectionClosed = failure.cause else {
@@ -209,7 +209,7 @@ struct FaultTests {
         var iterator = arrived.stream.makeAsyncIterator()
         await iterator.next()
         task.cancel()
-        #expect(await task.value == RequestFailure(.possiblyProcessed, .cancelled))
+        #expect(await task.value == RequestFailure(.mayHaveBeenProcessed, .cancelled))
         #expect(try await connection.send(request(1)).status == 200)
         #expect(connection.outstandingRequests == 0)
 

@@ -52,7 +52,7 @@ struct LiveObjectTests {
         var arrivals = arrived.stream.makeAsyncIterator()
         await arrivals.next()
         client.shutdown()
-        #expect(await pending == RequestFailure(.possiblyProcessed, .connectionClosed(.closedLocally)))
+        #expect(await pending == RequestFailure(.mayHaveBeenProcessed, .connectionClosed(.closedLocally)))
         #expect(client.liveObjects == .zero)
         #expect(await failure(of: connection, request(2)) == RequestFailure(.notProcessed, .connectionClosed(.closedLocally)))
         await #expect(throws: ConnectError.clientShutDown) {

@@ -15,9 +15,9 @@ struct ValueTests {
     @Test("failure descriptions say whether a resend is safe")
     func failureDescriptions() {
         #expect(RequestFailure(.notProcessed, .refusedStream).description.hasSuffix("(not processed)"))
-        #expect(RequestFailure(.possiblyProcessed, .deadlineExceeded).description.hasSuffix("(may have been processed)"))
+        #expect(RequestFailure(.mayHaveBeenProcessed, .deadlineExceeded).description.hasSuffix("(may have been processed)"))
         #expect(RequestFailure(.notProcessed, .refusedStream).wasCertainlyNotProcessed)
-        #expect(!RequestFailure(.possiblyProcessed, .connectionClosed(.peerClosed)).wasCertainlyNotProcessed)
+        #expect(!RequestFailure(.mayHaveBeenProcessed, .connectionClosed(.peerClosed)).wasCertainlyNotProcessed)
     }
 
     @Test("header look-up ignores case")

@@ -24,14 +24,14 @@ import Testing
         return decider.decide(row(attempts: attempts), result, using: &random)
     }
 
-    func failure(_ processing: DeliveryFailure.Processing, _ cause: DeliveryFailure.Cause) -> DeliveryResult {
-        DeliveryResult(status: nil, failure: DeliveryFailure(processing: processing, cause: cause, detail: "test"))
+    func failure(_ processing: Processing, _ cause: DeliveryFailure.Cause, goAwayReason: String? = nil) -> DeliveryResult {
+        DeliveryResult(status: nil, failure: DeliveryFailure(processing: processing, cause: cause, goAwayReason: goAwayReason, detail: "test"))
     }
 
     @Test func deliveredKeepsTheLeaseClaim() {
         let decision = decide(DeliveryResult(status: 200, reason: nil, timestamp: nil))
         #expect(decision.outcome == Outcome(id: 7, claimCount: 3, disposition: .delivered, httpStatus: 200))
-        #expect(decision.appProblem == nil)
+        #expect(decision.pauseReason == nil)
     }
 
     @Test func serverErrorsRetryThreeTimesWithinOneToFiveSecondsThenFail() throws {
@@ -63,10 +63,44 @@ import Testing
         #expect(decision.outcome.recordsError)
     }
 
-    @Test func credentialErrorsHoldTheRowAndFlagTheApp() {
+    @Test func credentialErrorsHoldTheRowAndPauseTheApp() {
         let decision = decide(DeliveryResult(status: 403, reason: "InvalidProviderToken", timestamp: nil))
-        #expect(decision.outcome.disposition == .retry(after: OutcomeDecider.holdDelay, countsAsAttempt: false))
-        #expect(decision.appProblem == "InvalidProviderToken")
+        #expect(decision.outcome.disposition == .retry(after: DeliveryPolicy.pausedRowDelay, countsAsAttempt: false))
+        #expect(decision.action == .pause(.app))
+        #expect(decision.pauseReason == "InvalidProviderToken")
+    }
+
+    @Test func aRefusedFreshProviderTokenSaysWhatToCheck() {
+        let decision = decide(DeliveryResult(status: 403, reason: "ExpiredProviderToken", timestamp: nil))
+        #expect(decision.action == .pause(.app))
+        #expect(decision.pauseReason?.contains("clock") == true)
+        #expect(decision.outcome.reason == "ExpiredProviderToken")
+    }
+
+    @Test func aGoAwayReasonIsTheRowsReasonAndPausesTheApp() {
+        let decision = decide(failure(.notProcessed, .goAway, goAwayReason: "BadCertificateEnvironment"))
+        #expect(decision.action == .pause(.app))
+        #expect(decision.outcome.reason == "BadCertificateEnvironment")
+        #expect(decision.outcome.disposition == .retry(after: DeliveryPolicy.pausedRowDelay, countsAsAttempt: false))
+    }
+
+    @Test func aTopicAnswerPausesTheTopicOnlyUnlessTheRowNamedIt() {
+        let decision = decide(DeliveryResult(status: 400, reason: "TopicDisallowed"))
+        #expect(decision.action == .pause(.topic))
+        var random = SeededRandomNumberGenerator(seed: 1)
+        let own = decider.decide(row(topic: "com.example.app.voip"), DeliveryResult(status: 400, reason: "TopicDisallowed"),
+                                 using: &random)
+        #expect(own.outcome.disposition == .failed)
+        let notForTopic = decider.decide(row(topic: "com.other.app"), DeliveryResult(status: 400, reason: "DeviceTokenNotForTopic"),
+                                         using: &random)
+        #expect(notForTopic.outcome.disposition == .failed)
+        #expect(!notForTopic.outcome.invalidatesToken)
+    }
+
+    @Test func theAnswersUniqueIDIsKept() {
+        let id = UUID()
+        let decision = decide(DeliveryResult(status: 200, apnsUniqueID: id.uuidString.lowercased()))
+        #expect(decision.outcome.apnsUniqueID == id)
     }
 
     @Test func notProcessedGoesBackWithoutAnAttemptOrAnErrorRow() {

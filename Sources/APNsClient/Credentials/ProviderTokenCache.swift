@@ -13,7 +13,24 @@ public final class ProviderTokenCache: Sendable {
     private struct State {
         var token: ProviderToken?
         var tokensSigned = 0
+        /// The last token signed because APNs refused its predecessor, and until when a
+        /// refusal of it is not answered by signing again.
+        var renewal: (token: ProviderToken, holdUntil: Date, streak: Int)?
     }
+
+    /// What `renewAfterRefusal` did.
+    public enum Renewal: Sendable, Equatable {
+        /// The token to send with from now on (newly signed, or already renewed by another caller).
+        case renewed(ProviderToken)
+        /// The refused token was itself signed because of a refusal, moments ago: the
+        /// clock or the key is at fault, and signing again would only storm APNs.
+        case refusedAgain(signedSecondsAgo: Int)
+    }
+
+    /// After a token signed because of a refusal is refused too, the next signature waits
+    /// this long, doubling up to `longestRenewalHold`.
+    public static let firstRenewalHold: TimeInterval = 60
+    public static let longestRenewalHold: TimeInterval = 20 * 60
 
     private let signer: ProviderTokenSigner
     private let policy: ProviderTokenRefreshPolicy
@@ -43,16 +60,29 @@ public final class ProviderTokenCache: Sendable {
         }
     }
 
-    /// After APNs answered 403 ExpiredProviderToken for `previous`: a new token,
-    /// whatever the age rules say. Idempotent: when many connections report the
-    /// same stale token, the first signs and the others get that same new token.
-    public func refreshAfterExpired(previous: ProviderToken) throws(ProviderTokenError) -> ProviderToken {
+    /// After APNs answered 403 ExpiredProviderToken for `previous`. APNs keeps refusing a
+    /// token it called expired, so a new one is signed, whatever the age rules say; when
+    /// many requests report the same refused token, the first signs and the others get
+    /// that same new token. A token that was itself signed because of a refusal and is
+    /// refused again points at the clock or a revoked key: no new signature until a hold
+    /// (one minute, doubling to twenty) has passed.
+    public func renewAfterRefusal(of previous: ProviderToken) throws(ProviderTokenError) -> Renewal {
         let time = now()
-        return try state.withLock { (state) throws(ProviderTokenError) -> ProviderToken in
+        return try state.withLock { (state) throws(ProviderTokenError) -> Renewal in
             if let token = state.token, token != previous {
-                return token
+                return .renewed(token)
             }
-            return try Self.signNew(into: &state, signer: signer, at: time)
+            var streak = 0
+            if let renewal = state.renewal, renewal.token == previous {
+                guard time >= renewal.holdUntil else {
+                    return .refusedAgain(signedSecondsAgo: max(0, Int(previous.age(at: time))))
+                }
+                streak = renewal.streak + 1
+            }
+            let token = try Self.signNew(into: &state, signer: signer, at: time)
+            let hold = min(Self.firstRenewalHold * Double(1 << min(streak, 16)), Self.longestRenewalHold)
+            state.renewal = (token, time.addingTimeInterval(hold), streak)
+            return .renewed(token)
         }
     }
 

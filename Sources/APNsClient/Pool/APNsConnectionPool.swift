@@ -109,8 +109,14 @@ final class APNsConnectionPool: Sendable {
     /// "rate sleeper") sleeps until the exact instant the first limiter frees; the others
     /// wait in line, and each granted lease wakes the next, so a backlog costs one wake-up
     /// per send rather than one per waiting request. `wasRateSleeper`: the caller held that
-    /// role and is back to try again. `token`: the provider token the request carries.
+    /// role and is back to try again.
+    ///
+    /// `token`: the provider token the request will carry, read just before this call. Only
+    /// a connection without a token or with this one takes it; a connection that carries an
+    /// older token is retired here (its streams finish, the keeper replaces it), so a
+    /// renewed token never meets a connection that saw another.
     func lease(avoiding avoided: Int? = nil, wasRateSleeper: Bool = false, token: ProviderToken? = nil) -> LeaseAttempt {
+        var stale: [(slot: Int, connection: HTTP2ClientConnection)] = []
         let (attempt, next) = state.withLock { state -> (LeaseAttempt, Waiter?) in
             // Read under the lock: a lease must record the instant it was granted, not the
             // instant its caller started waiting for the lock.
@@ -120,8 +126,12 @@ final class APNsConnectionPool: Sendable {
             var best: (slot: Int, start: ContinuousClock.Instant, load: Int, avoided: Bool)?
             for index in state.slots.indices {
                 let slot = state.slots[index]
-                guard let connection = slot.connection, connection.status.acceptsRequests,
-                      slot.inFlight < slot.streamLimit(localCap: localStreamCap, oneStreamUntilFirstAnswer: oneStreamUntilFirstAnswer)
+                guard let connection = slot.connection, connection.status.acceptsRequests else { continue }
+                if let token, let carried = slot.token, carried != token {
+                    if carried.issuedAt <= token.issuedAt { stale.append((index, connection)) }
+                    continue
+                }
+                guard slot.inFlight < slot.streamLimit(localCap: localStreamCap, oneStreamUntilFirstAnswer: oneStreamUntilFirstAnswer)
                 else { continue }
                 let candidate = (slot: index, start: slot.rate.earliestStart(at: now), load: slot.inFlight,
                                  avoided: index == avoided)
@@ -138,15 +148,14 @@ final class APNsConnectionPool: Sendable {
             }
             state.slots[best.slot].inFlight += 1
             state.slots[best.slot].rate.record(at: now)
-            if let token, Self.replaces(token, state.slots[best.slot].newestToken) {
-                state.slots[best.slot].newestToken = token
-            }
+            if state.slots[best.slot].token == nil { state.slots[best.slot].token = token }
             let lease = ConnectionLease(slot: best.slot, connection: connection)
             // Pass the turn on: the next waiting request either finds room too or becomes
             // the rate sleeper.
             return (.leased(lease), Self.takeLongestWaiter(&state))
         }
         if let next { Self.wake([next]) }
+        retire(stale)
         return attempt
     }
 
@@ -157,15 +166,6 @@ final class APNsConnectionPool: Sendable {
             return Self.takeLongestWaiter(&state)
         }
         if let next { Self.wake([next]) }
-    }
-
-    /// Whether `token`, leased on a connection, becomes its newest. Most leases carry the
-    /// token the connection already has: compared, not stored again. A request built before
-    /// a renewal may be leased after one carrying the new token; it does not make the
-    /// connection look older than it is.
-    private static func replaces(_ token: ProviderToken, _ newest: ProviderToken?) -> Bool {
-        guard let newest else { return true }
-        return newest.issuedAt <= token.issuedAt && newest.jwt != token.jwt
     }
 
     /// Not avoided first; then sendable now (or freeing first); then least loaded.
@@ -256,17 +256,17 @@ final class APNsConnectionPool: Sendable {
         }
     }
 
-    /// Ends a lease. `answer` is the HTTP status when one arrived; 429 TooManyRequests
-    /// answers feed the slot's throttle, which may change the slot's rate.
-    func finish(_ lease: ConnectionLease, answer: Int?, reason: String?) {
+    /// Ends a lease. `answered`: an HTTP answer arrived; `throttled`: it was 429
+    /// TooManyRequests. Answers feed the slot's throttle, which may change the slot's rate.
+    func finish(_ lease: ConnectionLease, answered: Bool, throttled: Bool) {
         let now = clock.now
         let freed = state.withLock { state -> [Waiter] in
             let current = state.slots[lease.slot].connection === lease.connection
             var freed: [Waiter] = []
             if current {
                 state.slots[lease.slot].inFlight -= 1
-                let firstAnswer = answer != nil && !state.slots[lease.slot].answeredSinceConnect
-                if answer != nil { state.slots[lease.slot].answeredSinceConnect = true }
+                let firstAnswer = answered && !state.slots[lease.slot].answeredSinceConnect
+                if answered { state.slots[lease.slot].answeredSinceConnect = true }
                 state.generation += 1
                 // The first answer of a token connection opens it to many streams. The even
                 // schedule starts afresh from here: the wait for this answer is no backlog
@@ -279,9 +279,8 @@ final class APNsConnectionPool: Sendable {
                     freed = [waiter]
                 }
             }
-            guard let answer, var throttle = state.slots[lease.slot].throttle else { return freed }
-            let tooManyRequests = answer == 429 && reason != "TooManyProviderTokenUpdates"
-            let change = throttle.record(tooManyRequests: tooManyRequests, at: now)
+            guard answered, var throttle = state.slots[lease.slot].throttle else { return freed }
+            let change = throttle.record(tooManyRequests: throttled, at: now)
             state.slots[lease.slot].throttle = throttle
             if let change { state.slots[lease.slot].rate.setLimit(change) }
             return freed
@@ -292,23 +291,23 @@ final class APNsConnectionPool: Sendable {
     /// Takes the lease's connection out of the pool and closes it gracefully (its other
     /// streams finish); the keeper connects a replacement at once.
     func retire(_ lease: ConnectionLease) {
-        connectionStopped(slot: lease.slot, connection: lease.connection)
-        lease.connection.close(graceful: true)
+        retire([(lease.slot, lease.connection)])
     }
 
-    /// Retires every connection whose newest provider token is an older one than `current`:
-    /// after one connection refused a renewed token (429 TooManyProviderTokenUpdates), the
-    /// others that took the old one within the same 20 minutes would refuse it too, each
-    /// costing a request a resend. Connections that carried no token yet, or `current`, stay.
-    func retireConnections(carryingTokensOlderThan current: ProviderToken) {
-        let stale = state.withLock { state -> [(slot: Int, connection: HTTP2ClientConnection)] in
+    /// Retires every connection that carries `token`: after APNs refused it, each request
+    /// written with it would be refused too.
+    func retireConnections(carrying token: ProviderToken) {
+        let carrying = state.withLock { state -> [(slot: Int, connection: HTTP2ClientConnection)] in
             state.slots.indices.compactMap { index in
-                guard let connection = state.slots[index].connection, let newest = state.slots[index].newestToken,
-                      newest != current, newest.issuedAt <= current.issuedAt else { return nil }
+                guard let connection = state.slots[index].connection, state.slots[index].token == token else { return nil }
                 return (index, connection)
             }
         }
-        for (slot, connection) in stale {
+        retire(carrying)
+    }
+
+    private func retire(_ connections: [(slot: Int, connection: HTTP2ClientConnection)]) {
+        for (slot, connection) in connections {
             connectionStopped(slot: slot, connection: connection)
             connection.close(graceful: true)
         }
@@ -367,7 +366,7 @@ final class APNsConnectionPool: Sendable {
             state.slots[slot].connection = connection
             state.slots[slot].connectedAt = now
             state.slots[slot].answeredSinceConnect = false
-            state.slots[slot].newestToken = nil
+            state.slots[slot].token = nil
             state.slots[slot].inFlight = 0
             state.generation += 1
             let starters = Self.markFirstAttemptDone(slot: slot, &state)

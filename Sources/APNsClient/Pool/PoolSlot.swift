@@ -7,11 +7,11 @@ struct PoolSlot {
     var connection: HTTP2ClientConnection?
     var connectedAt: ContinuousClock.Instant?
     var answeredSinceConnect = false
-    /// The newest provider token leased on the current connection (nil: none yet, or
-    /// certificate auth). A connection that took a token is refused another within 20
-    /// minutes (429 TooManyProviderTokenUpdates): this tells which connections a renewed
-    /// token would be refused on.
-    var newestToken: ProviderToken?
+    /// The provider token the current connection carries (nil: none yet, or certificate
+    /// auth). A connection carries one token for its life: APNs refuses a second within
+    /// 20 minutes (429 TooManyProviderTokenUpdates), and a renewal every 50 minutes costs
+    /// one reconnect, far less than tracking which connection may take which token.
+    var token: ProviderToken?
     /// Requests leased on the current connection and not yet finished: streams it uses.
     var inFlight = 0
     /// Set when the current connection stopped taking requests; read by the keeper.
