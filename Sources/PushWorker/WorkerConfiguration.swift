@@ -245,7 +245,7 @@ struct FileApp: Decodable {
         switch setting.allowed {
         case .count(_, let field):
             guard let value = Int(trimmed) else { throw setting.refused("\"\(text)\"", app: name) }
-            retry[keyPath: field] = value
+            retry[keyPath: field] = Double(value)
         case .seconds(let field):
             guard let value = Double(trimmed), value.isFinite else { throw setting.refused("\"\(text)\"", app: name) }
             retry[keyPath: field] = value
@@ -297,13 +297,15 @@ struct FileApp: Decodable {
 }
 
 /// `"retry"` of one app in the file; flags and environment variables fill in the same fields.
+/// The counts are read as numbers too, so that 2.5 gets the setting's own message rather
+/// than the decoder's.
 struct FileRetry: Decodable {
-    var serverErrors: Int?
+    var serverErrors: Double?
     var delayMinSeconds: Double?
     var delayMaxSeconds: Double?
     var tooManyRequestsBaseSeconds: Double?
     var tooManyRequestsMaxDelaySeconds: Double?
-    var tooManyRequestsMaxAttempts: Int?
+    var tooManyRequestsMaxAttempts: Double?
 
     /// The settings given, over the defaults, each checked against its range and the
     /// pairs against each other (minimum ≤ maximum).
@@ -311,8 +313,10 @@ struct FileRetry: Decodable {
         var retry = RetryConfiguration.default
         func count(_ setting: RetrySetting, default value: Int) throws(ConfigurationError) -> Int {
             guard case .count(let range, let field) = setting.allowed, let given = self[keyPath: field] else { return value }
-            guard range.contains(given) else { throw setting.refused("\(given)", app: app) }
-            return given
+            guard given.isFinite, given == given.rounded(), Double(range.lowerBound) <= given, given <= Double(range.upperBound) else {
+                throw setting.refused(RetrySetting.format(given), app: app)
+            }
+            return Int(given)
         }
         func seconds(_ setting: RetrySetting, default value: Duration) throws(ConfigurationError) -> Duration {
             guard case .seconds(let field) = setting.allowed, let given = self[keyPath: field] else { return value }
@@ -353,7 +357,7 @@ enum RetrySetting: CaseIterable {
     /// The values allowed, and where they go.
     enum Allowed {
         /// A whole number in the range.
-        case count(ClosedRange<Int>, WritableKeyPath<FileRetry, Int?>)
+        case count(ClosedRange<Int>, WritableKeyPath<FileRetry, Double?>)
         /// Decimal seconds, more than 0 and at most `longestDelaySeconds`.
         case seconds(WritableKeyPath<FileRetry, Double?>)
     }
