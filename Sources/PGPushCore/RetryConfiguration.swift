@@ -1,19 +1,24 @@
-/// The numbers behind `RetryPolicy` (SPEC §4 defaults; all configurable).
+/// The numbers behind `RetryPolicy`, one set per app (`AppConfiguration.retry`).
+/// The defaults are below; the first five properties are settings of each app: flags,
+/// environment variables or keys under `"retry"` in the app's entry of the
+/// configuration file (`pgpush run --help` lists them).
 ///
-/// - 5xx / no response: 3 retries, each after a delay drawn uniformly from
-///   1–5 s. This is faster than Apple's "retry 5xx after 15 minutes"
-///   (apns-reference §4, §7): most 5xx seen in practice are one overloaded or
-///   restarting front end, and another connection answers at once. Operators who
-///   prefer Apple's advice raise the range.
+/// - 5xx / no response: 3 retries (`PGPUSH_RETRY_SERVER_ERRORS`), each after a
+///   delay drawn uniformly from 1–5 s (`PGPUSH_RETRY_DELAY_MIN_SECONDS`,
+///   `PGPUSH_RETRY_DELAY_MAX_SECONDS`). Apple suggests waiting much longer (about
+///   15 minutes) after a 5xx; pgpush retries sooner because most 5xx seen in
+///   practice come from one overloaded or restarting front end, and another
+///   connection answers at once. Operators who prefer Apple's advice raise the range.
 /// - 429 TooManyRequests: the device token is pushed to too often, so the wait
-///   grows: 1 s, 2 s, 4 s … capped at 60 s, with equal jitter (half the step fixed,
+///   grows: 1 s, 2 s, 4 s … (`PGPUSH_RETRY_429_BASE_SECONDS`) capped at 60 s
+///   (`PGPUSH_RETRY_429_MAX_DELAY_SECONDS`), with equal jitter (half the step fixed,
 ///   half random) so a retry never comes immediately yet spreads out; at most 8
-///   attempts in total.
+///   attempts in total (`PGPUSH_RETRY_429_MAX_ATTEMPTS`).
 /// - Fresh-connection resends (ExpiredProviderToken, TooManyProviderTokenUpdates,
 ///   unprocessed streams) are not counted as attempts, so they get their own small
 ///   cap: a second ExpiredProviderToken right after a fresh JWT points at the key
 ///   or the clock, which is an app problem; a server refusing stream after stream
-///   is treated like one that does not answer.
+///   is treated like one that does not answer. These two caps are fixed, not settings.
 public struct RetryConfiguration: Equatable, Sendable {
     /// Retries after 5xx or no response; total attempts are one more.
     public var serverErrorRetries: Int

@@ -110,7 +110,7 @@ public final class DemoRun: Sendable {
             connections: options.connections, ratePerConnection: options.ratePerConnection)
         var configuration = WorkerConfiguration(databaseURL: options.conninfo, apps: [app],
                                                 workerID: "demo-\(ProcessInfo.processInfo.hostName)-\(getpid())")
-        configuration.retry = options.retry
+        configuration.apps[0].retry = options.retry
         configuration.pollInterval = .milliseconds(100)
         configuration.drainTimeout = .seconds(5)
         let worker = try Worker(configuration: configuration, senders: try APNsSenderFactory.makeSenders(for: [app]),

@@ -27,7 +27,6 @@ public final class Worker: Sendable {
     private let stopRequested = Latch()
     private let drainDeadline = Locked<ContinuousClock.Instant?>(nil)
     private let counters = Locked(WorkerCounters())
-    private let decider: OutcomeDecider
     // Jitter for retry delays. Seeded rather than SystemRandomNumberGenerator: a zero-sized
     // generator under a lock looks to ThreadSanitizer like a race on a neighbouring object.
     private let random = Locked(SeededRandomNumberGenerator(seed: UInt64.random(in: 1...UInt64.max)))
@@ -53,7 +52,6 @@ public final class Worker: Sendable {
         listener = try QueueListener()
         doorbells = Dictionary(uniqueKeysWithValues: configuration.apps.map { ($0.name, Doorbell()) })
         health = Dictionary(uniqueKeysWithValues: configuration.apps.map { ($0.name, AppHealth()) })
-        decider = OutcomeDecider(retry: configuration.retry)
         let metrics = WorkerMetrics()
         self.metrics = metrics
         metricsServer = try configuration.metricsAddress.map { address throws(ConfigurationError) in
@@ -234,7 +232,7 @@ public final class Worker: Sendable {
         do {
             request = try row.notification.validated(bundleID: app.bundleID, authentication: sender.authenticationMethod)
         } catch {
-            let outcome = decider.rejected(row, error)
+            let outcome = OutcomeDecider(retry: app.retry).rejected(row, error)
             writer.add(outcome)
             metrics.recordOutcome(app: app.name, outcome)
             counters.withLock { $0.failed += 1 }
@@ -249,7 +247,7 @@ public final class Worker: Sendable {
         }
         let result = await sender.send(request)
         metrics.recordLatency(result.latency)
-        let decision = random.withLock { decider.decide(row, result, using: &$0) }
+        let decision = random.withLock { OutcomeDecider(retry: app.retry).decide(row, result, using: &$0) }
         writer.add(decision.outcome)
         metrics.recordOutcome(app: app.name, decision.outcome)
         record(decision, row: row, topic: request.topic, app: app)

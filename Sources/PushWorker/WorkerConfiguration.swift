@@ -26,9 +26,19 @@ public struct AppConfiguration: Sendable, Equatable {
     public var connections: Int
     /// Requests per second per connection; 0 means no cap (benchmarks only).
     public var ratePerConnection: Int
+    /// How this app's rows are retried after a 5xx, no answer or 429 TooManyRequests: the
+    /// `PGPUSH_RETRY_*` variables, `--retry-*` flags and `"retry"` in the file. The worker
+    /// decides each row with its own app's numbers.
+    public var retry: RetryConfiguration
+    /// Rows for a device token APNs already answered 410 (Unregistered, ExpiredToken) are
+    /// finished `failed` with reason `KnownInvalidToken` without a request; false sends them
+    /// anyway. `PGPUSH_SKIP_KNOWN_INVALID_TOKENS`, `--skip-known-invalid-tokens`,
+    /// `"skip_known_invalid_tokens"` in the file; default true.
+    public var skipKnownInvalidTokens: Bool
 
     public init(name: String, bundleID: String, environment: Environment = .production, apnsURL: String? = nil,
-                caFile: String? = nil, authentication: Authentication, connections: Int = 4, ratePerConnection: Int = 100) {
+                caFile: String? = nil, authentication: Authentication, connections: Int = 4, ratePerConnection: Int = 100,
+                retry: RetryConfiguration = .default, skipKnownInvalidTokens: Bool = true) {
         self.name = name
         self.bundleID = bundleID
         self.environment = environment
@@ -37,6 +47,8 @@ public struct AppConfiguration: Sendable, Equatable {
         self.authentication = authentication
         self.connections = connections
         self.ratePerConnection = ratePerConnection
+        self.retry = retry
+        self.skipKnownInvalidTokens = skipKnownInvalidTokens
     }
 }
 
@@ -55,7 +67,6 @@ public struct WorkerConfiguration: Sendable {
     public var flushInterval: Duration = .milliseconds(100)
     /// Rows whose lease ended after this many attempts fail with `LeaseExpired`.
     public var rescueMaxAttempts = 5
-    public var retry = RetryConfiguration.default
     /// When set, one worker at a time (advisory lock) deletes rows finished longer ago than this.
     public var pruneAfter: Duration?
     /// `HOST:PORT` of the Prometheus / health endpoint; nil: none.
@@ -102,6 +113,20 @@ public struct WorkerConfiguration: Sendable {
         }
         if let value = setting("rate-per-connection", "PGPUSH_RATE_PER_CONNECTION") {
             single.ratePerConnection = try integer(value, setting: "PGPUSH_RATE_PER_CONNECTION"); singleAppGiven = true
+        }
+        for retrySetting in RetrySetting.allCases {
+            if let value = setting(retrySetting.flag, retrySetting.variable) {
+                try single.setRetry(retrySetting, text: value); singleAppGiven = true
+            }
+        }
+        if let value = setting("skip-known-invalid-tokens", "PGPUSH_SKIP_KNOWN_INVALID_TOKENS") {
+            switch value.trimmingCharacters(in: .whitespaces).lowercased() {
+            case "true": single.skipKnownInvalidTokens = true
+            case "false": single.skipKnownInvalidTokens = false
+            default:
+                throw ConfigurationError("app \"\(singleAppName)\": PGPUSH_SKIP_KNOWN_INVALID_TOKENS must be true or false, got \"\(value)\"")
+            }
+            singleAppGiven = true
         }
         if singleAppGiven {
             apps.removeAll { $0.name == singleAppName }
@@ -208,8 +233,25 @@ struct FileApp: Decodable {
     var certPassword: String?
     var connections: Int?
     var ratePerConnection: Int?
+    var retry: FileRetry?
+    var skipKnownInvalidTokens: Bool?
 
     init(name: String) { self.name = name }
+
+    /// One retry setting given as text (a flag or an environment variable).
+    mutating func setRetry(_ setting: RetrySetting, text: String) throws(ConfigurationError) {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        var retry = self.retry ?? FileRetry()
+        switch setting.allowed {
+        case .count(_, let field):
+            guard let value = Int(trimmed) else { throw setting.refused("\"\(text)\"", app: name) }
+            retry[keyPath: field] = Double(value)
+        case .seconds(let field):
+            guard let value = Double(trimmed), value.isFinite else { throw setting.refused("\"\(text)\"", app: name) }
+            retry[keyPath: field] = value
+        }
+        self.retry = retry
+    }
 
     func validated() throws(ConfigurationError) -> AppConfiguration {
         let label = "app \"\(name)\""
@@ -248,6 +290,144 @@ struct FileApp: Decodable {
             throw ConfigurationError("\(label): PGPUSH_APNS_URL must start with https:// (TLS is always on), got \"\(apnsUrl)\"")
         }
         return AppConfiguration(name: name, bundleID: topic, environment: environment, apnsURL: apnsUrl, caFile: caFile,
-                                authentication: authentication, connections: connections, ratePerConnection: rate)
+                                authentication: authentication, connections: connections, ratePerConnection: rate,
+                                retry: try (retry ?? FileRetry()).validated(app: name),
+                                skipKnownInvalidTokens: skipKnownInvalidTokens ?? true)
+    }
+}
+
+/// `"retry"` of one app in the file; flags and environment variables fill in the same fields.
+/// The counts are read as numbers too, so that 2.5 gets the setting's own message rather
+/// than the decoder's.
+struct FileRetry: Decodable {
+    var serverErrors: Double?
+    var delayMinSeconds: Double?
+    var delayMaxSeconds: Double?
+    var tooManyRequestsBaseSeconds: Double?
+    var tooManyRequestsMaxDelaySeconds: Double?
+    var tooManyRequestsMaxAttempts: Double?
+
+    /// The settings given, over the defaults, each checked against its range and the
+    /// pairs against each other (minimum ≤ maximum).
+    func validated(app: String) throws(ConfigurationError) -> RetryConfiguration {
+        var retry = RetryConfiguration.default
+        func count(_ setting: RetrySetting, default value: Int) throws(ConfigurationError) -> Int {
+            guard case .count(let range, let field) = setting.allowed, let given = self[keyPath: field] else { return value }
+            guard given.isFinite, given == given.rounded(), Double(range.lowerBound) <= given, given <= Double(range.upperBound) else {
+                throw setting.refused(RetrySetting.format(given), app: app)
+            }
+            return Int(given)
+        }
+        func seconds(_ setting: RetrySetting, default value: Duration) throws(ConfigurationError) -> Duration {
+            guard case .seconds(let field) = setting.allowed, let given = self[keyPath: field] else { return value }
+            // Checked before the conversion, which traps on values past Int64; nanosecond
+            // precision, and a value that rounds to 0 ns counts as 0.
+            guard given.isFinite, given > 0, given <= RetrySetting.longestDelaySeconds else {
+                throw setting.refused(RetrySetting.format(given), app: app)
+            }
+            let nanoseconds = Int64((given * 1e9).rounded())
+            guard nanoseconds > 0 else { throw setting.refused(RetrySetting.format(given), app: app) }
+            return .nanoseconds(nanoseconds)
+        }
+        retry.serverErrorRetries = try count(.serverErrors, default: retry.serverErrorRetries)
+        retry.tooManyRequestsMaximumAttempts = try count(.tooManyRequestsMaxAttempts, default: retry.tooManyRequestsMaximumAttempts)
+        let minimum = try seconds(.delayMinSeconds, default: retry.serverErrorDelay.lowerBound)
+        let maximum = try seconds(.delayMaxSeconds, default: retry.serverErrorDelay.upperBound)
+        guard minimum <= maximum else {
+            throw ConfigurationError("app \"\(app)\": \(RetrySetting.delayMinSeconds.name) must not exceed "
+                                     + "\(RetrySetting.delayMaxSeconds.name): \(RetrySetting.format(minimum)) > \(RetrySetting.format(maximum))")
+        }
+        retry.serverErrorDelay = minimum ... maximum
+        retry.tooManyRequestsBaseDelay = try seconds(.tooManyRequestsBaseSeconds, default: retry.tooManyRequestsBaseDelay)
+        retry.tooManyRequestsMaximumDelay = try seconds(.tooManyRequestsMaxDelaySeconds, default: retry.tooManyRequestsMaximumDelay)
+        guard retry.tooManyRequestsBaseDelay <= retry.tooManyRequestsMaximumDelay else {
+            throw ConfigurationError("app \"\(app)\": \(RetrySetting.tooManyRequestsMaxDelaySeconds.name) must be at least "
+                                     + "\(RetrySetting.tooManyRequestsBaseSeconds.name): "
+                                     + "\(RetrySetting.format(retry.tooManyRequestsMaximumDelay)) < \(RetrySetting.format(retry.tooManyRequestsBaseDelay))")
+        }
+        return retry
+    }
+}
+
+/// The per-app retry settings: flag, environment variable, key in the file's `"retry"`, allowed values.
+enum RetrySetting: CaseIterable {
+    case serverErrors, delayMinSeconds, delayMaxSeconds
+    case tooManyRequestsBaseSeconds, tooManyRequestsMaxDelaySeconds, tooManyRequestsMaxAttempts
+
+    /// The values allowed, and where they go.
+    enum Allowed {
+        /// A whole number in the range.
+        case count(ClosedRange<Int>, WritableKeyPath<FileRetry, Double?>)
+        /// Decimal seconds, more than 0 and at most `longestDelaySeconds`.
+        case seconds(WritableKeyPath<FileRetry, Double?>)
+    }
+
+    /// No retry waits longer than an hour; the bound also keeps every value far from
+    /// where the conversion to whole nanoseconds overflows.
+    static let longestDelaySeconds = 3600.0
+
+    var flag: String {
+        switch self {
+        case .serverErrors: "retry-server-errors"
+        case .delayMinSeconds: "retry-delay-min-seconds"
+        case .delayMaxSeconds: "retry-delay-max-seconds"
+        case .tooManyRequestsBaseSeconds: "retry-429-base-seconds"
+        case .tooManyRequestsMaxDelaySeconds: "retry-429-max-delay-seconds"
+        case .tooManyRequestsMaxAttempts: "retry-429-max-attempts"
+        }
+    }
+
+    var variable: String {
+        switch self {
+        case .serverErrors: "PGPUSH_RETRY_SERVER_ERRORS"
+        case .delayMinSeconds: "PGPUSH_RETRY_DELAY_MIN_SECONDS"
+        case .delayMaxSeconds: "PGPUSH_RETRY_DELAY_MAX_SECONDS"
+        case .tooManyRequestsBaseSeconds: "PGPUSH_RETRY_429_BASE_SECONDS"
+        case .tooManyRequestsMaxDelaySeconds: "PGPUSH_RETRY_429_MAX_DELAY_SECONDS"
+        case .tooManyRequestsMaxAttempts: "PGPUSH_RETRY_429_MAX_ATTEMPTS"
+        }
+    }
+
+    var fileKey: String {
+        switch self {
+        case .serverErrors: "server_errors"
+        case .delayMinSeconds: "delay_min_seconds"
+        case .delayMaxSeconds: "delay_max_seconds"
+        case .tooManyRequestsBaseSeconds: "too_many_requests_base_seconds"
+        case .tooManyRequestsMaxDelaySeconds: "too_many_requests_max_delay_seconds"
+        case .tooManyRequestsMaxAttempts: "too_many_requests_max_attempts"
+        }
+    }
+
+    var allowed: Allowed {
+        switch self {
+        case .serverErrors: .count(0...20, \.serverErrors)
+        case .delayMinSeconds: .seconds(\.delayMinSeconds)
+        case .delayMaxSeconds: .seconds(\.delayMaxSeconds)
+        case .tooManyRequestsBaseSeconds: .seconds(\.tooManyRequestsBaseSeconds)
+        case .tooManyRequestsMaxDelaySeconds: .seconds(\.tooManyRequestsMaxDelaySeconds)
+        case .tooManyRequestsMaxAttempts: .count(1...100, \.tooManyRequestsMaxAttempts)
+        }
+    }
+
+    /// How error messages name the setting: its variable and its key in the file.
+    var name: String { "\(variable) (retry.\(fileKey) in the file)" }
+
+    /// The setting's value is not allowed: the message names it and the allowed values.
+    func refused(_ value: String, app: String) -> ConfigurationError {
+        let allowedValues = switch allowed {
+        case .count(let range, _): "a whole number from \(range.lowerBound) to \(range.upperBound)"
+        case .seconds: "a number of seconds more than 0 and at most \(Self.format(Self.longestDelaySeconds))"
+        }
+        return ConfigurationError("app \"\(app)\": \(name) must be \(allowedValues), got \(value)")
+    }
+
+    static func format(_ seconds: Double) -> String {
+        seconds == seconds.rounded() && abs(seconds) < 1e15 ? String(Int64(seconds)) : String(seconds)
+    }
+
+    static func format(_ duration: Duration) -> String {
+        let (seconds, attoseconds) = duration.components
+        return format(Double(seconds) + Double(attoseconds) / 1e18) + " s"
     }
 }

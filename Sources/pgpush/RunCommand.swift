@@ -12,7 +12,8 @@ enum RunCommand {
         given by --config / PGPUSH_CONFIG (for several apps). Everything is checked before
         the worker connects anywhere; an error names the setting to fix.
 
-        Flags (environment variable in brackets):
+        Flags (environment variable in brackets). --topic to --skip-known-invalid-tokens describe
+        the app named by --app; a --config file sets them for each app it lists:
           --database-url URL        [DATABASE_URL]  libpq connection string or URI (PG* variables also work)
           --config FILE             [PGPUSH_CONFIG] JSON file listing apps (see README)
           --app NAME                [PGPUSH_APP]    the app the single-app settings describe (default: default)
@@ -25,6 +26,20 @@ enum RunCommand {
                                     its password only from PGPUSH_CERT_PASSWORD
           --connections N           [PGPUSH_CONNECTIONS] HTTP/2 connections per app (default 4)
           --rate-per-connection N   [PGPUSH_RATE_PER_CONNECTION] requests/second per connection (default 100)
+          --retry-server-errors N   [PGPUSH_RETRY_SERVER_ERRORS] retries after a 5xx or no answer, 0–20 (default 3)
+          --retry-delay-min-seconds S, --retry-delay-max-seconds S
+                                    [PGPUSH_RETRY_DELAY_MIN_SECONDS, PGPUSH_RETRY_DELAY_MAX_SECONDS] the wait before
+                                    each such retry, uniform between the two: 0 < min ≤ max ≤ 3600 (default 1, 5)
+          --retry-429-base-seconds S, --retry-429-max-delay-seconds S
+                                    [PGPUSH_RETRY_429_BASE_SECONDS, PGPUSH_RETRY_429_MAX_DELAY_SECONDS] the wait after
+                                    429 TooManyRequests doubles from base up to max, with jitter:
+                                    0 < base ≤ max ≤ 3600 (default 1, 60)
+          --retry-429-max-attempts N
+                                    [PGPUSH_RETRY_429_MAX_ATTEMPTS] attempts in total, the first included, before
+                                    429s fail the notification, 1–100 (default 8)
+          --skip-known-invalid-tokens true|false
+                                    [PGPUSH_SKIP_KNOWN_INVALID_TOKENS] rows for a device token APNs already answered
+                                    410 fail as KnownInvalidToken without a request; false sends them (default true)
           --lease-seconds N         [PGPUSH_LEASE_SECONDS] how long a claim holds a row (default 60)
           --drain-seconds N         [PGPUSH_DRAIN_SECONDS] how long SIGTERM waits for requests in flight (default 20)
           --worker-id ID            [PGPUSH_WORKER_ID] default: host-pid-random
@@ -46,7 +61,8 @@ enum RunCommand {
     static let flags: Set<String> = [
         "help", "database-url", "config", "app", "topic", "apns-env", "apns-url", "ca-file", "team-id", "key-id",
         "key-file", "cert-file", "connections", "rate-per-connection", "lease-seconds", "drain-seconds", "worker-id",
-        "prune-after-days", "metrics-addr",
+        "prune-after-days", "metrics-addr", "retry-server-errors", "retry-delay-min-seconds", "retry-delay-max-seconds",
+        "retry-429-base-seconds", "retry-429-max-delay-seconds", "retry-429-max-attempts", "skip-known-invalid-tokens",
     ]
 
     static func run(_ arguments: Arguments) throws -> Int32 {

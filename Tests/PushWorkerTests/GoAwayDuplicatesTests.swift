@@ -18,7 +18,7 @@ import Testing
         try database.query("SELECT pgpush.enqueue_many(device_tokens => $1, payload => '{\"aps\":{\"alert\":\"x\"}}')",
                            [(1...6000).map(WorkerEndToEndTests.token)])
         var configuration = WorkerConfiguration(databaseURL: conninfo, apps: [harness.app], workerID: "goaway")
-        configuration.retry = WorkerEndToEndTests.fastRetries()
+        configuration.apps[0].retry = WorkerEndToEndTests.fastRetries()
         configuration.pollInterval = .milliseconds(20)
         let worker = try Worker(configuration: configuration, senders: try APNsSenderFactory.makeSenders(for: [harness.app]),
                                 log: Log(sink: { _ in }))

@@ -1,4 +1,5 @@
 import Foundation
+import PGPushCore
 import PushWorker
 import Testing
 
@@ -80,5 +81,192 @@ import Testing
         }
         #expect(error.description.contains("apps"))
         #expect(error.description.contains("connections"))
+    }
+
+    // MARK: Per-app retry settings and skipKnownInvalidTokens
+
+    let certificateEnvironment = ["PGPUSH_CERT_FILE": "/c.p12", "PGPUSH_TOPIC": "x"]
+
+    func writeFile(_ json: String) throws -> URL {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("pgpush-config-\(UUID()).json")
+        try Data(json.utf8).write(to: file)
+        return file
+    }
+
+    @Test func retryAndSkipDefaultsAreUnchanged() throws {
+        let app = try #require(try WorkerConfiguration.load(flags: [:], environment: tokenEnvironment).apps.first)
+        #expect(app.retry == .default)
+        #expect(app.retry.serverErrorRetries == 3)
+        #expect(app.retry.serverErrorDelay == .seconds(1) ... .seconds(5))
+        #expect(app.retry.tooManyRequestsBaseDelay == .seconds(1))
+        #expect(app.retry.tooManyRequestsMaximumDelay == .seconds(60))
+        #expect(app.retry.tooManyRequestsMaximumAttempts == 8)
+        #expect(app.skipKnownInvalidTokens)
+    }
+
+    @Test func retryAndSkipFromEnvironment() throws {
+        let configuration = try WorkerConfiguration.load(flags: [:], environment: tokenEnvironment.merging([
+            "PGPUSH_RETRY_SERVER_ERRORS": "0", "PGPUSH_RETRY_DELAY_MIN_SECONDS": "0.25",
+            "PGPUSH_RETRY_DELAY_MAX_SECONDS": " 900 ", "PGPUSH_RETRY_429_BASE_SECONDS": "1.5",
+            "PGPUSH_RETRY_429_MAX_DELAY_SECONDS": "3600", "PGPUSH_RETRY_429_MAX_ATTEMPTS": "100",
+            "PGPUSH_SKIP_KNOWN_INVALID_TOKENS": "false",
+        ]) { $1 })
+        let app = try #require(configuration.apps.first)
+        #expect(app.retry == RetryConfiguration(
+            serverErrorRetries: 0, serverErrorDelay: .milliseconds(250) ... .seconds(900),
+            tooManyRequestsBaseDelay: .milliseconds(1500), tooManyRequestsMaximumDelay: .seconds(3600),
+            tooManyRequestsMaximumAttempts: 100))
+        #expect(!app.skipKnownInvalidTokens)
+    }
+
+    @Test func retryAndSkipFlagsWinOverEnvironment() throws {
+        let configuration = try WorkerConfiguration.load(
+            flags: ["retry-server-errors": "5", "retry-delay-max-seconds": "10", "retry-429-base-seconds": "2",
+                    "retry-429-max-attempts": "3", "skip-known-invalid-tokens": "TRUE"],
+            environment: tokenEnvironment.merging([
+                "PGPUSH_RETRY_SERVER_ERRORS": "1", "PGPUSH_RETRY_DELAY_MIN_SECONDS": "2",
+                "PGPUSH_RETRY_DELAY_MAX_SECONDS": "3", "PGPUSH_RETRY_429_MAX_DELAY_SECONDS": "30",
+                "PGPUSH_RETRY_429_MAX_ATTEMPTS": "50", "PGPUSH_SKIP_KNOWN_INVALID_TOKENS": "false",
+            ]) { $1 })
+        let app = try #require(configuration.apps.first)
+        #expect(app.retry.serverErrorRetries == 5)
+        #expect(app.retry.serverErrorDelay == .seconds(2) ... .seconds(10))
+        #expect(app.retry.tooManyRequestsBaseDelay == .seconds(2))
+        #expect(app.retry.tooManyRequestsMaximumDelay == .seconds(30))
+        #expect(app.retry.tooManyRequestsMaximumAttempts == 3)
+        #expect(app.skipKnownInvalidTokens)
+    }
+
+    @Test func fileSetsRetryPerAppAndTheEnvironmentOverridesOneField() throws {
+        let file = try writeFile("""
+            {"apps": [
+               {"name": "news", "topic": "com.example.news", "cert_file": "/certs/news.p12",
+                "retry": {"server_errors": 3, "delay_min_seconds": 1, "delay_max_seconds": 5,
+                          "too_many_requests_base_seconds": 1, "too_many_requests_max_delay_seconds": 60,
+                          "too_many_requests_max_attempts": 8}},
+               {"name": "shop", "topic": "com.example.shop", "cert_file": "/certs/shop.p12",
+                "skip_known_invalid_tokens": false,
+                "retry": {"server_errors": 10, "delay_min_seconds": 0.5, "delay_max_seconds": 120,
+                          "too_many_requests_base_seconds": 2, "too_many_requests_max_delay_seconds": 300,
+                          "too_many_requests_max_attempts": 20}},
+               {"name": "todo", "topic": "com.example.todo", "cert_file": "/certs/todo.p12",
+                "retry": {"delay_max_seconds": 30}}
+             ]}
+            """)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let fromFile = try WorkerConfiguration.load(flags: ["config": file.path], environment: [:])
+        #expect(fromFile.apps.map(\.name) == ["news", "shop", "todo"])
+        #expect(fromFile.apps[0].retry == .default)
+        #expect(fromFile.apps[0].skipKnownInvalidTokens)
+        let shop = RetryConfiguration(
+            serverErrorRetries: 10, serverErrorDelay: .milliseconds(500) ... .seconds(120),
+            tooManyRequestsBaseDelay: .seconds(2), tooManyRequestsMaximumDelay: .seconds(300), tooManyRequestsMaximumAttempts: 20)
+        #expect(fromFile.apps[1].retry == shop)
+        #expect(!fromFile.apps[1].skipKnownInvalidTokens)
+        // Keys left out keep their defaults.
+        var todo = RetryConfiguration.default
+        todo.serverErrorDelay = .seconds(1) ... .seconds(30)
+        #expect(fromFile.apps[2].retry == todo)
+
+        // The environment changes one field of the app PGPUSH_APP names; the file
+        // supplies the rest, and the other apps keep theirs.
+        let overridden = try WorkerConfiguration.load(
+            flags: ["config": file.path, "retry-429-max-attempts": "4"],
+            environment: ["PGPUSH_APP": "shop", "PGPUSH_RETRY_SERVER_ERRORS": "1", "PGPUSH_RETRY_429_MAX_ATTEMPTS": "9",
+                          "PGPUSH_SKIP_KNOWN_INVALID_TOKENS": "true"])
+        var expected = shop
+        expected.serverErrorRetries = 1
+        expected.tooManyRequestsMaximumAttempts = 4
+        #expect(overridden.apps[1].retry == expected)
+        #expect(overridden.apps[1].skipKnownInvalidTokens)
+        #expect(overridden.apps[0].retry == .default)
+        #expect(overridden.apps[2].retry == todo)
+    }
+
+    static let badRetryValues: [(variable: String, value: String, allowed: String)] = [
+        ("PGPUSH_RETRY_SERVER_ERRORS", "21", "a whole number from 0 to 20"),
+        ("PGPUSH_RETRY_SERVER_ERRORS", "-1", "a whole number from 0 to 20"),
+        ("PGPUSH_RETRY_SERVER_ERRORS", "2.5", "a whole number from 0 to 20"),
+        ("PGPUSH_RETRY_SERVER_ERRORS", "three", "a whole number from 0 to 20"),
+        ("PGPUSH_RETRY_DELAY_MIN_SECONDS", "0", "more than 0 and at most 3600"),
+        ("PGPUSH_RETRY_DELAY_MIN_SECONDS", "-1", "more than 0 and at most 3600"),
+        ("PGPUSH_RETRY_DELAY_MIN_SECONDS", "1e-12", "more than 0 and at most 3600"),
+        ("PGPUSH_RETRY_DELAY_MIN_SECONDS", "soon", "more than 0 and at most 3600"),
+        ("PGPUSH_RETRY_DELAY_MAX_SECONDS", "3600.5", "more than 0 and at most 3600"),
+        ("PGPUSH_RETRY_DELAY_MAX_SECONDS", "nan", "more than 0 and at most 3600"),
+        ("PGPUSH_RETRY_DELAY_MAX_SECONDS", "inf", "more than 0 and at most 3600"),
+        ("PGPUSH_RETRY_429_BASE_SECONDS", "0", "more than 0 and at most 3600"),
+        ("PGPUSH_RETRY_429_BASE_SECONDS", "1e300", "more than 0 and at most 3600"),
+        ("PGPUSH_RETRY_429_MAX_DELAY_SECONDS", "-5", "more than 0 and at most 3600"),
+        ("PGPUSH_RETRY_429_MAX_DELAY_SECONDS", "7200", "more than 0 and at most 3600"),
+        ("PGPUSH_RETRY_429_MAX_ATTEMPTS", "0", "a whole number from 1 to 100"),
+        ("PGPUSH_RETRY_429_MAX_ATTEMPTS", "101", "a whole number from 1 to 100"),
+        ("PGPUSH_RETRY_429_MAX_ATTEMPTS", "", "a whole number from 1 to 100"),
+        // Each alone is in range; together they are not (max defaults to 5, base to 1).
+        ("PGPUSH_RETRY_DELAY_MIN_SECONDS", "6", "must not exceed PGPUSH_RETRY_DELAY_MAX_SECONDS"),
+        ("PGPUSH_RETRY_429_MAX_DELAY_SECONDS", "0.5", "must be at least PGPUSH_RETRY_429_BASE_SECONDS"),
+        ("PGPUSH_SKIP_KNOWN_INVALID_TOKENS", "yes", "true or false"),
+        ("PGPUSH_SKIP_KNOWN_INVALID_TOKENS", "", "true or false"),
+    ]
+
+    @Test(arguments: badRetryValues)
+    func badRetryValuesAreRefusedByNameAndRange(variable: String, value: String, allowed: String) {
+        let environment = certificateEnvironment.merging([variable: value]) { $1 }
+        #expect {
+            try WorkerConfiguration.load(flags: [:], environment: environment)
+        } throws: { error in
+            let description = (error as? ConfigurationError)?.description ?? ""
+            return description.contains("app \"default\": \(variable)") && description.contains(allowed)
+        }
+    }
+
+    @Test func badRetryFlagIsRefusedByName() {
+        #expect {
+            try WorkerConfiguration.load(flags: ["retry-429-max-attempts": "1000"], environment: certificateEnvironment)
+        } throws: { error in
+            (error as? ConfigurationError)?.description.contains("PGPUSH_RETRY_429_MAX_ATTEMPTS") == true
+        }
+    }
+
+    @Test(arguments: [
+        (#"{"server_errors": 21}"#, "PGPUSH_RETRY_SERVER_ERRORS (retry.server_errors in the file) must be a whole number from 0 to 20, got 21"),
+        (#"{"server_errors": 2.5}"#, "PGPUSH_RETRY_SERVER_ERRORS (retry.server_errors in the file) must be a whole number from 0 to 20, got 2.5"),
+        (#"{"delay_min_seconds": 0}"#, "PGPUSH_RETRY_DELAY_MIN_SECONDS (retry.delay_min_seconds in the file) must be a number of seconds more than 0"),
+        (#"{"delay_max_seconds": 4000}"#, "PGPUSH_RETRY_DELAY_MAX_SECONDS (retry.delay_max_seconds in the file) must be a number of seconds more than 0 and at most 3600, got 4000"),
+        (#"{"delay_min_seconds": 2, "delay_max_seconds": 1.5}"#, "must not exceed PGPUSH_RETRY_DELAY_MAX_SECONDS"),
+        (#"{"too_many_requests_base_seconds": -1}"#, "PGPUSH_RETRY_429_BASE_SECONDS (retry.too_many_requests_base_seconds in the file)"),
+        (#"{"too_many_requests_base_seconds": 10, "too_many_requests_max_delay_seconds": 5}"#,
+         "PGPUSH_RETRY_429_MAX_DELAY_SECONDS (retry.too_many_requests_max_delay_seconds in the file) must be at least PGPUSH_RETRY_429_BASE_SECONDS"),
+        (#"{"too_many_requests_max_attempts": 1e300}"#, "PGPUSH_RETRY_429_MAX_ATTEMPTS (retry.too_many_requests_max_attempts in the file) must be a whole number from 1 to 100"),
+        (#"{"too_many_requests_max_attempts": 0}"#, "PGPUSH_RETRY_429_MAX_ATTEMPTS (retry.too_many_requests_max_attempts in the file) must be a whole number from 1 to 100, got 0"),
+    ])
+    func badRetryValuesInTheFileAreRefusedByName(retry: String, message: String) throws {
+        let file = try writeFile(#"{"apps": [{"name": "shop", "topic": "x", "cert_file": "/c.p12", "retry": "# + retry + "}]}")
+        defer { try? FileManager.default.removeItem(at: file) }
+        let error = try #require(throws: ConfigurationError.self) {
+            try WorkerConfiguration.load(flags: ["config": file.path], environment: [:])
+        }
+        #expect(error.description.hasPrefix("app \"shop\": "))
+        #expect(error.description.contains(message), "\(error)")
+    }
+
+    @Test func delaysAreCheckedAcrossLayers() throws {
+        // The file's maximum and the environment's minimum are each fine; together they are not.
+        let file = try writeFile(#"{"apps": [{"name": "default", "topic": "x", "cert_file": "/c.p12", "retry": {"delay_max_seconds": 2}}]}"#)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let error = try #require(throws: ConfigurationError.self) {
+            try WorkerConfiguration.load(flags: ["config": file.path], environment: ["PGPUSH_RETRY_DELAY_MIN_SECONDS": "3"])
+        }
+        #expect(error.description.contains("must not exceed PGPUSH_RETRY_DELAY_MAX_SECONDS"))
+        #expect(error.description.contains("3 s > 2 s"))
+    }
+
+    @Test func skipKnownInvalidTokensMustBeABooleanInTheFile() throws {
+        let file = try writeFile(#"{"apps": [{"name": "a", "topic": "x", "cert_file": "/c.p12", "skip_known_invalid_tokens": "no"}]}"#)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let error = try #require(throws: ConfigurationError.self) {
+            try WorkerConfiguration.load(flags: ["config": file.path], environment: [:])
+        }
+        #expect(error.description.contains("skip"), "\(error)")
     }
 }

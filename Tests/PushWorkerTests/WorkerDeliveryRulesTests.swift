@@ -14,7 +14,7 @@ import Testing
 
     func startWorker(_ harness: Harness, _ conninfo: String, retry: RetryConfiguration = .default) throws -> (Worker, Task<Void, any Error>) {
         var configuration = WorkerConfiguration(databaseURL: conninfo, apps: [harness.app], workerID: "rules-worker")
-        configuration.retry = retry
+        configuration.apps[0].retry = retry
         configuration.pollInterval = .milliseconds(20)
         let worker = try Worker(configuration: configuration, senders: try APNsSenderFactory.makeSenders(for: [harness.app]),
                                 log: Log(sink: { _ in }))

@@ -99,7 +99,7 @@ import Testing
             """, [Self.token(900_004)])
 
         var configuration = WorkerConfiguration(databaseURL: conninfo, apps: [harness.app], workerID: "test-worker")
-        configuration.retry = Self.fastRetries()
+        configuration.apps[0].retry = Self.fastRetries()
         configuration.pollInterval = .milliseconds(50)
         let worker = try Worker(configuration: configuration, senders: try APNsSenderFactory.makeSenders(for: [harness.app]),
                                 log: Log(minimum: .warning))

@@ -66,7 +66,7 @@ struct InProcessWorker {
                       sender: (any NotificationSender)? = nil,
                       adjust: (inout WorkerConfiguration) -> Void = { _ in }) throws -> InProcessWorker {
         var configuration = WorkerConfiguration(databaseURL: conninfo, apps: [app], workerID: id)
-        configuration.retry = fastRetries
+        configuration.apps[0].retry = fastRetries
         configuration.pollInterval = .milliseconds(100)
         configuration.lease = lease
         adjust(&configuration)

@@ -28,6 +28,39 @@ struct CommandLineTests {
         #expect(typo.output.contains("unknown flag --databse-url"))
     }
 
+    @Test func runHelpNamesThePerAppRetrySettings() async throws {
+        let help = try await run(["run", "--help"])
+        #expect(help.code == 0)
+        for name in [
+            "--retry-server-errors", "PGPUSH_RETRY_SERVER_ERRORS", "--retry-delay-min-seconds", "PGPUSH_RETRY_DELAY_MIN_SECONDS",
+            "--retry-delay-max-seconds", "PGPUSH_RETRY_DELAY_MAX_SECONDS", "--retry-429-base-seconds", "PGPUSH_RETRY_429_BASE_SECONDS",
+            "--retry-429-max-delay-seconds", "PGPUSH_RETRY_429_MAX_DELAY_SECONDS", "--retry-429-max-attempts",
+            "PGPUSH_RETRY_429_MAX_ATTEMPTS", "--skip-known-invalid-tokens", "PGPUSH_SKIP_KNOWN_INVALID_TOKENS",
+        ] {
+            #expect(help.output.contains(name), "run --help does not name \(name)")
+        }
+        for defaults in ["0–20 (default 3)", "(default 1, 5)", "(default 1, 60)", "1–100 (default 8)", "(default true)"] {
+            #expect(help.output.contains(defaults), "run --help does not say \(defaults)")
+        }
+    }
+
+    @Test func badRetrySettingNamesItAndExits2() async throws {
+        let environment = [
+            "DATABASE_URL": "host=/nonexistent", "PGPUSH_TOPIC": "com.example", "PGPUSH_TEAM_ID": "TEAM123456",
+            "PGPUSH_KEY_ID": "KEY1234567", "PGPUSH_KEY_FILE": "/nonexistent/AuthKey.p8",
+        ]
+        let flag = try await run(["run", "--retry-429-max-attempts", "0"], environment: environment)
+        #expect(flag.code == 2)
+        #expect(flag.output.contains("PGPUSH_RETRY_429_MAX_ATTEMPTS"), "\(flag.output)")
+        #expect(flag.output.contains("from 1 to 100"), "\(flag.output)")
+        let variable = try await run(["run"], environment: environment.merging(["PGPUSH_RETRY_DELAY_MAX_SECONDS": "0"]) { $1 })
+        #expect(variable.code == 2)
+        #expect(variable.output.contains("PGPUSH_RETRY_DELAY_MAX_SECONDS"), "\(variable.output)")
+        let skip = try await run(["run", "--skip-known-invalid-tokens", "maybe"], environment: environment)
+        #expect(skip.code == 2)
+        #expect(skip.output.contains("PGPUSH_SKIP_KNOWN_INVALID_TOKENS must be true or false"), "\(skip.output)")
+    }
+
     @Test func migrateTwiceThenUpToDate() async throws {
         let conninfo = try TestDatabase.empty()
         let first = try await run(["migrate", "--sql-dir", TestDatabase.sqlDirectory], environment: ["DATABASE_URL": conninfo])
