@@ -1,4 +1,4 @@
-/// The numbers behind `RetryPolicy`, one set per app (`AppConfiguration.retry`).
+/// The numbers behind `DeliveryPolicy`'s retries, one set per app (`AppConfiguration.retry`).
 /// The defaults are below; the first five properties are settings of each app: flags,
 /// environment variables or keys under `"retry"` in the app's entry of the
 /// configuration file (`pgpush run --help` lists them).
@@ -14,11 +14,10 @@
 ///   (`PGPUSH_RETRY_429_MAX_DELAY_SECONDS`), with equal jitter (half the step fixed,
 ///   half random) so a retry never comes immediately yet spreads out; at most 8
 ///   attempts in total (`PGPUSH_RETRY_429_MAX_ATTEMPTS`).
-/// - Fresh-connection resends (ExpiredProviderToken, TooManyProviderTokenUpdates,
-///   unprocessed streams) are not counted as attempts, so they get their own small
-///   cap: a second ExpiredProviderToken right after a fresh JWT points at the key
-///   or the clock, which is an app problem; a server refusing stream after stream
-///   is treated like one that does not answer. These two caps are fixed, not settings.
+/// - Requests APNs certainly did not process (refused streams, GOAWAY) go back to
+///   the queue uncounted, at most `notProcessedRequeues` times: a server refusing
+///   stream after stream is then treated like one that does not answer. This cap is
+///   fixed, not a setting.
 public struct RetryConfiguration: Equatable, Sendable {
     /// Retries after 5xx or no response; total attempts are one more.
     public var serverErrorRetries: Int
@@ -27,8 +26,6 @@ public struct RetryConfiguration: Equatable, Sendable {
     public var tooManyRequestsMaximumDelay: Duration
     /// Total attempts (including the first) before a 429 fails the notification.
     public var tooManyRequestsMaximumAttempts: Int
-    /// Uncounted resends on a fresh connection allowed per notification.
-    public var freshConnectionResends: Int
     /// Uncounted returns to the queue for requests APNs certainly did not process
     /// (refused streams, GOAWAY), after the client's own resends; past it the next
     /// one counts like a lost answer, so a server refusing everything cannot keep a
@@ -41,7 +38,6 @@ public struct RetryConfiguration: Equatable, Sendable {
         tooManyRequestsBaseDelay: Duration = .seconds(1),
         tooManyRequestsMaximumDelay: Duration = .seconds(60),
         tooManyRequestsMaximumAttempts: Int = 8,
-        freshConnectionResends: Int = 2,
         notProcessedRequeues: Int = 5
     ) {
         self.serverErrorRetries = serverErrorRetries
@@ -49,7 +45,6 @@ public struct RetryConfiguration: Equatable, Sendable {
         self.tooManyRequestsBaseDelay = tooManyRequestsBaseDelay
         self.tooManyRequestsMaximumDelay = tooManyRequestsMaximumDelay
         self.tooManyRequestsMaximumAttempts = tooManyRequestsMaximumAttempts
-        self.freshConnectionResends = freshConnectionResends
         self.notProcessedRequeues = notProcessedRequeues
     }
 
