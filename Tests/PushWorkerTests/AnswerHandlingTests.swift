@@ -1,0 +1,120 @@
+import APNsClient
+import APNsSimulator
+import Foundation
+import PGPushCore
+import PGPushTestSupport
+import Postgres
+import PushWorker
+import Testing
+
+/// The answers a first real user met handled wrongly, each end to end: the worker against
+/// a real PostgreSQL and the simulator over TLS + HTTP/2, checked in the table and at the
+/// simulator.
+@Suite struct AnswerHandlingTests {
+    typealias Harness = WorkerEndToEndTests.Harness
+    static let token = WorkerEndToEndTests.token
+    static let alert = #"{"aps":{"alert":"x"}}"#
+
+    struct Running {
+        let worker: Worker
+        let task: Task<Void, any Error>
+
+        func stop() async throws {
+            worker.stop()
+            try await task.value
+        }
+    }
+
+    static func start(_ app: AppConfiguration, _ conninfo: String, log: Log = Log(sink: { _ in })) throws -> Running {
+        var configuration = WorkerConfiguration(databaseURL: conninfo, apps: [app], workerID: "answers-worker")
+        configuration.apps[0].retry = WorkerEndToEndTests.fastRetries()
+        configuration.pollInterval = .milliseconds(20)
+        let worker = try Worker(configuration: configuration, senders: try APNsSenderFactory.makeSenders(for: [app]), log: log)
+        return Running(worker: worker, task: Task { try await worker.run() })
+    }
+
+    static func enqueue(_ database: PostgresConnection, tokens: [String], pushType: String = "alert",
+                        payload: String = alert, topic: String? = nil) throws {
+        try database.query("""
+            SELECT pgpush.enqueue_many(device_tokens => $1, push_type => $2, payload => $3::jsonb, topic => $4)
+            """, [tokens, pushType, payload, topic])
+    }
+
+    /// Forbidden is not retried (Apple: never retry it): the row fails with the reason at
+    /// once, and the app is not paused. Before, it was taken for a credential error and
+    /// the row stayed queued for ever.
+    @Test func forbiddenFailsTheRowAndNothingElse() async throws {
+        let forbidden = Self.token(7)
+        var faults = FaultPlan()
+        faults.scripts = [forbidden: [try ScriptedAnswer(parsing: "Forbidden")]]
+        let harness = try Harness(faults: faults)
+        defer { harness.stop() }
+        let conninfo = try TestDatabase.migrated()
+        let database = try PostgresConnection(conninfo: conninfo)
+        try Self.enqueue(database, tokens: [forbidden] + (100...119).map(Self.token))
+        let running = try Self.start(harness.app, conninfo)
+        try await WorkerEndToEndTests.waitUntilFinished(database)
+        try await running.stop()
+        let row = try database.query("""
+            SELECT status, attempts, last_status, last_reason FROM pgpush.notifications WHERE device_token = $1
+            """, [forbidden])
+        #expect(row.string(0, 0) == "failed")
+        #expect(row.int(0, 1) == 1)
+        #expect(row.int(0, 2) == 403)
+        #expect(row.string(0, 3) == "Forbidden")
+        #expect(try WorkerEndToEndTests.counts(database, "SELECT status, count(*) FROM pgpush.notifications GROUP BY 1")
+                == ["delivered": 20, "failed": 1])
+        let unhealthy = try database.query("SELECT count(*) FROM pgpush.app_health WHERE NOT healthy")
+        #expect(unhealthy.int(0, 0) == 0)
+    }
+
+    /// A row that named its own topic and got DeviceTokenNotForTopic had the wrong topic,
+    /// not a dead token: it fails, and the token is not listed as invalid.
+    @Test func deviceTokenNotForARowsOwnTopicListsNoToken() async throws {
+        let harness = try Harness(faults: FaultPlan())
+        defer { harness.stop() }
+        let conninfo = try TestDatabase.migrated()
+        let database = try PostgresConnection(conninfo: conninfo)
+        let token = Self.token(42)
+        // The simulator knows the app as com.example.app: another app's topic is DeviceTokenNotForTopic.
+        try Self.enqueue(database, tokens: [token], topic: "com.other.app")
+        let running = try Self.start(harness.app, conninfo)
+        try await WorkerEndToEndTests.waitUntilFinished(database)
+        try await running.stop()
+        let row = try database.query("SELECT status, last_reason FROM pgpush.notifications WHERE device_token = $1", [token])
+        #expect(row.string(0, 0) == "failed")
+        #expect(row.string(0, 1) == "DeviceTokenNotForTopic")
+        #expect(try database.query("SELECT count(*) FROM pgpush.invalid_tokens").int(0, 0) == 0)
+        #expect(harness.simulator.report().count(reason: "DeviceTokenNotForTopic") == 1)
+    }
+
+    /// However high the rate setting, a worker holds no more rows in flight than its
+    /// connections carry (250 each): a whole backlog claimed at once would tick every
+    /// lease and starve the other workers. Slow answers keep the rows in flight long
+    /// enough to be seen. The table shows `sending` for rows in flight and for answered
+    /// rows whose outcome waits for the batch writer: at most twice the bound. Without it
+    /// the worker claimed all 3,000 at once.
+    @Test func rowsInFlightAreBoundedByTheConnectionsWhateverTheRate() async throws {
+        var faults = FaultPlan()
+        faults.latencyMilliseconds = 1500
+        let harness = try Harness(faults: faults, ratePerConnection: 100_000, connections: 2)
+        defer { harness.stop() }
+        let conninfo = try TestDatabase.migrated()
+        let database = try PostgresConnection(conninfo: conninfo)
+        try Self.enqueue(database, tokens: (1...3000).map(Self.token))
+        let running = try Self.start(harness.app, conninfo)
+        var most = 0
+        let drained = try await eventually(timeout: .seconds(120), every: .milliseconds(20)) {
+            let row = try database.query("""
+                SELECT count(*) FILTER (WHERE status = 'sending'), count(*) FILTER (WHERE status IN ('queued', 'sending'))
+                  FROM pgpush.notifications
+                """)
+            most = max(most, row.int(0, 0) ?? 0)
+            return row.int(0, 1) == 0
+        }
+        try await running.stop()
+        #expect(drained)
+        #expect(most > 0)
+        #expect(most <= 2 * (2 * 250), "at most 500 rows in flight and 500 being written, saw \(most)")
+    }
+}
