@@ -22,7 +22,12 @@ struct ReportRecorder {
 
     mutating func refused() { report.refusedStreams += 1 }
     mutating func unanswered() { report.unansweredRequests += 1 }
-    mutating func goAwaySent() { report.goAwaysSent += 1 }
+    mutating func connectionOpened() { report.connectionsOpened += 1 }
+
+    mutating func goAwaySent(reason: String) {
+        report.goAwaysSent += 1
+        report.goAwayReasons[reason, default: 0] += 1
+    }
     mutating func connectionDropped() { report.connectionsDropped += 1 }
 
     func snapshot(connections: [ConnectionReport]) -> SimulatorReport {

@@ -9,9 +9,15 @@ struct SimulatorDecision: Sendable {
         case drop
     }
 
+    /// A GOAWAY (NO_ERROR) to send before the step.
+    struct GoAway: Sendable, Equatable {
+        var lastStreamID: Int32
+        /// Sent as the debug data `{"reason":…}`, as APNs does.
+        var reason: String
+    }
+
     var step: Step
-    /// Send GOAWAY with this request's stream as the last one, before answering.
-    var goAway = false
+    var goAway: GoAway?
     /// The connection has just authenticated: raise its stream limit first.
     var raiseStreamLimit = false
     var logEntry: RequestLogEntry?

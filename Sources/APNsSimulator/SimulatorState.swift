@@ -38,11 +38,15 @@ struct SimulatorState {
         faults = FaultInjector(plan: configuration.faults)
     }
 
+    /// The debug-data reason of the GOAWAY that `goAwayAfterStreams` sends.
+    static let shutdownReason = "Shutdown"
+
     mutating func opened(_ info: ServerConnectionInfo) {
         var connection = Connection()
         connection.hasCertificate = info.peerCertificateSubject != nil || info.peerCertificateDER != nil
         connection.certificateTopic = info.peerCertificateSubject.flatMap(CertificateTopic.topic(fromSubject:))
         connections[info.id] = connection
+        recorder.connectionOpened()
     }
 
     mutating func closed(_ id: Int) {
@@ -73,7 +77,7 @@ struct SimulatorState {
             recorder.refused()
             return logged(SimulatorDecision(step: .refuse), request, now: now, outcome: "ignored")
         }
-        var goAway = false
+        var goAway: SimulatorDecision.GoAway?
         switch faults.transportDecision(requestNumber: connection.requests) {
         case .drop:
             return dropped(request, &connection, apnsID: apnsID, now: now)
@@ -82,8 +86,8 @@ struct SimulatorState {
             return logged(SimulatorDecision(step: .refuse), request, now: now, outcome: "refused")
         case .proceedThenGoAway:
             connection.goAwayLastStream = request.streamID
-            recorder.goAwaySent()
-            goAway = true
+            recorder.goAwaySent(reason: Self.shutdownReason)
+            goAway = .init(lastStreamID: request.streamID, reason: Self.shutdownReason)
         case .proceed:
             break
         }

@@ -89,7 +89,9 @@ struct FaultInjectionOverTLSTests {
         // A new connection works again, and gets its own GOAWAY after three more.
         let next = try await harness.connect()
         #expect(try await next.send(pushRequest(jwt: jwt)).status == 200)
-        #expect(harness.simulator.report().goAwaysSent == 1)
+        let report = harness.simulator.report()
+        #expect(report.goAwaysSent == 1 && report.goAwayReasons == ["Shutdown": 1])
+        #expect(report.connectionsOpened == 2)
     }
 
     @Test func dropAfterNStreams() async throws {
