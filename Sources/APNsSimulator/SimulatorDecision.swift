@@ -7,6 +7,9 @@ struct SimulatorDecision: Sendable {
         case respond(status: Int, headers: [HTTP2TLS.HeaderField], body: [UInt8], after: Duration)
         case refuse
         case drop
+        /// Nothing for the stream itself: the GOAWAY sent with this decision leaves it out,
+        /// which tells the client it was not processed.
+        case leaveToGoAway
     }
 
     /// A GOAWAY (NO_ERROR) to send before the step.

@@ -51,6 +51,8 @@ final class SimulatorHandler: HTTP2ServerHandler {
             responder.refuse()
         case .drop:
             server?.dropConnection(request.connectionID)
+        case .leaveToGoAway:
+            break
         case .respond(let status, let headers, let body, let delay):
             if delay <= .zero {
                 responder.respond(status: status, headers: headers, body: body)

@@ -84,6 +84,12 @@ struct SimulatorState {
         case .refuse:
             recorder.refused()
             return logged(SimulatorDecision(step: .refuse), request, now: now, outcome: "refused")
+        case .goAwayBeforeAnyStream(let reason):
+            connection.goAwayLastStream = 0
+            recorder.goAwaySent(reason: reason)
+            recorder.refused()
+            return logged(SimulatorDecision(step: .leaveToGoAway, goAway: .init(lastStreamID: 0, reason: reason)),
+                          request, now: now, outcome: "goaway")
         case .proceedThenGoAway:
             connection.goAwayLastStream = request.streamID
             recorder.goAwaySent(reason: Self.shutdownReason)

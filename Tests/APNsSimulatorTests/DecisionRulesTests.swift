@@ -143,6 +143,15 @@ struct DecisionRulesTests {
         }
     }
 
+    @Test func goAwayBeforeTheFirstStreamComesFirst() {
+        var plan = FaultPlan()
+        plan.goAwayBeforeFirstStream = "BadCertificateEnvironment"
+        plan.refuseEveryNth = 1
+        var injector = FaultInjector(plan: plan)
+        #expect(injector.transportDecision(requestNumber: 1) == .goAwayBeforeAnyStream(reason: "BadCertificateEnvironment"))
+        #expect(injector.transportDecision(requestNumber: 2) == .refuse)
+    }
+
     @Test func injectorIsDeterministicAndScriptsRunOut() throws {
         var plan = FaultPlan()
         plan.seed = 5

@@ -2,6 +2,7 @@ import APNsSimulator
 import Foundation
 import HTTP2TLS
 import PGPushCore
+import PGPushTestSupport
 import Testing
 
 @Suite("Simulator over TLS: injected faults")
@@ -92,6 +93,37 @@ struct FaultInjectionOverTLSTests {
         let report = harness.simulator.report()
         #expect(report.goAwaysSent == 1 && report.goAwayReasons == ["Shutdown": 1])
         #expect(report.connectionsOpened == 2)
+    }
+
+    @Test func goAwayBeforeTheFirstStreamOnEveryConnection() async throws {
+        var faults = FaultPlan()
+        faults.goAwayBeforeFirstStream = "BadCertificateEnvironment"
+        let harness = try SimulatorHarness(faults: faults)
+        defer { harness.stop() }
+        let jwt = try makeJWT()
+        for _ in 0..<2 {
+            let connection = try await harness.connect()
+            do {
+                let response = try await connection.send(pushRequest(jwt: jwt))
+                Issue.record("the first request was answered \(response.status)")
+            } catch {
+                #expect(error.wasCertainlyNotProcessed)
+                guard case .goAway(let goAway) = error.cause else {
+                    Issue.record("not a GOAWAY: \(error)")
+                    continue
+                }
+                #expect(goAway.lastStreamID == 0 && goAway.errorCode == 0)
+                #expect(goAway.reason == "BadCertificateEnvironment")
+            }
+        }
+        // The server closes each connection after its GOAWAY.
+        #expect(try await eventually(timeout: .seconds(10)) {
+            harness.simulator.report().connections.allSatisfy { !$0.open }
+        })
+        let report = harness.simulator.report()
+        #expect(report.goAwaysSent == 2 && report.count(goAwayReason: "BadCertificateEnvironment") == 2)
+        #expect(report.connectionsOpened == 2)
+        #expect(report.totalRequests == 2 && report.refusedStreams == 2 && report.statusCounts.isEmpty)
     }
 
     @Test func dropAfterNStreams() async throws {
