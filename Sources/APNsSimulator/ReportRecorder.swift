@@ -8,6 +8,7 @@ struct ReportRecorder {
     private var acceptedAPNsIDs: [UUID: Int] = [:]
 
     mutating func received() { report.totalRequests += 1 }
+    var totalRequests: Int { report.totalRequests }
 
     mutating func answered(_ answer: SimulatorAnswer, apnsID: String?) {
         report.statusCounts[String(answer.status), default: 0] += 1

@@ -23,6 +23,7 @@ struct SimulatorState {
     let environment: SimulatorConfiguration.Environment
     let logging: Bool
     var faults: FaultInjector
+    var tokenFaults: ProviderTokenFaults
     var recorder = ReportRecorder()
     var connections: [Int: Connection] = [:]
 
@@ -36,6 +37,7 @@ struct SimulatorState {
         environment = configuration.environment
         logging = configuration.logPath != nil
         faults = FaultInjector(plan: configuration.faults)
+        tokenFaults = ProviderTokenFaults(plan: configuration.faults)
     }
 
     /// The debug-data reason of the GOAWAY that `goAwayAfterStreams` sends.
@@ -63,6 +65,7 @@ struct SimulatorState {
 
     mutating func decide(_ request: ServerRequest, now: Date, tick: UInt64) -> SimulatorDecision {
         recorder.received()
+        tokenFaults.requestArrived(total: recorder.totalRequests)
         // Moved out and back rather than copied: a copy would make the window's and the
         // token session's storage shared, and the first write would copy them whole.
         var connection = connections.removeValue(forKey: request.connectionID) ?? Connection()
@@ -132,7 +135,7 @@ struct SimulatorState {
     }
 
     /// Route, credentials, then content: the order in which APNs reports problems.
-    private func judge(_ request: ServerRequest, _ connection: inout Connection, now: Date) -> SimulatorAnswer {
+    private mutating func judge(_ request: ServerRequest, _ connection: inout Connection, now: Date) -> SimulatorAnswer {
         let rawToken: String
         switch RequestRules.checkRoute(method: request.method, path: request.path) {
         case .success(let token): rawToken = token
@@ -140,10 +143,14 @@ struct SimulatorState {
         }
         let topics: TopicPolicy
         if let verifier {
-            if let refusal = connection.tokens.check(authorization: request.headers.value(of: "authorization"),
-                                                     verifier: verifier, now: now) {
+            let authorization = request.headers.value(of: "authorization")
+            if let refusal = tokenFaults.refusal(authorization: authorization, verifier: verifier, now: now) {
                 return refusal
             }
+            if let refusal = connection.tokens.check(authorization: authorization, verifier: verifier, now: now) {
+                return refusal
+            }
+            if let current = connection.tokens.current { tokenFaults.noteAccepted(current.token) }
             topics = .token(bundleID: bundleID)
         } else {
             guard connection.hasCertificate else { return SimulatorAnswer(.missingProviderToken) }
