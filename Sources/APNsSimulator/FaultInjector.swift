@@ -56,6 +56,13 @@ public struct FaultInjector: Sendable {
         return nil
     }
 
+    /// The injected answer for a request with this `apns-topic` header, or nil when the
+    /// topic has none.
+    public func answer(forTopic topic: String?, now: Date) -> ScriptedAnswer? {
+        guard let topic, let answer = plan.topicAnswers[topic] else { return nil }
+        return Self.stamped(answer, now: now)
+    }
+
     /// How long to wait before answering.
     public mutating func latency() -> Duration {
         var milliseconds = plan.latencyMilliseconds

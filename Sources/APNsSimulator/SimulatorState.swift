@@ -102,23 +102,20 @@ struct SimulatorState {
         }
 
         let wasAuthenticated = connection.tokens.isAuthenticated
-        var answer = judge(request, &connection, now: now)
+        let judged = judge(request, &connection, now: now)
         let raiseStreamLimit = !wasAuthenticated && connection.tokens.isAuthenticated
-        if answer.status == 200, let token = validToken(request) {
-            switch faults.answer(forToken: token, now: now) {
-            case .answer(let injected):
-                answer = injected
-            case .refuse:
-                recorder.refused()
-                return logged(SimulatorDecision(step: .refuse, goAway: goAway, raiseStreamLimit: raiseStreamLimit),
-                              request, now: now, outcome: "refused")
-            case .drop:
-                var result = dropped(request, &connection, apnsID: apnsID, now: now)
-                result.goAway = goAway
-                return result
-            case nil:
-                break
-            }
+        let answer: SimulatorAnswer
+        switch judged {
+        case .answer(let value):
+            answer = value
+        case .refuse:
+            recorder.refused()
+            return logged(SimulatorDecision(step: .refuse, goAway: goAway, raiseStreamLimit: raiseStreamLimit),
+                          request, now: now, outcome: "refused")
+        case .drop:
+            var result = dropped(request, &connection, apnsID: apnsID, now: now)
+            result.goAway = goAway
+            return result
         }
 
         recorder.processed(apnsID: apnsID)
@@ -134,37 +131,35 @@ struct SimulatorState {
                       request, now: now, outcome: "answered", answer: answer)
     }
 
-    /// Route, credentials, then content: the order in which APNs reports problems.
-    private mutating func judge(_ request: ServerRequest, _ connection: inout Connection, now: Date) -> SimulatorAnswer {
+    /// Route, credentials, then content: the order in which APNs reports problems. Injected
+    /// answers come after the credentials: a topic's answer instead of the content checks,
+    /// a device token's (scripts, unregistered, the mix) in place of a 200.
+    private mutating func judge(_ request: ServerRequest, _ connection: inout Connection, now: Date) -> ScriptedAnswer {
         let rawToken: String
         switch RequestRules.checkRoute(method: request.method, path: request.path) {
         case .success(let token): rawToken = token
-        case .failure(let answer): return answer
+        case .failure(let answer): return .answer(answer)
         }
         let topics: TopicPolicy
         if let verifier {
             let authorization = request.headers.value(of: "authorization")
             if let refusal = tokenFaults.refusal(authorization: authorization, verifier: verifier, now: now) {
-                return refusal
+                return .answer(refusal)
             }
             if let refusal = connection.tokens.check(authorization: authorization, verifier: verifier, now: now) {
-                return refusal
+                return .answer(refusal)
             }
             if let current = connection.tokens.current { tokenFaults.noteAccepted(current.token) }
             topics = .token(bundleID: bundleID)
         } else {
-            guard connection.hasCertificate else { return SimulatorAnswer(.missingProviderToken) }
+            guard connection.hasCertificate else { return .answer(SimulatorAnswer(.missingProviderToken)) }
             topics = .certificate(certificateTopic: connection.certificateTopic, bundleID: bundleID)
         }
+        if let injected = faults.answer(forTopic: request.headers.value(of: "apns-topic"), now: now) { return injected }
         switch RequestRules.checkContent(rawToken: rawToken, headers: request.headers, body: request.body, topics: topics) {
-        case .success: return .accepted
-        case .failure(let answer): return answer
+        case .success(let accepted): return faults.answer(forToken: accepted.deviceToken, now: now) ?? .answer(.accepted)
+        case .failure(let answer): return .answer(answer)
         }
-    }
-
-    private func validToken(_ request: ServerRequest) -> String? {
-        guard case .success(let raw) = RequestRules.checkRoute(method: request.method, path: request.path) else { return nil }
-        return try? DeviceToken(validating: raw).hex
     }
 
     private mutating func dropped(_ request: ServerRequest, _ connection: inout Connection, apnsID: String?,

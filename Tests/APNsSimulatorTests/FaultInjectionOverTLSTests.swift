@@ -126,6 +126,31 @@ struct FaultInjectionOverTLSTests {
         #expect(report.totalRequests == 2 && report.refusedStreams == 2 && report.statusCounts.isEmpty)
     }
 
+    @Test func listedTopicsGetTheirAnswerAfterTheCredentials() async throws {
+        var faults = FaultPlan()
+        faults.topicAnswers = [testBundleID + ".voip": try ScriptedAnswer(parsing: "TopicDisallowed"),
+                               testBundleID + ".complication": try ScriptedAnswer(parsing: "refuse")]
+        let harness = try SimulatorHarness(faults: faults)
+        defer { harness.stop() }
+        let connection = try await harness.connect()
+        let jwt = try makeJWT()
+        let voip = try await connection.send(pushRequest(pushType: "voip", topic: testBundleID + ".voip", jwt: jwt))
+        #expect(voip.status == 400 && voip.reason == "TopicDisallowed")
+        #expect(try await connection.send(pushRequest(jwt: jwt)).status == 200)
+        do {
+            _ = try await connection.send(pushRequest(pushType: "complication", topic: testBundleID + ".complication", jwt: jwt))
+            Issue.record("the complication topic was answered")
+        } catch {
+            #expect(error.cause == .refusedStream)
+        }
+        // Credentials are judged first.
+        let other = try await harness.connect()
+        let unauthenticated = try await other.send(pushRequest(pushType: "voip", topic: testBundleID + ".voip", jwt: nil))
+        #expect(unauthenticated.status == 403 && unauthenticated.reason == "MissingProviderToken")
+        let report = harness.simulator.report()
+        #expect(report.count(reason: "TopicDisallowed") == 1 && report.count(status: 200) == 1 && report.refusedStreams == 1)
+    }
+
     @Test func dropAfterNStreams() async throws {
         var faults = FaultPlan()
         faults.dropAfterStreams = 2
