@@ -121,7 +121,8 @@ struct SimulatorState {
         recorder.processed(apnsID: apnsID)
         recorder.answered(answer, apnsID: apnsID)
         var headers = [HTTP2TLS.HeaderField("apns-id", apnsID ?? UUID().uuidString.lowercased())]
-        if answer.status == 200 && environment == .development {
+        // The sandbox adds a fresh id to every answer, errors included; production never does.
+        if environment == .development {
             headers.append(HTTP2TLS.HeaderField("apns-unique-id", UUID().uuidString.lowercased()))
         }
         if answer.status != 200 { headers.append(HTTP2TLS.HeaderField("content-type", "application/json")) }
