@@ -31,6 +31,11 @@ public final class APNsSimulator: Sendable {
         guard configuration.maxConcurrentStreams >= 1 else {
             throw .invalidConfiguration("max concurrent streams must be at least 1")
         }
+        if case .certificate = configuration.authentication,
+           configuration.faults.staleProviderTokensAfterRequests != nil || configuration.faults.expireEveryProviderToken {
+            // Silently ignoring them would let a test pass without the fault it asked for.
+            throw .invalidConfiguration("provider-token faults need token authentication, not client certificates")
+        }
         self.configuration = configuration
         let log = try configuration.logPath.map { (path) throws(SimulatorError) in try RequestLog(path: path) }
         handler = SimulatorHandler(configuration: configuration, log: log)

@@ -19,12 +19,16 @@ public struct FaultInjector: Sendable {
         case proceed
         /// Proceed, and send GOAWAY with this request as the last stream.
         case proceedThenGoAway
+        /// Leave the request unanswered and send GOAWAY with last_stream_id 0 and this reason:
+        /// no stream of the connection was processed.
+        case goAwayBeforeAnyStream(reason: String)
         case refuse
         case drop
     }
 
     /// `number` counts requests on the connection from 1.
     public mutating func transportDecision(requestNumber number: Int) -> TransportDecision {
+        if number == 1, let reason = plan.goAwayBeforeFirstStream { return .goAwayBeforeAnyStream(reason: reason) }
         if let limit = plan.dropAfterStreams, number > limit { return .drop }
         if let every = plan.refuseEveryNth, number % every == 0 { return .refuse }
         if plan.refuseProbability > 0, Double.random(in: 0..<1, using: &random) < plan.refuseProbability { return .refuse }
@@ -50,6 +54,13 @@ public struct FaultInjector: Sendable {
             draw -= entry.probability
         }
         return nil
+    }
+
+    /// The injected answer for a request with this `apns-topic` header, or nil when the
+    /// topic has none.
+    public func answer(forTopic topic: String?, now: Date) -> ScriptedAnswer? {
+        guard let topic, let answer = plan.topicAnswers[topic] else { return nil }
+        return Self.stamped(answer, now: now)
     }
 
     /// How long to wait before answering.

@@ -11,12 +11,16 @@ import Foundation
 ///   "statusMix": { "503": 0.05, "TooManyRequests": 0.02 },
 ///   "latencyMilliseconds": 5, "latencyJitterMilliseconds": 20,
 ///   "goAwayAfterStreams": 1000, "dropAfterStreams": 500,
-///   "refuseProbability": 0.01, "refuseEveryNth": 100
+///   "refuseProbability": 0.01, "refuseEveryNth": 100,
+///   "goAwayBeforeFirstStream": "BadCertificateEnvironment",
+///   "staleProviderTokensAfterRequests": 50, "expireEveryProviderToken": false,
+///   "topicAnswers": { "com.example.app.voip": "TopicDisallowed" }
 /// }
 /// ```
 /// Scripts are per device token and consumed in order; once a script runs out the
 /// token gets normal answers. Connection counts (`goAwayAfterStreams`, `dropAfterStreams`,
-/// `refuseEveryNth`) are per connection.
+/// `refuseEveryNth`) are per connection; `staleProviderTokensAfterRequests` counts every
+/// request the simulator received, on all connections.
 public struct FaultPlan: Sendable, Equatable, Codable {
     /// Seeds every random choice (mix, refusals, jitter): the same seed and request
     /// order give the same answers.
@@ -40,6 +44,22 @@ public struct FaultPlan: Sendable, Equatable, Codable {
     public var refuseProbability: Double = 0
     /// Every Nth request on a connection is refused.
     public var refuseEveryNth: Int?
+    /// The first request of every connection is not answered: the server sends GOAWAY
+    /// (last_stream_id 0, NO_ERROR, `{"reason":"<this>"}`) and closes the connection, as
+    /// APNs has been seen doing to a certificate meant for the other environment.
+    public var goAwayBeforeFirstStream: String?
+    /// Once this many requests have reached the simulator (all connections together),
+    /// every provider token it had accepted until then is refused 403 ExpiredProviderToken
+    /// for good, as APNs keeps refusing a JWT it once called expired. Tokens are compared
+    /// by their exact compact text; one first accepted later is judged normally.
+    public var staleProviderTokensAfterRequests: Int?
+    /// Every provider token with a valid signature, key id and team is refused 403
+    /// ExpiredProviderToken however recent its `iat`: a provider whose clock is an hour
+    /// off, or whose key was revoked. Tokens failing those checks keep their own reason.
+    public var expireEveryProviderToken = false
+    /// `apns-topic` value → the answer for every request with exactly that header, given
+    /// after the credential checks and instead of the content checks and other injected answers.
+    public var topicAnswers: [String: ScriptedAnswer] = [:]
 
     public struct MixEntry: Sendable, Equatable {
         public var answer: ScriptedAnswer
@@ -53,6 +73,8 @@ public struct FaultPlan: Sendable, Equatable, Codable {
 
     public init() {}
 
+    static let maximumGoAwayReasonBytes = 1000
+
     /// Checks ranges; the simulator refuses to start with an invalid plan.
     public func validate() throws(FaultPlanError) {
         for entry in statusMix where !(0...1).contains(entry.probability) || !entry.probability.isFinite {
@@ -63,12 +85,21 @@ public struct FaultPlan: Sendable, Equatable, Codable {
         if !(0...1).contains(refuseProbability) { throw .invalidProbability("refuse probability \(refuseProbability) is not between 0 and 1") }
         if latencyMilliseconds < 0 || latencyJitterMilliseconds < 0 { throw .invalidSetting("latency must not be negative") }
         for (name, value) in [("goAwayAfterStreams", goAwayAfterStreams), ("dropAfterStreams", dropAfterStreams),
-                              ("refuseEveryNth", refuseEveryNth)] {
+                              ("refuseEveryNth", refuseEveryNth),
+                              ("staleProviderTokensAfterRequests", staleProviderTokensAfterRequests)] {
             if let value, value < 1 { throw .invalidSetting("\(name) must be at least 1, got \(value)") }
         }
         for token in Array(unregisteredTokens) + Array(scripts.keys) where token.isEmpty {
             throw .invalidSetting("a fault token is empty")
         }
+        if let reason = goAwayBeforeFirstStream {
+            if reason.trimmingCharacters(in: .whitespaces).isEmpty { throw .invalidSetting("goAwayBeforeFirstStream needs a reason") }
+            // The debug data must fit one GOAWAY frame; a reason is a word, so the bound is generous.
+            if reason.utf8.count > Self.maximumGoAwayReasonBytes {
+                throw .invalidSetting("goAwayBeforeFirstStream is longer than \(Self.maximumGoAwayReasonBytes) bytes")
+            }
+        }
+        if topicAnswers.keys.contains(where: { $0.isEmpty }) { throw .invalidSetting("a topicAnswers topic is empty") }
     }
 
     /// Reads the JSON file form.
@@ -107,6 +138,7 @@ public struct FaultPlan: Sendable, Equatable, Codable {
     private enum CodingKeys: String, CodingKey {
         case seed, unregisteredTokens, scripts, statusMix, latencyMilliseconds, latencyJitterMilliseconds
         case goAwayAfterStreams, dropAfterStreams, refuseProbability, refuseEveryNth
+        case goAwayBeforeFirstStream, staleProviderTokensAfterRequests, expireEveryProviderToken, topicAnswers
     }
 
     public init(from decoder: any Decoder) throws {
@@ -126,6 +158,10 @@ public struct FaultPlan: Sendable, Equatable, Codable {
         dropAfterStreams = try container.decodeIfPresent(Int.self, forKey: .dropAfterStreams)
         refuseProbability = try container.decodeIfPresent(Double.self, forKey: .refuseProbability) ?? 0
         refuseEveryNth = try container.decodeIfPresent(Int.self, forKey: .refuseEveryNth)
+        goAwayBeforeFirstStream = try container.decodeIfPresent(String.self, forKey: .goAwayBeforeFirstStream)
+        staleProviderTokensAfterRequests = try container.decodeIfPresent(Int.self, forKey: .staleProviderTokensAfterRequests)
+        expireEveryProviderToken = try container.decodeIfPresent(Bool.self, forKey: .expireEveryProviderToken) ?? false
+        topicAnswers = try container.decodeIfPresent([String: ScriptedAnswer].self, forKey: .topicAnswers) ?? [:]
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -141,5 +177,9 @@ public struct FaultPlan: Sendable, Equatable, Codable {
         try container.encodeIfPresent(dropAfterStreams, forKey: .dropAfterStreams)
         try container.encode(refuseProbability, forKey: .refuseProbability)
         try container.encodeIfPresent(refuseEveryNth, forKey: .refuseEveryNth)
+        try container.encodeIfPresent(goAwayBeforeFirstStream, forKey: .goAwayBeforeFirstStream)
+        try container.encodeIfPresent(staleProviderTokensAfterRequests, forKey: .staleProviderTokensAfterRequests)
+        try container.encode(expireEveryProviderToken, forKey: .expireEveryProviderToken)
+        try container.encode(topicAnswers, forKey: .topicAnswers)
     }
 }

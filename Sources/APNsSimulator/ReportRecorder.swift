@@ -8,6 +8,7 @@ struct ReportRecorder {
     private var acceptedAPNsIDs: [UUID: Int] = [:]
 
     mutating func received() { report.totalRequests += 1 }
+    var totalRequests: Int { report.totalRequests }
 
     mutating func answered(_ answer: SimulatorAnswer, apnsID: String?) {
         report.statusCounts[String(answer.status), default: 0] += 1
@@ -22,7 +23,12 @@ struct ReportRecorder {
 
     mutating func refused() { report.refusedStreams += 1 }
     mutating func unanswered() { report.unansweredRequests += 1 }
-    mutating func goAwaySent() { report.goAwaysSent += 1 }
+    mutating func connectionOpened() { report.connectionsOpened += 1 }
+
+    mutating func goAwaySent(reason: String) {
+        report.goAwaysSent += 1
+        report.goAwayReasons[reason, default: 0] += 1
+    }
     mutating func connectionDropped() { report.connectionsDropped += 1 }
 
     func snapshot(connections: [ConnectionReport]) -> SimulatorReport {

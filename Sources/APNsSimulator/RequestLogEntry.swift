@@ -17,8 +17,9 @@ public struct RequestLogEntry: Sendable, Equatable, Codable {
     public var headers: [String: String]
     public var providerToken: Bool
     public var bodyBytes: Int
-    /// `answered`, `refused` (REFUSED_STREAM), `dropped` (connection closed, no answer)
-    /// or `ignored` (after this connection's GOAWAY).
+    /// `answered`, `refused` (REFUSED_STREAM), `dropped` (connection closed, no answer),
+    /// `ignored` (after this connection's GOAWAY) or `goaway` (answered by a GOAWAY that
+    /// processed no stream).
     public var outcome: String
     public var status: Int?
     public var reason: String?

@@ -23,7 +23,8 @@ public struct SimulatorConfiguration: Sendable {
         case certificate(trustedCAFile: String?)
     }
 
-    /// `development` adds `apns-unique-id` to successful answers, as the sandbox does.
+    /// `development` adds `apns-unique-id` (a fresh UUID) to every answer, errors included,
+    /// as the sandbox does; `production` never sends it.
     public enum Environment: String, Sendable {
         case production
         case development

@@ -7,11 +7,20 @@ struct SimulatorDecision: Sendable {
         case respond(status: Int, headers: [HTTP2TLS.HeaderField], body: [UInt8], after: Duration)
         case refuse
         case drop
+        /// Nothing for the stream itself: the GOAWAY sent with this decision leaves it out,
+        /// which tells the client it was not processed.
+        case leaveToGoAway
+    }
+
+    /// A GOAWAY (NO_ERROR) to send before the step.
+    struct GoAway: Sendable, Equatable {
+        var lastStreamID: Int32
+        /// Sent as the debug data `{"reason":…}`, as APNs does.
+        var reason: String
     }
 
     var step: Step
-    /// Send GOAWAY with this request's stream as the last one, before answering.
-    var goAway = false
+    var goAway: GoAway?
     /// The connection has just authenticated: raise its stream limit first.
     var raiseStreamLimit = false
     var logEntry: RequestLogEntry?

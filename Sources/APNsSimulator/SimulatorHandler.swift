@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import HTTP2TLS
 import Locking
+import PGPushCore
 
 /// The glue between `HTTP2Server` and `SimulatorState`: runs on the server's I/O
 /// thread, decides under a lock, then answers, refuses, drops or sends GOAWAY.
@@ -12,7 +13,6 @@ final class SimulatorHandler: HTTP2ServerHandler {
     private let log: RequestLog?
     private let clock: @Sendable () -> Date
     private let authenticatedStreamLimit: Int
-    private static let goAwayDebugData = Array(#"{"reason":"Shutdown"}"#.utf8)
 
     init(configuration: SimulatorConfiguration, log: RequestLog?) {
         state = Locked(SimulatorState(configuration: configuration))
@@ -39,9 +39,9 @@ final class SimulatorHandler: HTTP2ServerHandler {
         let decision = state.withLock { $0.decide(request, now: now, tick: tick) }
         if let entry = decision.logEntry { log?.append(entry) }
         let server = self.server.withLock { $0 }
-        if decision.goAway {
-            server?.sendGoAway(connectionID: request.connectionID, lastStreamID: request.streamID,
-                               errorCode: 0, debugData: Self.goAwayDebugData)
+        if let goAway = decision.goAway {
+            server?.sendGoAway(connectionID: request.connectionID, lastStreamID: goAway.lastStreamID, errorCode: 0,
+                               debugData: APNsErrorBody(reason: goAway.reason, timestamp: nil).encoded())
         }
         if decision.raiseStreamLimit {
             server?.setMaxConcurrentStreams(authenticatedStreamLimit, connectionID: request.connectionID)
@@ -51,6 +51,8 @@ final class SimulatorHandler: HTTP2ServerHandler {
             responder.refuse()
         case .drop:
             server?.dropConnection(request.connectionID)
+        case .leaveToGoAway:
+            break
         case .respond(let status, let headers, let body, let delay):
             if delay <= .zero {
                 responder.respond(status: status, headers: headers, body: body)

@@ -9,11 +9,17 @@ public struct SimulatorReport: Sendable, Equatable, Codable {
     public var statusCounts: [String: Int] = [:]
     /// Answered errors by reason, e.g. `"ServiceUnavailable": 2`.
     public var reasonCounts: [String: Int] = [:]
-    /// Streams reset with REFUSED_STREAM (not processed).
+    /// Streams certainly not processed: reset with REFUSED_STREAM, or left out by a GOAWAY
+    /// whose last_stream_id is below them.
     public var refusedStreams = 0
     /// Requests lost with their connection (dropped on purpose: outcome unknown to the client).
     public var unansweredRequests = 0
     public var goAwaysSent = 0
+    /// GOAWAYs sent by their debug-data reason, e.g. `"Shutdown": 3`. Kept apart from
+    /// `reasonCounts`, which counts answers: a GOAWAY answers no request.
+    public var goAwayReasons: [String: Int] = [:]
+    /// Connections that finished their TLS handshake, in total (open or not).
+    public var connectionsOpened = 0
     public var connectionsDropped = 0
     /// `apns-id`s that arrived on more than one processed request (refused streams do
     /// not count: they were certainly not processed).
@@ -28,6 +34,7 @@ public struct SimulatorReport: Sendable, Equatable, Codable {
 
     public func count(status: Int) -> Int { statusCounts[String(status)] ?? 0 }
     public func count(reason: String) -> Int { reasonCounts[reason] ?? 0 }
+    public func count(goAwayReason reason: String) -> Int { goAwayReasons[reason] ?? 0 }
 
     public func jsonData() -> Data {
         let encoder = JSONEncoder()

@@ -23,6 +23,7 @@ struct SimulatorState {
     let environment: SimulatorConfiguration.Environment
     let logging: Bool
     var faults: FaultInjector
+    var tokenFaults: ProviderTokenFaults
     var recorder = ReportRecorder()
     var connections: [Int: Connection] = [:]
 
@@ -36,13 +37,18 @@ struct SimulatorState {
         environment = configuration.environment
         logging = configuration.logPath != nil
         faults = FaultInjector(plan: configuration.faults)
+        tokenFaults = ProviderTokenFaults(plan: configuration.faults)
     }
+
+    /// The debug-data reason of the GOAWAY that `goAwayAfterStreams` sends.
+    static let shutdownReason = "Shutdown"
 
     mutating func opened(_ info: ServerConnectionInfo) {
         var connection = Connection()
         connection.hasCertificate = info.peerCertificateSubject != nil || info.peerCertificateDER != nil
         connection.certificateTopic = info.peerCertificateSubject.flatMap(CertificateTopic.topic(fromSubject:))
         connections[info.id] = connection
+        recorder.connectionOpened()
     }
 
     mutating func closed(_ id: Int) {
@@ -59,6 +65,7 @@ struct SimulatorState {
 
     mutating func decide(_ request: ServerRequest, now: Date, tick: UInt64) -> SimulatorDecision {
         recorder.received()
+        tokenFaults.requestArrived(total: recorder.totalRequests)
         // Moved out and back rather than copied: a copy would make the window's and the
         // token session's storage shared, and the first write would copy them whole.
         var connection = connections.removeValue(forKey: request.connectionID) ?? Connection()
@@ -73,45 +80,49 @@ struct SimulatorState {
             recorder.refused()
             return logged(SimulatorDecision(step: .refuse), request, now: now, outcome: "ignored")
         }
-        var goAway = false
+        var goAway: SimulatorDecision.GoAway?
         switch faults.transportDecision(requestNumber: connection.requests) {
         case .drop:
             return dropped(request, &connection, apnsID: apnsID, now: now)
         case .refuse:
             recorder.refused()
             return logged(SimulatorDecision(step: .refuse), request, now: now, outcome: "refused")
+        case .goAwayBeforeAnyStream(let reason):
+            connection.goAwayLastStream = 0
+            recorder.goAwaySent(reason: reason)
+            recorder.refused()
+            return logged(SimulatorDecision(step: .leaveToGoAway, goAway: .init(lastStreamID: 0, reason: reason)),
+                          request, now: now, outcome: "goaway")
         case .proceedThenGoAway:
             connection.goAwayLastStream = request.streamID
-            recorder.goAwaySent()
-            goAway = true
+            recorder.goAwaySent(reason: Self.shutdownReason)
+            goAway = .init(lastStreamID: request.streamID, reason: Self.shutdownReason)
         case .proceed:
             break
         }
 
         let wasAuthenticated = connection.tokens.isAuthenticated
-        var answer = judge(request, &connection, now: now)
+        let judged = judge(request, &connection, now: now)
         let raiseStreamLimit = !wasAuthenticated && connection.tokens.isAuthenticated
-        if answer.status == 200, let token = validToken(request) {
-            switch faults.answer(forToken: token, now: now) {
-            case .answer(let injected):
-                answer = injected
-            case .refuse:
-                recorder.refused()
-                return logged(SimulatorDecision(step: .refuse, goAway: goAway, raiseStreamLimit: raiseStreamLimit),
-                              request, now: now, outcome: "refused")
-            case .drop:
-                var result = dropped(request, &connection, apnsID: apnsID, now: now)
-                result.goAway = goAway
-                return result
-            case nil:
-                break
-            }
+        let answer: SimulatorAnswer
+        switch judged {
+        case .answer(let value):
+            answer = value
+        case .refuse:
+            recorder.refused()
+            return logged(SimulatorDecision(step: .refuse, goAway: goAway, raiseStreamLimit: raiseStreamLimit),
+                          request, now: now, outcome: "refused")
+        case .drop:
+            var result = dropped(request, &connection, apnsID: apnsID, now: now)
+            result.goAway = goAway
+            return result
         }
 
         recorder.processed(apnsID: apnsID)
         recorder.answered(answer, apnsID: apnsID)
         var headers = [HTTP2TLS.HeaderField("apns-id", apnsID ?? UUID().uuidString.lowercased())]
-        if answer.status == 200 && environment == .development {
+        // The sandbox adds a fresh id to every answer, errors included; production never does.
+        if environment == .development {
             headers.append(HTTP2TLS.HeaderField("apns-unique-id", UUID().uuidString.lowercased()))
         }
         if answer.status != 200 { headers.append(HTTP2TLS.HeaderField("content-type", "application/json")) }
@@ -121,33 +132,35 @@ struct SimulatorState {
                       request, now: now, outcome: "answered", answer: answer)
     }
 
-    /// Route, credentials, then content: the order in which APNs reports problems.
-    private func judge(_ request: ServerRequest, _ connection: inout Connection, now: Date) -> SimulatorAnswer {
+    /// Route, credentials, then content: the order in which APNs reports problems. Injected
+    /// answers come after the credentials: a topic's answer instead of the content checks,
+    /// a device token's (scripts, unregistered, the mix) in place of a 200.
+    private mutating func judge(_ request: ServerRequest, _ connection: inout Connection, now: Date) -> ScriptedAnswer {
         let rawToken: String
         switch RequestRules.checkRoute(method: request.method, path: request.path) {
         case .success(let token): rawToken = token
-        case .failure(let answer): return answer
+        case .failure(let answer): return .answer(answer)
         }
         let topics: TopicPolicy
         if let verifier {
-            if let refusal = connection.tokens.check(authorization: request.headers.value(of: "authorization"),
-                                                     verifier: verifier, now: now) {
-                return refusal
+            let authorization = request.headers.value(of: "authorization")
+            if let refusal = tokenFaults.refusal(authorization: authorization, verifier: verifier, now: now) {
+                return .answer(refusal)
             }
+            if let refusal = connection.tokens.check(authorization: authorization, verifier: verifier, now: now) {
+                return .answer(refusal)
+            }
+            if let current = connection.tokens.current { tokenFaults.noteAccepted(current.token) }
             topics = .token(bundleID: bundleID)
         } else {
-            guard connection.hasCertificate else { return SimulatorAnswer(.missingProviderToken) }
+            guard connection.hasCertificate else { return .answer(SimulatorAnswer(.missingProviderToken)) }
             topics = .certificate(certificateTopic: connection.certificateTopic, bundleID: bundleID)
         }
+        if let injected = faults.answer(forTopic: request.headers.value(of: "apns-topic"), now: now) { return injected }
         switch RequestRules.checkContent(rawToken: rawToken, headers: request.headers, body: request.body, topics: topics) {
-        case .success: return .accepted
-        case .failure(let answer): return answer
+        case .success(let accepted): return faults.answer(forToken: accepted.deviceToken, now: now) ?? .answer(.accepted)
+        case .failure(let answer): return .answer(answer)
         }
-    }
-
-    private func validToken(_ request: ServerRequest) -> String? {
-        guard case .success(let raw) = RequestRules.checkRoute(method: request.method, path: request.path) else { return nil }
-        return try? DeviceToken(validating: raw).hex
     }
 
     private mutating func dropped(_ request: ServerRequest, _ connection: inout Connection, apnsID: String?,

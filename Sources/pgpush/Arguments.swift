@@ -4,6 +4,8 @@
 /// each, and SwiftPM cannot fetch an argument-parsing package here.
 struct Arguments {
     private var values: [String: String] = [:]
+    /// Every value of each flag in order, for the flags that may be given more than once.
+    private var allValues: [String: [String]] = [:]
     private var switches: Set<String> = []
     private(set) var positional: [String] = []
 
@@ -17,18 +19,26 @@ struct Arguments {
             }
             let flag = argument.dropFirst(2)
             if let equals = flag.firstIndex(of: "=") {
-                values[String(flag[..<equals])] = String(flag[flag.index(after: equals)...])
+                add(String(flag[..<equals]), String(flag[flag.index(after: equals)...]))
             } else if switchNames.contains(String(flag)) {
                 switches.insert(String(flag))
             } else if let value = iterator.next() {
-                values[String(flag)] = value
+                add(String(flag), value)
             } else {
                 throw UsageError("--\(flag) needs a value")
             }
         }
     }
 
+    private mutating func add(_ name: String, _ value: String) {
+        values[name] = value
+        allValues[name, default: []].append(value)
+    }
+
+    /// The last value given for the flag.
     func value(_ name: String) -> String? { values[name] }
+    /// Every value given for a repeatable flag, in order.
+    func values(_ name: String) -> [String] { allValues[name] ?? [] }
     func isSet(_ name: String) -> Bool { switches.contains(name) }
 
     /// Refuses flags the command does not know, so a typo is an error, not a silent default.

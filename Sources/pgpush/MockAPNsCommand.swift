@@ -33,7 +33,7 @@ enum MockAPNsCommand {
           --client-ca FILE       with --certificate-auth: accept only certificates issued by this CA
           --bundle-id B          topics must be B plus the push type's suffix (default: any topic)
 
-        Faults (all counts per connection; random choices follow --seed):
+        Faults (counts per connection unless said otherwise; random choices follow --seed):
           --faults FILE.json     a fault plan (see the APNsSimulator FaultPlan docs); flags below add to it
           --fault-503 P          answer 503 ServiceUnavailable with probability P (also --fault-500, --fault-429)
           --fault-mix LIST       e.g. "503=0.05,TooManyRequests=0.02,refuse=0.01"
@@ -44,12 +44,25 @@ enum MockAPNsCommand {
           --drop-after N         close a connection without answering its request N+1
           --refuse-probability P RST_STREAM REFUSED_STREAM with probability P
           --refuse-every N       refuse every Nth request on a connection
+          --goaway-before-first-stream REASON
+                                 answer the first request of every connection with GOAWAY
+                                 (last_stream_id 0, NO_ERROR, {"reason":"REASON"}) and close it,
+                                 e.g. BadCertificateEnvironment
+          --topic-answer TOPIC=ANSWER
+                                 answer every request whose apns-topic is TOPIC with ANSWER (a status,
+                                 a reason, refuse or drop) once its credentials pass; repeatable
+          --stale-provider-tokens-after N
+                                 after N requests in total (all connections), every JWT accepted so
+                                 far is refused 403 ExpiredProviderToken for good; newer JWTs are not
+          --expire-every-provider-token
+                                 refuse every validly signed JWT 403 ExpiredProviderToken, however new
           --seed N               seed for the random choices (default 0)
 
         Output:
           --log FILE             JSON lines, one per request (never the authorization header)
           --report FILE          JSON report: counts by status and reason, requests per connection,
-                                 most requests per connection in one second, duplicate apns-ids
+                                 most requests per connection in one second, duplicate apns-ids,
+                                 connections opened, GOAWAYs sent and their reasons
 
         Examples:
           pgpush mock-apns --port 2197 --team-id TEAM123456 --key-id KEY1234567 --p8 AuthKey.p8 \\
@@ -63,9 +76,10 @@ enum MockAPNsCommand {
         "help", "port", "host", "cert", "key", "ca-out", "max-streams", "environment", "team-id", "key-id",
         "public-key", "p8", "certificate-auth", "client-ca", "bundle-id", "faults", "fault-503", "fault-500",
         "fault-429", "fault-mix", "unregistered", "script", "latency-ms", "latency-jitter-ms", "goaway-after",
-        "drop-after", "refuse-probability", "refuse-every", "seed", "log", "report",
+        "drop-after", "refuse-probability", "refuse-every", "seed", "log", "report", "goaway-before-first-stream",
+        "topic-answer", "stale-provider-tokens-after", "expire-every-provider-token",
     ]
-    static let switches: Set<String> = ["help", "certificate-auth"]
+    static let switches: Set<String> = ["help", "certificate-auth", "expire-every-provider-token"]
 
     static func run(_ arguments: Arguments) throws -> Int32 {
         try arguments.checkOnly(flags)
@@ -191,6 +205,18 @@ enum MockAPNsCommand {
         if let value = try integer(arguments, "drop-after", range: 1...Int.max) { plan.dropAfterStreams = value }
         if let value = try probability(arguments, "refuse-probability") { plan.refuseProbability = value }
         if let value = try integer(arguments, "refuse-every", range: 1...Int.max) { plan.refuseEveryNth = value }
+        if let reason = arguments.value("goaway-before-first-stream") { plan.goAwayBeforeFirstStream = reason }
+        for item in arguments.values("topic-answer") {
+            let parts = item.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            guard parts.count == 2, !parts[0].isEmpty else {
+                throw UsageError("--topic-answer looks like com.example.app.voip=TopicDisallowed, got \"\(item)\"")
+            }
+            plan.topicAnswers[parts[0]] = try ScriptedAnswer(parsing: parts[1])
+        }
+        if let value = try integer(arguments, "stale-provider-tokens-after", range: 1...Int.max) {
+            plan.staleProviderTokensAfterRequests = value
+        }
+        if arguments.isSet("expire-every-provider-token") { plan.expireEveryProviderToken = true }
         try plan.validate()
         return plan
     }

@@ -117,6 +117,41 @@ struct DecisionRulesTests {
         #expect(throws: FaultPlanError.self) { try FaultPlan.parse(Data("not json".utf8)) }
     }
 
+    @Test func newFaultKeysParseRoundTripAndValidate() throws {
+        let json = """
+            {"goAwayBeforeFirstStream": "BadCertificateEnvironment", "staleProviderTokensAfterRequests": 50,
+             "expireEveryProviderToken": true,
+             "topicAnswers": {"com.example.app.voip": "TopicDisallowed", "com.example.app.complication": 503}}
+            """
+        let plan = try FaultPlan.parse(Data(json.utf8))
+        #expect(plan.goAwayBeforeFirstStream == "BadCertificateEnvironment")
+        #expect(plan.staleProviderTokensAfterRequests == 50)
+        #expect(plan.expireEveryProviderToken)
+        #expect(plan.topicAnswers == ["com.example.app.voip": .answer(SimulatorAnswer(.topicDisallowed)),
+                                      "com.example.app.complication": .answer(SimulatorAnswer(.serviceUnavailable))])
+        #expect(try FaultPlan.parse(try JSONEncoder().encode(plan)) == plan)
+
+        let empty = try FaultPlan.parse(Data("{}".utf8))
+        #expect(empty.goAwayBeforeFirstStream == nil && empty.staleProviderTokensAfterRequests == nil)
+        #expect(!empty.expireEveryProviderToken && empty.topicAnswers.isEmpty)
+
+        for bad in [#"{"staleProviderTokensAfterRequests": 0}"#, #"{"goAwayBeforeFirstStream": " "}"#,
+                    #"{"goAwayBeforeFirstStream": "\#(String(repeating: "x", count: 1001))"}"#,
+                    #"{"topicAnswers": {"": "TopicDisallowed"}}"#, #"{"topicAnswers": {"com.example.app": "maybe"}}"#,
+                    #"{"expireEveryProviderToken": "yes"}"#] {
+            #expect(throws: FaultPlanError.self, "\(bad)") { try FaultPlan.parse(Data(bad.utf8)) }
+        }
+    }
+
+    @Test func goAwayBeforeTheFirstStreamComesFirst() {
+        var plan = FaultPlan()
+        plan.goAwayBeforeFirstStream = "BadCertificateEnvironment"
+        plan.refuseEveryNth = 1
+        var injector = FaultInjector(plan: plan)
+        #expect(injector.transportDecision(requestNumber: 1) == .goAwayBeforeAnyStream(reason: "BadCertificateEnvironment"))
+        #expect(injector.transportDecision(requestNumber: 2) == .refuse)
+    }
+
     @Test func injectorIsDeterministicAndScriptsRunOut() throws {
         var plan = FaultPlan()
         plan.seed = 5

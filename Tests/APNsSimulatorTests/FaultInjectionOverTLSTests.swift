@@ -2,6 +2,7 @@ import APNsSimulator
 import Foundation
 import HTTP2TLS
 import PGPushCore
+import PGPushTestSupport
 import Testing
 
 @Suite("Simulator over TLS: injected faults")
@@ -89,7 +90,65 @@ struct FaultInjectionOverTLSTests {
         // A new connection works again, and gets its own GOAWAY after three more.
         let next = try await harness.connect()
         #expect(try await next.send(pushRequest(jwt: jwt)).status == 200)
-        #expect(harness.simulator.report().goAwaysSent == 1)
+        let report = harness.simulator.report()
+        #expect(report.goAwaysSent == 1 && report.goAwayReasons == ["Shutdown": 1])
+        #expect(report.connectionsOpened == 2)
+    }
+
+    @Test func goAwayBeforeTheFirstStreamOnEveryConnection() async throws {
+        var faults = FaultPlan()
+        faults.goAwayBeforeFirstStream = "BadCertificateEnvironment"
+        let harness = try SimulatorHarness(faults: faults)
+        defer { harness.stop() }
+        let jwt = try makeJWT()
+        for _ in 0..<2 {
+            let connection = try await harness.connect()
+            do {
+                let response = try await connection.send(pushRequest(jwt: jwt))
+                Issue.record("the first request was answered \(response.status)")
+            } catch {
+                #expect(error.wasCertainlyNotProcessed)
+                guard case .goAway(let goAway) = error.cause else {
+                    Issue.record("not a GOAWAY: \(error)")
+                    continue
+                }
+                #expect(goAway.lastStreamID == 0 && goAway.errorCode == 0)
+                #expect(goAway.reason == "BadCertificateEnvironment")
+            }
+        }
+        // The server closes each connection after its GOAWAY.
+        #expect(try await eventually(timeout: .seconds(10)) {
+            harness.simulator.report().connections.allSatisfy { !$0.open }
+        })
+        let report = harness.simulator.report()
+        #expect(report.goAwaysSent == 2 && report.count(goAwayReason: "BadCertificateEnvironment") == 2)
+        #expect(report.connectionsOpened == 2)
+        #expect(report.totalRequests == 2 && report.refusedStreams == 2 && report.statusCounts.isEmpty)
+    }
+
+    @Test func listedTopicsGetTheirAnswerAfterTheCredentials() async throws {
+        var faults = FaultPlan()
+        faults.topicAnswers = [testBundleID + ".voip": try ScriptedAnswer(parsing: "TopicDisallowed"),
+                               testBundleID + ".complication": try ScriptedAnswer(parsing: "refuse")]
+        let harness = try SimulatorHarness(faults: faults)
+        defer { harness.stop() }
+        let connection = try await harness.connect()
+        let jwt = try makeJWT()
+        let voip = try await connection.send(pushRequest(pushType: "voip", topic: testBundleID + ".voip", jwt: jwt))
+        #expect(voip.status == 400 && voip.reason == "TopicDisallowed")
+        #expect(try await connection.send(pushRequest(jwt: jwt)).status == 200)
+        do {
+            _ = try await connection.send(pushRequest(pushType: "complication", topic: testBundleID + ".complication", jwt: jwt))
+            Issue.record("the complication topic was answered")
+        } catch {
+            #expect(error.cause == .refusedStream)
+        }
+        // Credentials are judged first.
+        let other = try await harness.connect()
+        let unauthenticated = try await other.send(pushRequest(pushType: "voip", topic: testBundleID + ".voip", jwt: nil))
+        #expect(unauthenticated.status == 403 && unauthenticated.reason == "MissingProviderToken")
+        let report = harness.simulator.report()
+        #expect(report.count(reason: "TopicDisallowed") == 1 && report.count(status: 200) == 1 && report.refusedStreams == 1)
     }
 
     @Test func dropAfterNStreams() async throws {

@@ -30,6 +30,28 @@ struct TokenAuthenticationTests {
         #expect(response.headers.value(of: "apns-unique-id") == nil)
     }
 
+    @Test(arguments: [SimulatorConfiguration.Environment.development, .production])
+    func uniqueIDOnEveryDevelopmentAnswerAndNoneInProduction(_ environment: SimulatorConfiguration.Environment) async throws {
+        let harness = try SimulatorHarness { $0.environment = environment }
+        defer { harness.stop() }
+        let connection = try await harness.connect()
+        let jwt = try makeJWT()
+        let accepted = try await connection.send(pushRequest(jwt: jwt))
+        let badTopic = try await connection.send(pushRequest(topic: "com.other.app", jwt: jwt))
+        let unauthenticated = try await harness.connect().send(pushRequest(jwt: nil))
+        let statuses: [Int] = [accepted.status, badTopic.status, unauthenticated.status]
+        #expect(statuses == [200, 400, 403])
+        let uniqueIDs = [accepted, badTopic, unauthenticated].map { $0.headers.value(of: "apns-unique-id") }
+        switch environment {
+        case .development:
+            let present = uniqueIDs.compactMap { $0 }
+            #expect(present.count == 3 && present.allSatisfy(RequestRules.isCanonicalUUID))
+            #expect(Set(present).count == 3, "each answer gets its own id")
+        case .production:
+            #expect(uniqueIDs.allSatisfy { $0 == nil })
+        }
+    }
+
     enum BadToken: String, CaseIterable, Sendable {
         case badSignature, wrongKeyID, wrongTeam, expired, missing, wrongAlgorithm, notBearer, garbage
     }
