@@ -118,3 +118,131 @@ import Testing
         #expect(most <= 2 * (2 * 250), "at most 500 rows in flight and 500 being written, saw \(most)")
     }
 }
+
+/// Provider tokens, topics and GOAWAY reasons: what the whole app or one topic does when
+/// APNs refuses its credentials.
+@Suite struct CredentialAnswerTests {
+    typealias Harness = WorkerEndToEndTests.Harness
+    static let token = WorkerEndToEndTests.token
+
+    static func health(_ database: PostgresConnection, topic: String? = nil) async throws -> (healthy: Bool, reason: String)? {
+        var found: (Bool, String)?
+        _ = try await eventually(timeout: .seconds(60)) {
+            let row = try database.query("""
+                SELECT healthy, coalesce(reason, '') FROM pgpush.app_health
+                 WHERE app = 'default' AND topic IS NOT DISTINCT FROM $1 AND NOT healthy
+                """, [topic])
+            if row.rowCount == 1, let healthy = row.bool(0, 0), let reason = row.string(0, 1) { found = (healthy, reason) }
+            return found != nil
+        }
+        return found
+    }
+
+    /// APNs refuses a JWT for good while a backlog is sending. Requests that waited through
+    /// the refusal carry the renewed JWT, and every connection that carried the refused one
+    /// is replaced: a refusal costs each such connection at most the request it had out,
+    /// no connection sees two JWTs, and no row counts an attempt for it. Before, 300 rows
+    /// cost 120 refusals, 241 connections and 78 TooManyProviderTokenUpdates.
+    @Test func aJWTRefusedForGoodCostsEachConnectionOneRequest() async throws {
+        var faults = FaultPlan()
+        faults.staleProviderTokensAfterRequests = 100
+        let harness = try Harness(faults: faults, ratePerConnection: 100, connections: 2)
+        defer { harness.stop() }
+        let conninfo = try TestDatabase.migrated()
+        let database = try PostgresConnection(conninfo: conninfo)
+        try AnswerHandlingTests.enqueue(database, tokens: (1...300).map(Self.token))
+        let running = try AnswerHandlingTests.start(harness.app, conninfo)
+        try await WorkerEndToEndTests.waitUntilFinished(database, timeout: .seconds(120))
+        try await running.stop()
+        let report = harness.simulator.report()
+        #expect(try WorkerEndToEndTests.counts(database, "SELECT status, count(*) FROM pgpush.notifications GROUP BY 1")
+                == ["delivered": 300])
+        #expect(try database.query("SELECT count(*) FROM pgpush.notifications WHERE attempts <> 1").int(0, 0) == 0)
+        #expect(report.count(reason: "ExpiredProviderToken") >= 1)
+        #expect(report.count(reason: "ExpiredProviderToken") <= 2, "at most one refusal per connection that carried the JWT")
+        #expect(report.count(reason: "TooManyProviderTokenUpdates") == 0)
+        #expect(report.connectionsOpened <= 4, "two connections, each replaced once: \(report.connectionsOpened)")
+    }
+
+    /// A JWT refused although it was signed moments before (a clock an hour off, a revoked
+    /// key) is a credential problem: the app is paused with a reason that says what to
+    /// check, its rows stay queued, and the worker does not sign and resend in a loop.
+    @Test func aFreshJWTRefusedTooPausesTheAppWithoutAStorm() async throws {
+        var faults = FaultPlan()
+        faults.expireEveryProviderToken = true
+        let harness = try Harness(faults: faults, connections: 2)
+        defer { harness.stop() }
+        let conninfo = try TestDatabase.migrated()
+        let database = try PostgresConnection(conninfo: conninfo)
+        try AnswerHandlingTests.enqueue(database, tokens: (1...50).map(Self.token))
+        let running = try AnswerHandlingTests.start(harness.app, conninfo)
+        let health = try await Self.health(database)
+        // The pause is 5 s; a little longer than one shows the probe did not storm either.
+        try await Task.sleep(for: .seconds(6))
+        try await running.stop()
+        let report = harness.simulator.report()
+        #expect(health?.healthy == false)
+        #expect(health?.reason.hasPrefix("ExpiredProviderToken") == true)
+        #expect(health?.reason.contains("clock") == true)
+        #expect(try WorkerEndToEndTests.counts(database, "SELECT status, count(*) FROM pgpush.notifications GROUP BY 1")
+                == ["queued": 50])
+        #expect(try database.query("SELECT count(*) FROM pgpush.notifications WHERE attempts > 0").int(0, 0) == 0)
+        // Two connections with the first JWT, one renewal, the probe: a handful, not a storm.
+        #expect(report.count(reason: "ExpiredProviderToken") <= 8, "refusals: \(report.count(reason: "ExpiredProviderToken"))")
+        #expect(report.connectionsOpened <= 8, "connections: \(report.connectionsOpened)")
+    }
+
+    /// A topic the key does not cover pauses that topic only: the app's alerts go out at
+    /// full rate, the VoIP rows wait in `queued`, and `app_health` names the topic.
+    @Test func aRefusedTopicPausesThatTopicOnly() async throws {
+        var faults = FaultPlan()
+        faults.topicAnswers = ["com.example.app.voip": try ScriptedAnswer(parsing: "TopicDisallowed")]
+        let harness = try Harness(faults: faults)
+        defer { harness.stop() }
+        let conninfo = try TestDatabase.migrated()
+        let database = try PostgresConnection(conninfo: conninfo)
+        try AnswerHandlingTests.enqueue(database, tokens: (1...20).map(Self.token), pushType: "voip")
+        try AnswerHandlingTests.enqueue(database, tokens: (101...200).map(Self.token))
+        let running = try AnswerHandlingTests.start(harness.app, conninfo)
+        let alertsDone = try await eventually(timeout: .seconds(60)) {
+            try database.query("""
+                SELECT count(*) FROM pgpush.notifications WHERE push_type = 'alert' AND status = 'delivered'
+                """).int(0, 0) == 100
+        }
+        let health = try await Self.health(database, topic: "com.example.app.voip")
+        try await running.stop()
+        #expect(alertsDone)
+        #expect(health?.reason == "TopicDisallowed")
+        #expect(try WorkerEndToEndTests.counts(database, """
+            SELECT push_type || ':' || status, count(*) FROM pgpush.notifications GROUP BY 1
+            """) == ["alert:delivered": 100, "voip:queued": 20])
+        let wholeApp = try database.query("SELECT count(*) FROM pgpush.app_health WHERE topic IS NULL AND NOT healthy")
+        #expect(wholeApp.int(0, 0) == 0)
+        // One refusal pauses the topic; the rest of its rows wait without a request.
+        #expect(harness.simulator.report().count(reason: "TopicDisallowed") <= 3)
+    }
+
+    /// APNs closing each connection with GOAWAY `{"reason":"BadCertificateEnvironment"}`
+    /// and last_stream_id 0 is an answer for the app: paused, rows queued and uncounted,
+    /// the reason in `app_health` — not a resend loop that ends in `failed`.
+    @Test func aGoAwayWithACredentialReasonPausesTheApp() async throws {
+        var faults = FaultPlan()
+        faults.goAwayBeforeFirstStream = "BadCertificateEnvironment"
+        let harness = try Harness(faults: faults)
+        defer { harness.stop() }
+        let conninfo = try TestDatabase.migrated()
+        let database = try PostgresConnection(conninfo: conninfo)
+        try AnswerHandlingTests.enqueue(database, tokens: (1...30).map(Self.token))
+        let running = try AnswerHandlingTests.start(harness.app, conninfo)
+        let health = try await Self.health(database)
+        try await Task.sleep(for: .seconds(2))
+        try await running.stop()
+        #expect(health?.reason == "BadCertificateEnvironment")
+        #expect(try WorkerEndToEndTests.counts(database, "SELECT status, count(*) FROM pgpush.notifications GROUP BY 1")
+                == ["queued": 30])
+        #expect(try database.query("SELECT count(*) FROM pgpush.notifications WHERE attempts > 0").int(0, 0) == 0)
+        let report = harness.simulator.report()
+        #expect(report.count(goAwayReason: "BadCertificateEnvironment") >= 1)
+        #expect(report.connectionsOpened <= 10, "connections: \(report.connectionsOpened)")
+    }
+}
