@@ -49,9 +49,9 @@ public struct DemoScenario: Sendable {
 
     public var notificationCount: Int { batches.reduce(0) { $0 + $1.tokens.count } }
 
-    /// The realistic mix of SPEC §8: plain alerts (a few of them hit random 503s and
-    /// are retried), background and VoIP pushes, a 160-digit token, an unregistered
-    /// token, a payload only the worker can reject, scripted 503 and 429 answers,
+    /// The realistic mix the demo shows: plain alerts (a few of them hit random 503s and
+    /// are retried), background, VoIP and push-to-talk pushes, a 160-digit token, an
+    /// unregistered token and a later row for it, a payload only the worker can reject, scripted 503 and 429 answers,
     /// a row already expired and one scheduled `scheduledDelay` seconds later.
     public static func standard(alerts: Int = 200, background: Int = 20, voip: Int = 4, scheduledDelay: Double = 3,
                                 randomServerErrors: Double = 0.03, seed: UInt64 = UInt64.random(in: 1...UInt64.max)) -> DemoScenario {
@@ -85,6 +85,11 @@ public struct DemoScenario: Sendable {
                   payload: #"{"aps":{"alert":"Tokens are not always 64 digits"}}"#, expectation: delivered),
             Batch(label: "unregistered token", tokens: [unregistered], payload: #"{"aps":{"alert":"Anyone there?"}}"#,
                   expectation: Expectation(status: "failed", attempts: 1, reason: "Unregistered")),
+            // Sent once APNs has answered the row above: its token is listed, so no request is spent.
+            Batch(label: "the unregistered token again", tokens: [unregistered], payload: #"{"aps":{"alert":"Still there?"}}"#,
+                  sendAfter: scheduledDelay, expectation: Expectation(status: "failed", attempts: 0, reason: "KnownInvalidToken")),
+            Batch(label: "push to talk (tried once, never stored)", tokens: [token()], pushType: "pushtotalk",
+                  payload: #"{"activeSpeaker":"Alice"}"#, expectation: delivered),
             Batch(label: "background push with an alert", tokens: [token()], pushType: "background",
                   payload: #"{"aps":{"content-available":1,"alert":"not allowed here"}}"#,
                   expectation: Expectation(status: "failed", attempts: 1, reason: "BadBackgroundPayload")),
