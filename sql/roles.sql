@@ -29,10 +29,10 @@ GRANT SELECT ON pgpush.queue_depth, pgpush.throughput, pgpush.error_breakdown, p
 -- application cannot mark a row delivered or erase its history.
 GRANT pgpush_monitor TO pgpush_app;
 GRANT INSERT (app, device_token, push_type, priority, topic, payload, collapse_id, expires_at, send_after,
-              idempotency_key, apns_id)
+              idempotency_key, apns_id, deliver_once)
    ON pgpush.notifications TO pgpush_app;
-GRANT EXECUTE ON FUNCTION pgpush.enqueue(text, jsonb, text, text, integer, text, text, timestamptz, timestamptz, text),
-                          pgpush.enqueue_many(text[], jsonb, text, text, integer, text, text, timestamptz, timestamptz, text),
+GRANT EXECUTE ON FUNCTION pgpush.enqueue(text, jsonb, text, text, integer, text, text, timestamptz, timestamptz, text, boolean),
+                          pgpush.enqueue_many(text[], jsonb, text, text, integer, text, text, timestamptz, timestamptz, text, boolean),
                           pgpush.cancel(bigint[])
    TO pgpush_app;
 

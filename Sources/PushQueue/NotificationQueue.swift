@@ -43,6 +43,7 @@ public final class NotificationQueue {
                 payload: result.bytes(row, 8) ?? [],
                 collapseID: result.string(row, 9),
                 expiration: result.int64(row, 10),
+                deliverOnce: result.bool(row, 12),
                 apnsID: result.bytes(row, 11).flatMap(UUID.init(canonicalBytes:)) ?? UUID()
             )
             claimed.append(ClaimedNotification(
@@ -73,7 +74,8 @@ public final class NotificationQueue {
               FROM due
              WHERE n.id = due.id
             RETURNING n.id, n.status, n.claim_count, n.attempts, n.device_token, n.push_type, n.priority, n.topic,
-                      n.payload, n.collapse_id, floor(extract(epoch FROM n.expires_at))::bigint, n.apns_id
+                      n.payload, n.collapse_id, floor(extract(epoch FROM n.expires_at))::bigint, n.apns_id,
+                      n.deliver_once
         )
         SELECT * FROM claimed
         """

@@ -239,6 +239,28 @@ import Testing
         #expect(try connection.query("SELECT count(*) FROM pgpush.delivery_errors").int(0, 0) == 1)
     }
 
+    @Test func deliverOnceTravelsFromEnqueueToTheClaim() throws {
+        let conninfo = try TestDatabase.migrated()
+        let connection = try PostgresConnection(conninfo: conninfo)
+        let payload = #"{"aps":{"alert":"x"}}"#
+        let once = try connection.query("SELECT pgpush.enqueue(device_token => $1, payload => $2::jsonb, deliver_once => true)",
+                                        [Self.token, payload]).int64(0, 0)
+        let stored = try connection.query("SELECT pgpush.enqueue_many(device_tokens => $1, payload => $2::jsonb, deliver_once => false)",
+                                          [[Self.token], payload]).int64(0, 0)
+        let derived = try connection.query("SELECT pgpush.enqueue(device_token => $1, payload => $2::jsonb)", [Self.token, payload]).int64(0, 0)
+        // By position, as before deliver_once existed: the ten old arguments still make a call.
+        let positional = try connection.query("""
+            SELECT pgpush.enqueue($1, $2::jsonb, 'default', 'alert', NULL, NULL, NULL, NULL, now(), 'old-call')
+            """, [Self.token, payload]).int64(0, 0)
+        let claimed = try NotificationQueue(connection: connection, workerID: "w1").claim(app: "default", limit: 10, lease: .seconds(30))
+        let deliverOnce = Dictionary(uniqueKeysWithValues: claimed.claimed.map { ($0.id, $0.notification.deliverOnce) })
+        #expect(deliverOnce.count == 4)
+        #expect(deliverOnce[try #require(once)] == .some(true))
+        #expect(deliverOnce[try #require(stored)] == .some(false))
+        #expect(deliverOnce[try #require(derived)] == .some(nil))
+        #expect(deliverOnce[try #require(positional)] == .some(nil))
+    }
+
     @Test func renewingKeepsOnlyLeasesStillHeld() throws {
         let conninfo = try TestDatabase.migrated()
         let connection = try PostgresConnection(conninfo: conninfo)

@@ -1,0 +1,96 @@
+-- pgpush schema, part 5: deliver_once per row.
+--
+-- Written to run on a database that 001-004 created and that already holds
+-- rows, and to be safe to run again by hand (every step checks first).
+
+-- deliver_once: true sends `apns-expiration: 0` (APNs tries once and keeps
+-- nothing to retry later); null lets the worker derive it from the push type
+-- (true for pushtotalk only). SQL only stores the choice.
+ALTER TABLE pgpush.notifications ADD COLUMN IF NOT EXISTS deliver_once boolean;
+COMMENT ON COLUMN pgpush.notifications.deliver_once IS
+    'true: sent with apns-expiration 0 (one try, not stored by APNs); null: derived (true for pushtotalk).';
+
+-- enqueue and enqueue_many take deliver_once as a new last argument, so calls
+-- by position keep working. CREATE OR REPLACE cannot add an argument: it would
+-- create a second function beside the old one, and a call that names only
+-- the old arguments would then match both and fail as ambiguous. So the old
+-- signatures are dropped first (IF EXISTS: a second run finds them gone).
+DROP FUNCTION IF EXISTS pgpush.enqueue(text, jsonb, text, text, integer, text, text, timestamptz, timestamptz, text);
+DROP FUNCTION IF EXISTS pgpush.enqueue_many(text[], jsonb, text, text, integer, text, text, timestamptz, timestamptz, text);
+
+-- One notification; see 001 for the rest of its contract.
+CREATE OR REPLACE FUNCTION pgpush.enqueue(
+    device_token    text,
+    payload         jsonb,
+    app             text        DEFAULT 'default',
+    push_type       text        DEFAULT 'alert',
+    priority        integer     DEFAULT NULL,
+    topic           text        DEFAULT NULL,
+    collapse_id     text        DEFAULT NULL,
+    expires_at      timestamptz DEFAULT NULL,
+    send_after      timestamptz DEFAULT now(),
+    idempotency_key text        DEFAULT NULL,
+    deliver_once    boolean     DEFAULT NULL
+) RETURNS bigint
+LANGUAGE sql VOLATILE AS $$
+    WITH inserted AS (
+        INSERT INTO pgpush.notifications
+            (app, device_token, push_type, priority, topic, payload, collapse_id, expires_at, send_after,
+             idempotency_key, deliver_once)
+        VALUES
+            (enqueue.app, enqueue.device_token, enqueue.push_type, enqueue.priority::smallint, enqueue.topic,
+             enqueue.payload, enqueue.collapse_id, enqueue.expires_at, coalesce(enqueue.send_after, now()),
+             enqueue.idempotency_key, enqueue.deliver_once)
+        ON CONFLICT (app, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+        RETURNING id
+    )
+    SELECT id FROM inserted
+    UNION ALL
+    SELECT n.id FROM pgpush.notifications n
+     WHERE n.app = enqueue.app AND n.idempotency_key = enqueue.idempotency_key
+       AND NOT EXISTS (SELECT 1 FROM inserted)
+    LIMIT 1
+$$;
+
+-- One payload to many devices; see 001 for the rest of its contract.
+CREATE OR REPLACE FUNCTION pgpush.enqueue_many(
+    device_tokens   text[],
+    payload         jsonb,
+    app             text        DEFAULT 'default',
+    push_type       text        DEFAULT 'alert',
+    priority        integer     DEFAULT NULL,
+    topic           text        DEFAULT NULL,
+    collapse_id     text        DEFAULT NULL,
+    expires_at      timestamptz DEFAULT NULL,
+    send_after      timestamptz DEFAULT now(),
+    idempotency_key text        DEFAULT NULL,
+    deliver_once    boolean     DEFAULT NULL
+) RETURNS SETOF bigint
+LANGUAGE sql VOLATILE AS $$
+    INSERT INTO pgpush.notifications
+        (app, device_token, push_type, priority, topic, payload, collapse_id, expires_at, send_after,
+         idempotency_key, deliver_once)
+    SELECT enqueue_many.app, token, enqueue_many.push_type, enqueue_many.priority::smallint, enqueue_many.topic,
+           enqueue_many.payload, enqueue_many.collapse_id, enqueue_many.expires_at,
+           coalesce(enqueue_many.send_after, now()),
+           enqueue_many.idempotency_key || ':' || token, enqueue_many.deliver_once
+      FROM unnest(enqueue_many.device_tokens) AS token
+    ON CONFLICT (app, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+    RETURNING id
+$$;
+
+-- A database where roles.sql already ran keeps working without running it
+-- again: the application role needs INSERT on the new column (enqueue runs
+-- with the caller's rights) and EXECUTE on the functions recreated above.
+-- roles.sql grants the same on a fresh database.
+DO $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'pgpush_app') THEN
+        GRANT INSERT (deliver_once) ON pgpush.notifications TO pgpush_app;
+        GRANT EXECUTE ON FUNCTION
+            pgpush.enqueue(text, jsonb, text, text, integer, text, text, timestamptz, timestamptz, text, boolean),
+            pgpush.enqueue_many(text[], jsonb, text, text, integer, text, text, timestamptz, timestamptz, text, boolean)
+           TO pgpush_app;
+    END IF;
+END
+$$;
