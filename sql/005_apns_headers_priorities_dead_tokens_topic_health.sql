@@ -1,4 +1,4 @@
--- pgpush schema, part 5: deliver_once per row.
+-- pgpush schema, part 5: two more APNs headers per row.
 --
 -- Written to run on a database that 001-004 created and that already holds
 -- rows, and to be safe to run again by hand (every step checks first).
@@ -94,3 +94,13 @@ BEGIN
     END IF;
 END
 $$;
+
+-- The `apns-unique-id` header of the last answer APNs gave for the row (null
+-- when that answer had none; APNs sends it in the sandbox only). It is the key
+-- to look the push up in Apple's delivery log.
+ALTER TABLE pgpush.notifications ADD COLUMN IF NOT EXISTS apns_unique_id uuid;
+ALTER TABLE pgpush.delivery_errors ADD COLUMN IF NOT EXISTS apns_unique_id uuid;
+COMMENT ON COLUMN pgpush.notifications.apns_unique_id IS
+    'apns-unique-id header of the last APNs answer (sandbox only), for Apple''s delivery log.';
+COMMENT ON COLUMN pgpush.delivery_errors.apns_unique_id IS
+    'apns-unique-id header of the answer that carried this error, when APNs sent one.';

@@ -92,6 +92,7 @@ public final class NotificationQueue {
         var ids: [Int64] = [], claims: [Int] = [], statuses: [String] = [], httpStatuses: [Int?] = []
         var reasons: [String?] = [], delays: [Double?] = [], refunds: [Int] = [], answered: [Bool] = []
         var recordsError: [Bool] = [], invalidates: [Bool] = [], appleTimestamps: [Double?] = []
+        var uniqueIDs: [UUID?] = []
         for outcome in outcomes {
             ids.append(outcome.id)
             claims.append(outcome.claimCount)
@@ -108,27 +109,30 @@ public final class NotificationQueue {
             recordsError.append(outcome.recordsError)
             invalidates.append(outcome.invalidatesToken)
             appleTimestamps.append(outcome.appleTimestamp?.timeIntervalSince1970)
+            uniqueIDs.append(outcome.apnsUniqueID)
         }
         let result = try connection.query(Self.completeSQL, [
             workerID, ids, claims, statuses, httpStatuses, reasons, delays, refunds, answered,
-            recordsError, invalidates, appleTimestamps,
+            recordsError, invalidates, appleTimestamps, uniqueIDs,
         ])
         return Self.ids(in: result)
     }
 
-    /// The common batch, every row accepted with nothing to record beyond it: two arrays
-    /// instead of eleven, and none of the general statement's joins for error rows and
+    /// The common batch, every row accepted with nothing to record beyond it: three arrays
+    /// instead of twelve, and none of the general statement's joins for error rows and
     /// invalid tokens, which PostgreSQL runs even when they find nothing. It writes what
     /// `completeSQL` writes for such rows.
     private func completeDeliveries(_ outcomes: [Outcome]) throws -> Set<Int64> {
-        var ids: [Int64] = [], claims: [Int] = []
+        var ids: [Int64] = [], claims: [Int] = [], uniqueIDs: [UUID?] = []
         ids.reserveCapacity(outcomes.count)
         claims.reserveCapacity(outcomes.count)
+        uniqueIDs.reserveCapacity(outcomes.count)
         for outcome in outcomes {
             ids.append(outcome.id)
             claims.append(outcome.claimCount)
+            uniqueIDs.append(outcome.apnsUniqueID)
         }
-        let result = try connection.query(Self.completeDeliveriesSQL, [workerID, ids, claims])
+        let result = try connection.query(Self.completeDeliveriesSQL, [workerID, ids, claims, uniqueIDs])
         return Self.ids(in: result)
     }
 
@@ -146,11 +150,12 @@ public final class NotificationQueue {
             status       = 'delivered',
             last_status  = 200,
             last_reason  = NULL,
+            apns_unique_id = o.apns_unique_id,
             finished_at  = now(),
             locked_by    = NULL,
             locked_until = NULL,
             updated_at   = now()
-          FROM unnest($2::bigint[], $3::int[]) AS o(id, claim_count)
+          FROM unnest($2::bigint[], $3::int[], $4::uuid[]) AS o(id, claim_count, apns_unique_id)
          WHERE n.id = o.id AND n.status = 'sending' AND n.locked_by = $1 AND n.claim_count = o.claim_count
         RETURNING n.id
         """
@@ -158,14 +163,15 @@ public final class NotificationQueue {
     static let completeSQL = """
         WITH outcome AS (
             SELECT * FROM unnest($2::bigint[], $3::int[], $4::text[], $5::int[], $6::text[], $7::float8[],
-                                 $8::int[], $9::bool[], $10::bool[], $11::bool[], $12::float8[])
+                                 $8::int[], $9::bool[], $10::bool[], $11::bool[], $12::float8[], $13::uuid[])
                 AS o(id, claim_count, status, http_status, reason, delay, refund, answered, records_error,
-                     invalidates_token, apple_timestamp)
+                     invalidates_token, apple_timestamp, apns_unique_id)
         ), written AS (
             UPDATE pgpush.notifications n SET
                 status       = o.status,
                 last_status  = CASE WHEN o.answered THEN o.http_status ELSE n.last_status END,
                 last_reason  = CASE WHEN o.answered THEN o.reason ELSE n.last_reason END,
+                apns_unique_id = CASE WHEN o.answered THEN o.apns_unique_id ELSE n.apns_unique_id END,
                 send_after   = CASE WHEN o.status = 'queued' THEN now() + make_interval(secs => o.delay)
                                     ELSE n.send_after END,
                 attempts     = n.attempts - o.refund,
@@ -177,8 +183,10 @@ public final class NotificationQueue {
              WHERE n.id = o.id AND n.status = 'sending' AND n.locked_by = $1 AND n.claim_count = o.claim_count
             RETURNING n.id, n.app, n.device_token, n.apns_id, n.attempts + o.refund AS attempt
         ), errors AS (
-            INSERT INTO pgpush.delivery_errors (notification_id, app, device_token, apns_id, attempt, status, reason, worker_id)
-            SELECT w.id, w.app, w.device_token, w.apns_id, w.attempt, o.http_status, coalesce(o.reason, 'Unknown'), $1
+            INSERT INTO pgpush.delivery_errors
+                (notification_id, app, device_token, apns_id, attempt, status, reason, worker_id, apns_unique_id)
+            SELECT w.id, w.app, w.device_token, w.apns_id, w.attempt, o.http_status, coalesce(o.reason, 'Unknown'), $1,
+                   o.apns_unique_id
               FROM written w JOIN outcome o ON o.id = w.id
              WHERE o.records_error
         ), tokens AS (

@@ -261,6 +261,47 @@ import Testing
         #expect(deliverOnce[try #require(positional)] == .some(nil))
     }
 
+    @Test func apnsUniqueIDIsTheLastAnswersOnTheRowAndOnItsErrorRow() throws {
+        let conninfo = try TestDatabase.migrated()
+        let connection = try PostgresConnection(conninfo: conninfo)
+        _ = try insert(connection, count: 3)
+        let queue = NotificationQueue(connection: connection, workerID: "w1")
+        let rows = try queue.claim(app: "default", limit: 3, lease: .seconds(60)).claimed
+        let (delivered, failed, retried) = (rows[0], rows[1], rows[2])
+        let ids = (0..<4).map { _ in UUID() }
+        func uniqueID(_ id: Int64) throws -> UUID? {
+            try connection.query("SELECT apns_unique_id FROM pgpush.notifications WHERE id = $1", [id]).uuid(0, 0)
+        }
+
+        // Deliveries alone take the lean statement; the others, the general one.
+        var accepted = Outcome.delivered(delivered)
+        accepted.apnsUniqueID = ids[0]
+        #expect(try queue.complete([accepted]) == [delivered.id])
+        #expect(try queue.complete([
+            Outcome(id: failed.id, claimCount: failed.claimCount, disposition: .failed, httpStatus: 400,
+                    reason: "BadDeviceToken", recordsError: true, apnsUniqueID: ids[1]),
+            Outcome(id: retried.id, claimCount: retried.claimCount, disposition: .retry(after: .zero, countsAsAttempt: true),
+                    httpStatus: 503, reason: "ServiceUnavailable", recordsError: true, apnsUniqueID: ids[2]),
+        ]).count == 2)
+        #expect(try uniqueID(delivered.id) == ids[0])
+        #expect(try uniqueID(failed.id) == ids[1])
+        #expect(try uniqueID(retried.id) == ids[2])
+        let errors = try connection.query("SELECT notification_id, apns_unique_id FROM pgpush.delivery_errors ORDER BY notification_id")
+        #expect(errors.rowCount == 2)
+        #expect(errors.int64(0, 0) == failed.id && errors.uuid(0, 1) == ids[1])
+        #expect(errors.int64(1, 0) == retried.id && errors.uuid(1, 1) == ids[2])
+
+        // Released with nothing learned: the last answer's id stays.
+        let again = try #require(try queue.claim(app: "default", limit: 1, lease: .seconds(60)).claimed.first)
+        #expect(again.id == retried.id)
+        try queue.complete([.released(again)])
+        #expect(try uniqueID(retried.id) == ids[2])
+        // An answer without the header clears it: the column is the last answer's, not the last one seen.
+        let last = try #require(try queue.claim(app: "default", limit: 1, lease: .seconds(60)).claimed.first)
+        #expect(try queue.complete([.delivered(last)]) == [last.id])
+        #expect(try uniqueID(retried.id) == nil)
+    }
+
     @Test func renewingKeepsOnlyLeasesStillHeld() throws {
         let conninfo = try TestDatabase.migrated()
         let connection = try PostgresConnection(conninfo: conninfo)
