@@ -1,4 +1,5 @@
--- pgpush schema, part 5: two more APNs headers per row.
+-- pgpush schema, part 5: two more APNs headers per row, and the priorities
+-- Live Activity, location and push-to-talk pushes allow.
 --
 -- Written to run on a database that 001-004 created and that already holds
 -- rows, and to be safe to run again by hand (every step checks first).
@@ -104,3 +105,64 @@ COMMENT ON COLUMN pgpush.notifications.apns_unique_id IS
     'apns-unique-id header of the last APNs answer (sandbox only), for Apple''s delivery log.';
 COMMENT ON COLUMN pgpush.delivery_errors.apns_unique_id IS
     'apns-unique-id header of the answer that carried this error, when APNs sent one.';
+
+-- Priorities APNs takes per push type. A null priority is derived by the
+-- worker and always fits, so each rule lets null through.
+--   pushtotalk: 10; 5 only for a service update (aps.ptt-push-type
+--     "service-update"), which is not urgent. coalesce: a missing key must
+--     fail the check, and a CHECK that evaluates to null passes.
+--   liveactivity, location: 10 or 5; priority 1 is not offered for them.
+--
+-- Added NOT VALID, so adding them checks new and updated rows only and never
+-- fails on rows written before these rules existed; the VALIDATE step below
+-- then checks the old rows too, where it can.
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_constraint WHERE conrelid = 'pgpush.notifications'::regclass
+                      AND conname = 'notifications_pushtotalk_priority_10_or_service_update_5') THEN
+        ALTER TABLE pgpush.notifications ADD CONSTRAINT notifications_pushtotalk_priority_10_or_service_update_5
+            CHECK (push_type <> 'pushtotalk' OR priority IS NULL OR priority = 10
+                   OR (priority = 5 AND coalesce(payload -> 'aps' ->> 'ptt-push-type' = 'service-update', false)))
+            NOT VALID;
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_constraint WHERE conrelid = 'pgpush.notifications'::regclass
+                      AND conname = 'notifications_liveactivity_priority_must_be_5_or_10') THEN
+        ALTER TABLE pgpush.notifications ADD CONSTRAINT notifications_liveactivity_priority_must_be_5_or_10
+            CHECK (push_type <> 'liveactivity' OR priority IN (5, 10)) NOT VALID;
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_constraint WHERE conrelid = 'pgpush.notifications'::regclass
+                      AND conname = 'notifications_location_priority_must_be_5_or_10') THEN
+        ALTER TABLE pgpush.notifications ADD CONSTRAINT notifications_location_priority_must_be_5_or_10
+            CHECK (push_type <> 'location' OR priority IN (5, 10)) NOT VALID;
+    END IF;
+END
+$$;
+
+-- Validating the priority rules against rows written before them. Each rule
+-- is validated on its own, and a rule that old rows break is left NOT VALID
+-- instead of failing the migration: those rows are history (mostly finished),
+-- the worker refuses an unsendable priority before sending anyway, and a
+-- failed migration would stop every worker that migrates at start-up. New
+-- and updated rows are checked either way. Which rules are still unvalidated:
+--   SELECT conname FROM pg_constraint WHERE conrelid = 'pgpush.notifications'::regclass AND NOT convalidated;
+-- Once the old rows are finished or pruned, run
+--   ALTER TABLE pgpush.notifications VALIDATE CONSTRAINT <name>;
+-- Each VALIDATE reads the whole table while this migration holds its lock,
+-- so on a very large table migrate at a quiet time.
+DO $$
+DECLARE
+    rule text;
+BEGIN
+    FOREACH rule IN ARRAY ARRAY['notifications_pushtotalk_priority_10_or_service_update_5',
+                                'notifications_liveactivity_priority_must_be_5_or_10',
+                                'notifications_location_priority_must_be_5_or_10'] LOOP
+        CONTINUE WHEN (SELECT convalidated FROM pg_constraint
+                        WHERE conrelid = 'pgpush.notifications'::regclass AND conname = rule);
+        BEGIN
+            EXECUTE format('ALTER TABLE pgpush.notifications VALIDATE CONSTRAINT %I', rule);
+        EXCEPTION WHEN check_violation THEN
+            RAISE WARNING 'pgpush: existing rows break %, left NOT VALID (new rows are checked)', rule;
+        END;
+    END LOOP;
+END
+$$;

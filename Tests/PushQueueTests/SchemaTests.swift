@@ -88,6 +88,14 @@ import Testing
         ("device_token, payload, push_type", [token, #"{"aps":{}}"#, "mdm"], "notifications_mdm_needs_topic"),
         ("device_token, payload, topic", [token, #"{"aps":{}}"#, ""], "notifications_topic_empty"),
         ("device_token, payload, status", [token, #"{"aps":{}}"#, "done"], "notifications_status_unknown"),
+        ("device_token, payload, push_type, priority", [token, #"{"aps":{}}"#, "pushtotalk", "5"],
+         "notifications_pushtotalk_priority_10_or_service_update_5"),
+        ("device_token, payload, push_type, priority", [token, #"{"aps":{"ptt-push-type":"service-update"}}"#, "pushtotalk", "1"],
+         "notifications_pushtotalk_priority_10_or_service_update_5"),
+        ("device_token, payload, push_type, priority", [token, #"{"aps":{}}"#, "liveactivity", "1"],
+         "notifications_liveactivity_priority_must_be_5_or_10"),
+        ("device_token, payload, push_type, priority", [token, #"{"aps":{}}"#, "location", "1"],
+         "notifications_location_priority_must_be_5_or_10"),
     ]
 
     @Test(arguments: 0..<cases.count)
@@ -101,6 +109,22 @@ import Testing
         #expect(error.sqlState == "23514")
         #expect(error.constraint == bad.constraint)
         #expect(try connection.query("SELECT count(*) FROM pgpush.notifications").int(0, 0) == 0)
+    }
+
+    @Test func priorityRulesOfPushToTalkLiveActivityAndLocationLetGoodRowsIn() throws {
+        let connection = try PostgresConnection(conninfo: try TestDatabase.migrated())
+        let serviceUpdate = #"{"aps":{"ptt-push-type":"service-update"}}"#
+        let accepted: [(payload: String, pushType: String, priority: String?)] = [
+            (serviceUpdate, "pushtotalk", "5"), (serviceUpdate, "pushtotalk", "10"), (#"{"aps":{}}"#, "pushtotalk", "10"),
+            (#"{"aps":{}}"#, "pushtotalk", nil), (#"{"aps":{}}"#, "liveactivity", "5"), (#"{"aps":{}}"#, "liveactivity", "10"),
+            (#"{"aps":{}}"#, "liveactivity", nil), (#"{"aps":{}}"#, "location", "5"), (#"{"aps":{}}"#, "location", nil),
+            (#"{"aps":{}}"#, "alert", "1"),
+        ]
+        for row in accepted {
+            try connection.query("INSERT INTO pgpush.notifications (device_token, payload, push_type, priority) VALUES ($1, $2, $3, $4)",
+                                 [Self.token, row.payload, row.pushType, row.priority])
+        }
+        #expect(try connection.query("SELECT count(*) FROM pgpush.notifications").int(0, 0) == accepted.count)
     }
 
     @Test func payloadLimitCountsCompactBytesNotJsonbText() throws {
