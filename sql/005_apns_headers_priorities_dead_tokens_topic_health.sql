@@ -1,5 +1,6 @@
--- pgpush schema, part 5: two more APNs headers per row, and the priorities
--- Live Activity, location and push-to-talk pushes allow.
+-- pgpush schema, part 5: two more APNs headers per row, the priorities
+-- Live Activity, location and push-to-talk pushes allow, and tokens the
+-- queue stops sending to.
 --
 -- Written to run on a database that 001-004 created and that already holds
 -- rows, and to be safe to run again by hand (every step checks first).
@@ -164,5 +165,44 @@ BEGIN
             RAISE WARNING 'pgpush: existing rows break %, left NOT VALID (new rows are checked)', rule;
         END;
     END LOOP;
+END
+$$;
+
+-- Tokens the claim finishes without sending. invalid_tokens keeps hex in
+-- lower case (the worker writes lower(device_token)) while notifications keep
+-- it as inserted, so the claim looks up lower(n.device_token): the function
+-- applies to the probe value, and the lookup stays a primary-key probe.
+--
+-- Only Unregistered and ExpiredToken stop later rows: after either, the token
+-- is dead until the app registers it again (then it calls
+-- pgpush.token_registered). BadDeviceToken is left out on purpose: it is also
+-- what every token gets when the app is configured for the wrong APNs
+-- environment (sandbox vs production), so honouring it would keep blocking
+-- every later row of those tokens after the configuration is fixed.
+-- DeviceTokenNotForTopic is left out for the same reason (a wrong topic).
+
+-- An app calls this when a device registers a token again: the token leaves
+-- invalid_tokens, so rows queued for it from now on are sent again. Rows the
+-- claim already finished as KnownInvalidToken stay finished. Returns whether
+-- the token was listed. SECURITY DEFINER: applications get this one delete
+-- and no DELETE on the table.
+CREATE OR REPLACE FUNCTION pgpush.token_registered(app text, device_token text) RETURNS boolean
+LANGUAGE sql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pgpush AS $$
+    WITH gone AS (
+        DELETE FROM pgpush.invalid_tokens t
+         WHERE t.app = token_registered.app AND t.device_token = lower(token_registered.device_token)
+        RETURNING 1
+    )
+    SELECT EXISTS (SELECT 1 FROM gone)
+$$;
+REVOKE ALL ON FUNCTION pgpush.token_registered(text, text) FROM PUBLIC;
+
+-- As for enqueue above: where roles.sql already ran, the application role
+-- gets the new function without running it again.
+DO $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'pgpush_app') THEN
+        GRANT EXECUTE ON FUNCTION pgpush.token_registered(text, text) TO pgpush_app;
+    END IF;
 END
 $$;

@@ -22,16 +22,27 @@ public final class NotificationQueue {
 
     /// Claims up to `limit` due rows of `app`, oldest first, skipping rows
     /// other workers hold. Rows past `expires_at` become `expired` instead.
-    public func claim(app: String, limit: Int, lease: Duration) throws -> ClaimResult {
-        let result = try connection.query(Self.claimSQL, [workerID, app, limit, lease.seconds])
+    ///
+    /// With `skipKnownInvalidTokens`, a row whose token `pgpush.invalid_tokens` lists as
+    /// `Unregistered` or `ExpiredToken` becomes `failed` with `KnownInvalidToken` (and one
+    /// `delivery_errors` row) instead: APNs already said the token is dead, and sending to
+    /// it again until the app registers it anew gains nothing.
+    public func claim(app: String, limit: Int, lease: Duration, skipKnownInvalidTokens: Bool = true) throws -> ClaimResult {
+        let result = try connection.query(Self.claimSQL, [workerID, app, limit, lease.seconds, skipKnownInvalidTokens])
         var claimed: [ClaimedNotification] = []
         claimed.reserveCapacity(result.rowCount)
-        var expired: [Int64] = []
+        var expired: [Int64] = [], knownInvalid: [Int64] = []
         for row in 0..<result.rowCount {
             guard let id = result.int64(row, 0) else { continue }
-            if result.string(row, 1) == "expired" {
+            switch result.string(row, 1) {
+            case "expired":
                 expired.append(id)
                 continue
+            case "failed":
+                knownInvalid.append(id)
+                continue
+            default:
+                break
             }
             let notification = PushNotification(
                 id: id,
@@ -50,32 +61,59 @@ public final class NotificationQueue {
                 notification: notification, claimCount: result.int(row, 2) ?? 0, attempts: result.int(row, 3) ?? 0))
         }
         claimed.sort { $0.id < $1.id }
-        return ClaimResult(claimed: claimed, expiredIDs: expired)
+        return ClaimResult(claimed: claimed, expiredIDs: expired, knownInvalidIDs: knownInvalid)
     }
 
-    /// Public for `pgpush bench`, which shows the plan PostgreSQL picks for it.
+    /// Public for `pgpush bench`, which shows the plan PostgreSQL picks for it. Parameters:
+    /// worker id, app, limit, lease seconds, skip known-invalid tokens.
+    ///
+    /// The token check is a scalar subquery (the reason of the token's row, at most one by
+    /// the primary key) in `due`'s select list: PostgreSQL runs it once per row it takes, as
+    /// a primary-key probe of `invalid_tokens`. Written as EXISTS it would be planned with a
+    /// hashed alternative costed as if run for every queued row rather than `limit` rows,
+    /// and PostgreSQL picks that: a scan of all of `invalid_tokens` on every claim. A join
+    /// could pick the same scan. `invalid_tokens` holds tokens in lower case (see
+    /// `completeSQL`), rows as inserted: the probe lowers the row's token, which leaves the
+    /// index usable. With `$5` false the planner drops the subquery altogether.
+    /// Expiry wins over a dead token: such a row ends `expired` as before.
     public static let claimSQL = """
         WITH due AS (
-            SELECT id FROM pgpush.notifications
-             WHERE status = 'queued' AND app = $2 AND send_after <= now()
-             ORDER BY send_after, id
+            SELECT n.id,
+                   coalesce($5::boolean AND (
+                       SELECT t.reason FROM pgpush.invalid_tokens t
+                        WHERE t.app = n.app AND t.device_token = lower(n.device_token)
+                       ) IN ('Unregistered', 'ExpiredToken'), false) AS known_invalid
+              FROM pgpush.notifications n
+             WHERE n.status = 'queued' AND n.app = $2 AND n.send_after <= now()
+             ORDER BY n.send_after, n.id
              LIMIT $3
-             FOR UPDATE SKIP LOCKED
+             FOR UPDATE OF n SKIP LOCKED
         ), claimed AS (
             UPDATE pgpush.notifications n SET
-                status       = CASE WHEN n.expires_at <= now() THEN 'expired' ELSE 'sending' END,
-                attempts     = n.attempts + CASE WHEN n.expires_at <= now() THEN 0 ELSE 1 END,
+                status       = CASE WHEN n.expires_at <= now() THEN 'expired'
+                                    WHEN due.known_invalid THEN 'failed' ELSE 'sending' END,
+                attempts     = n.attempts + CASE WHEN n.expires_at <= now() OR due.known_invalid THEN 0 ELSE 1 END,
                 claim_count  = n.claim_count + 1,
-                locked_by    = CASE WHEN n.expires_at <= now() THEN NULL ELSE $1 END,
-                locked_until = CASE WHEN n.expires_at <= now() THEN NULL ELSE now() + make_interval(secs => $4) END,
-                last_reason  = CASE WHEN n.expires_at <= now() THEN 'Expired' ELSE n.last_reason END,
-                finished_at  = CASE WHEN n.expires_at <= now() THEN now() END,
+                locked_by    = CASE WHEN n.expires_at <= now() OR due.known_invalid THEN NULL ELSE $1 END,
+                locked_until = CASE WHEN n.expires_at <= now() OR due.known_invalid THEN NULL
+                                    ELSE now() + make_interval(secs => $4) END,
+                last_status  = CASE WHEN n.expires_at <= now() THEN n.last_status
+                                    WHEN due.known_invalid THEN NULL ELSE n.last_status END,
+                last_reason  = CASE WHEN n.expires_at <= now() THEN 'Expired'
+                                    WHEN due.known_invalid THEN 'KnownInvalidToken' ELSE n.last_reason END,
+                finished_at  = CASE WHEN n.expires_at <= now() OR due.known_invalid THEN now() END,
                 updated_at   = now()
               FROM due
              WHERE n.id = due.id
             RETURNING n.id, n.status, n.claim_count, n.attempts, n.device_token, n.push_type, n.priority, n.topic,
                       n.payload, n.collapse_id, floor(extract(epoch FROM n.expires_at))::bigint, n.apns_id,
-                      n.deliver_once
+                      n.deliver_once, n.app
+        ), refused AS (
+            -- No attempt was made: `attempt` is the count of earlier ones, the status is null (no answer).
+            INSERT INTO pgpush.delivery_errors (notification_id, app, device_token, apns_id, attempt, status, reason, worker_id)
+            SELECT id, app, device_token, apns_id, attempts, NULL, 'KnownInvalidToken', $1
+              FROM claimed
+             WHERE status = 'failed'
         )
         SELECT * FROM claimed
         """
