@@ -1,6 +1,6 @@
 -- pgpush schema, part 5: two more APNs headers per row, the priorities
--- Live Activity, location and push-to-talk pushes allow, and tokens the
--- queue stops sending to.
+-- Live Activity, location and push-to-talk pushes allow, tokens the queue
+-- stops sending to, and app health per topic.
 --
 -- Written to run on a database that 001-004 created and that already holds
 -- rows, and to be safe to run again by hand (every step checks first).
@@ -206,3 +206,26 @@ BEGIN
     END IF;
 END
 $$;
+
+-- App health per apns-topic: a null topic is the whole app (what 001-004
+-- wrote), a topic pauses only that topic of the app. The primary key on app
+-- becomes one row per (app, topic), with null counting as one value: the
+-- unique index on coalesce(topic, '') is what the worker's upsert names in
+-- ON CONFLICT. An empty topic is refused so it cannot collide with null.
+ALTER TABLE pgpush.app_health ADD COLUMN IF NOT EXISTS topic text;
+COMMENT ON COLUMN pgpush.app_health.topic IS
+    'null: the whole app; otherwise only this apns-topic of the app is paused or healthy.';
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_constraint WHERE conrelid = 'pgpush.app_health'::regclass
+                      AND conname = 'app_health_topic_empty') THEN
+        ALTER TABLE pgpush.app_health ADD CONSTRAINT app_health_topic_empty CHECK (topic <> '');
+    END IF;
+END
+$$;
+CREATE UNIQUE INDEX IF NOT EXISTS app_health_app_topic ON pgpush.app_health (app, coalesce(topic, ''));
+ALTER TABLE pgpush.app_health DROP CONSTRAINT IF EXISTS app_health_pkey;
+-- The primary key made app NOT NULL; keep it so without the key.
+ALTER TABLE pgpush.app_health ALTER COLUMN app SET NOT NULL;
+COMMENT ON TABLE pgpush.app_health IS
+    'Per app, or per apns-topic of an app: whether workers can send for it, and if not, the reason and since when.';

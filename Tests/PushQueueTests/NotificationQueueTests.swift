@@ -403,6 +403,45 @@ import Testing
     }
 }
 
+@Suite struct AppHealthTests {
+    @Test func theWholeAppAndEachTopicHaveTheirOwnRow() throws {
+        let conninfo = try TestDatabase.migrated()
+        let connection = try PostgresConnection(conninfo: conninfo)
+        let queue = NotificationQueue(connection: connection, workerID: "w1")
+        func rows() throws -> [String: [String]] {
+            let result = try connection.query("""
+                SELECT coalesce(topic, '(app)'), healthy, coalesce(reason, '-'), since FROM pgpush.app_health WHERE app = 'shop'
+                """)
+            return Dictionary(uniqueKeysWithValues: (0..<result.rowCount).map { row in
+                (result.string(row, 0) ?? "", (1...3).map { result.string(row, $0) ?? "NULL" })
+            })
+        }
+
+        try queue.reportAppHealth(app: "shop", healthy: true, reason: nil)
+        try queue.reportAppHealth(app: "shop", topic: "com.x.voip", healthy: false, reason: "TopicDisallowed")
+        try queue.reportAppHealth(app: "other", topic: "com.x.voip", healthy: true, reason: nil)
+        let first = try rows()
+        #expect(first.keys.sorted() == ["(app)", "com.x.voip"])
+        #expect(first["(app)"]?.prefix(2) == ["t", "-"])
+        #expect(first["com.x.voip"]?.prefix(2) == ["f", "TopicDisallowed"])
+
+        // A report for the app leaves the topic's row alone, and the other way round.
+        try queue.reportAppHealth(app: "shop", healthy: false, reason: "InvalidProviderToken")
+        let second = try rows()
+        #expect(second["(app)"]?.prefix(2) == ["f", "InvalidProviderToken"])
+        #expect(second["com.x.voip"] == first["com.x.voip"])
+        try queue.reportAppHealth(app: "shop", topic: "com.x.voip", healthy: true, reason: nil)
+        let third = try rows()
+        #expect(third["(app)"] == second["(app)"])
+        #expect(third["com.x.voip"]?.prefix(2) == ["t", "-"])
+        #expect(try connection.query("SELECT count(*) FROM pgpush.app_health").int(0, 0) == 3)
+        let empty = try #require(throws: PostgresError.self) {
+            try queue.reportAppHealth(app: "shop", topic: "", healthy: true, reason: nil)
+        }
+        #expect(empty.constraint == "app_health_topic_empty")
+    }
+}
+
 @Suite struct PruningTests {
     @Test func prunesOnlyOldFinishedRowsInBatches() throws {
         let conninfo = try TestDatabase.migrated()
