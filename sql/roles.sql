@@ -1,7 +1,7 @@
 -- Least-privilege roles for pgpush (optional; run after `pgpush migrate`, as
 -- the schema owner or a superuser). Safe to run again.
 --
---   pgpush_app      applications: enqueue, cancel their rows, read status and views
+--   pgpush_app      applications: enqueue, cancel their rows, clear a re-registered token, read status and views
 --   pgpush_worker   `pgpush run`: claim, record outcomes, heartbeat, prune
 --   pgpush_monitor  dashboards and `pgpush status`: read-only
 --
@@ -25,15 +25,17 @@ GRANT SELECT ON pgpush.queue_depth, pgpush.throughput, pgpush.error_breakdown, p
    TO pgpush_monitor;
 
 -- Applications: insert rows (directly or through enqueue), read everything a
--- monitor reads, cancel through pgpush.cancel. No UPDATE or DELETE: an
--- application cannot mark a row delivered or erase its history.
+-- monitor reads, cancel through pgpush.cancel, take a token registered again
+-- off pgpush.invalid_tokens through pgpush.token_registered. No UPDATE or
+-- DELETE: an application cannot mark a row delivered or erase its history.
 GRANT pgpush_monitor TO pgpush_app;
 GRANT INSERT (app, device_token, push_type, priority, topic, payload, collapse_id, expires_at, send_after,
-              idempotency_key, apns_id)
+              idempotency_key, apns_id, deliver_once)
    ON pgpush.notifications TO pgpush_app;
-GRANT EXECUTE ON FUNCTION pgpush.enqueue(text, jsonb, text, text, integer, text, text, timestamptz, timestamptz, text),
-                          pgpush.enqueue_many(text[], jsonb, text, text, integer, text, text, timestamptz, timestamptz, text),
-                          pgpush.cancel(bigint[])
+GRANT EXECUTE ON FUNCTION pgpush.enqueue(text, jsonb, text, text, integer, text, text, timestamptz, timestamptz, text, boolean),
+                          pgpush.enqueue_many(text[], jsonb, text, text, integer, text, text, timestamptz, timestamptz, text, boolean),
+                          pgpush.cancel(bigint[]),
+                          pgpush.token_registered(text, text)
    TO pgpush_app;
 
 -- Workers: claim and update rows, record errors, tokens, health and

@@ -47,7 +47,7 @@ public enum ClaimAtScale {
         // One more claim under EXPLAIN ANALYZE (it claims for real, like the timed ones).
         try BenchRows.fill(connection, count: claimBatch, payloadBytes: payloadBytes, firstToken: nextToken)
         let explained = try connection.query("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF) " + NotificationQueue.claimSQL,
-                                              ["bench-claim", "default", claimBatch, 60.0])
+                                              ["bench-claim", "default", claimBatch, 60.0, true])
         let plan = (0..<explained.rowCount).compactMap { explained.string($0, 0) }
         let tableBytes = try connection.query("SELECT pg_total_relation_size('pgpush.notifications')").int64(0, 0) ?? 0
         return ClaimAtScaleResult(

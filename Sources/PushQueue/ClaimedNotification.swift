@@ -25,4 +25,7 @@ public struct ClaimResult: Sendable {
     public var claimed: [ClaimedNotification]
     /// Rows that were due but past `expires_at`: now `expired`, never sent.
     public var expiredIDs: [Int64]
+    /// Rows whose token `pgpush.invalid_tokens` lists as `Unregistered` or `ExpiredToken`:
+    /// now `failed` with `KnownInvalidToken`, never sent.
+    public var knownInvalidIDs: [Int64]
 }

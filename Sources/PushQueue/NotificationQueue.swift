@@ -22,16 +22,27 @@ public final class NotificationQueue {
 
     /// Claims up to `limit` due rows of `app`, oldest first, skipping rows
     /// other workers hold. Rows past `expires_at` become `expired` instead.
-    public func claim(app: String, limit: Int, lease: Duration) throws -> ClaimResult {
-        let result = try connection.query(Self.claimSQL, [workerID, app, limit, lease.seconds])
+    ///
+    /// With `skipKnownInvalidTokens`, a row whose token `pgpush.invalid_tokens` lists as
+    /// `Unregistered` or `ExpiredToken` becomes `failed` with `KnownInvalidToken` (and one
+    /// `delivery_errors` row) instead: APNs already said the token is dead, and sending to
+    /// it again until the app registers it anew gains nothing.
+    public func claim(app: String, limit: Int, lease: Duration, skipKnownInvalidTokens: Bool = true) throws -> ClaimResult {
+        let result = try connection.query(Self.claimSQL, [workerID, app, limit, lease.seconds, skipKnownInvalidTokens])
         var claimed: [ClaimedNotification] = []
         claimed.reserveCapacity(result.rowCount)
-        var expired: [Int64] = []
+        var expired: [Int64] = [], knownInvalid: [Int64] = []
         for row in 0..<result.rowCount {
             guard let id = result.int64(row, 0) else { continue }
-            if result.string(row, 1) == "expired" {
+            switch result.string(row, 1) {
+            case "expired":
                 expired.append(id)
                 continue
+            case "failed":
+                knownInvalid.append(id)
+                continue
+            default:
+                break
             }
             let notification = PushNotification(
                 id: id,
@@ -43,37 +54,66 @@ public final class NotificationQueue {
                 payload: result.bytes(row, 8) ?? [],
                 collapseID: result.string(row, 9),
                 expiration: result.int64(row, 10),
+                deliverOnce: result.bool(row, 12),
                 apnsID: result.bytes(row, 11).flatMap(UUID.init(canonicalBytes:)) ?? UUID()
             )
             claimed.append(ClaimedNotification(
                 notification: notification, claimCount: result.int(row, 2) ?? 0, attempts: result.int(row, 3) ?? 0))
         }
         claimed.sort { $0.id < $1.id }
-        return ClaimResult(claimed: claimed, expiredIDs: expired)
+        return ClaimResult(claimed: claimed, expiredIDs: expired, knownInvalidIDs: knownInvalid)
     }
 
-    /// Public for `pgpush bench`, which shows the plan PostgreSQL picks for it.
+    /// Public for `pgpush bench`, which shows the plan PostgreSQL picks for it. Parameters:
+    /// worker id, app, limit, lease seconds, skip known-invalid tokens.
+    ///
+    /// The token check is a scalar subquery (the reason of the token's row, at most one by
+    /// the primary key) in `due`'s select list: PostgreSQL runs it once per row it takes, as
+    /// a primary-key probe of `invalid_tokens`. Written as EXISTS it would be planned with a
+    /// hashed alternative costed as if run for every queued row rather than `limit` rows,
+    /// and PostgreSQL picks that: a scan of all of `invalid_tokens` on every claim. A join
+    /// could pick the same scan. `invalid_tokens` holds tokens in lower case (see
+    /// `completeSQL`), rows as inserted: the probe lowers the row's token, which leaves the
+    /// index usable. With `$5` false the planner drops the subquery altogether.
+    /// Expiry wins over a dead token: such a row ends `expired` as before.
     public static let claimSQL = """
         WITH due AS (
-            SELECT id FROM pgpush.notifications
-             WHERE status = 'queued' AND app = $2 AND send_after <= now()
-             ORDER BY send_after, id
+            SELECT n.id,
+                   coalesce($5::boolean AND (
+                       SELECT t.reason FROM pgpush.invalid_tokens t
+                        WHERE t.app = n.app AND t.device_token = lower(n.device_token)
+                       ) IN ('Unregistered', 'ExpiredToken'), false) AS known_invalid
+              FROM pgpush.notifications n
+             WHERE n.status = 'queued' AND n.app = $2 AND n.send_after <= now()
+             ORDER BY n.send_after, n.id
              LIMIT $3
-             FOR UPDATE SKIP LOCKED
+             FOR UPDATE OF n SKIP LOCKED
         ), claimed AS (
             UPDATE pgpush.notifications n SET
-                status       = CASE WHEN n.expires_at <= now() THEN 'expired' ELSE 'sending' END,
-                attempts     = n.attempts + CASE WHEN n.expires_at <= now() THEN 0 ELSE 1 END,
+                status       = CASE WHEN n.expires_at <= now() THEN 'expired'
+                                    WHEN due.known_invalid THEN 'failed' ELSE 'sending' END,
+                attempts     = n.attempts + CASE WHEN n.expires_at <= now() OR due.known_invalid THEN 0 ELSE 1 END,
                 claim_count  = n.claim_count + 1,
-                locked_by    = CASE WHEN n.expires_at <= now() THEN NULL ELSE $1 END,
-                locked_until = CASE WHEN n.expires_at <= now() THEN NULL ELSE now() + make_interval(secs => $4) END,
-                last_reason  = CASE WHEN n.expires_at <= now() THEN 'Expired' ELSE n.last_reason END,
-                finished_at  = CASE WHEN n.expires_at <= now() THEN now() END,
+                locked_by    = CASE WHEN n.expires_at <= now() OR due.known_invalid THEN NULL ELSE $1 END,
+                locked_until = CASE WHEN n.expires_at <= now() OR due.known_invalid THEN NULL
+                                    ELSE now() + make_interval(secs => $4) END,
+                last_status  = CASE WHEN n.expires_at <= now() THEN n.last_status
+                                    WHEN due.known_invalid THEN NULL ELSE n.last_status END,
+                last_reason  = CASE WHEN n.expires_at <= now() THEN 'Expired'
+                                    WHEN due.known_invalid THEN 'KnownInvalidToken' ELSE n.last_reason END,
+                finished_at  = CASE WHEN n.expires_at <= now() OR due.known_invalid THEN now() END,
                 updated_at   = now()
               FROM due
              WHERE n.id = due.id
             RETURNING n.id, n.status, n.claim_count, n.attempts, n.device_token, n.push_type, n.priority, n.topic,
-                      n.payload, n.collapse_id, floor(extract(epoch FROM n.expires_at))::bigint, n.apns_id
+                      n.payload, n.collapse_id, floor(extract(epoch FROM n.expires_at))::bigint, n.apns_id,
+                      n.deliver_once, n.app
+        ), refused AS (
+            -- No attempt was made: `attempt` is the count of earlier ones, the status is null (no answer).
+            INSERT INTO pgpush.delivery_errors (notification_id, app, device_token, apns_id, attempt, status, reason, worker_id)
+            SELECT id, app, device_token, apns_id, attempts, NULL, 'KnownInvalidToken', $1
+              FROM claimed
+             WHERE status = 'failed'
         )
         SELECT * FROM claimed
         """
@@ -90,6 +130,7 @@ public final class NotificationQueue {
         var ids: [Int64] = [], claims: [Int] = [], statuses: [String] = [], httpStatuses: [Int?] = []
         var reasons: [String?] = [], delays: [Double?] = [], refunds: [Int] = [], answered: [Bool] = []
         var recordsError: [Bool] = [], invalidates: [Bool] = [], appleTimestamps: [Double?] = []
+        var uniqueIDs: [UUID?] = []
         for outcome in outcomes {
             ids.append(outcome.id)
             claims.append(outcome.claimCount)
@@ -106,27 +147,30 @@ public final class NotificationQueue {
             recordsError.append(outcome.recordsError)
             invalidates.append(outcome.invalidatesToken)
             appleTimestamps.append(outcome.appleTimestamp?.timeIntervalSince1970)
+            uniqueIDs.append(outcome.apnsUniqueID)
         }
         let result = try connection.query(Self.completeSQL, [
             workerID, ids, claims, statuses, httpStatuses, reasons, delays, refunds, answered,
-            recordsError, invalidates, appleTimestamps,
+            recordsError, invalidates, appleTimestamps, uniqueIDs,
         ])
         return Self.ids(in: result)
     }
 
-    /// The common batch, every row accepted with nothing to record beyond it: two arrays
-    /// instead of eleven, and none of the general statement's joins for error rows and
+    /// The common batch, every row accepted with nothing to record beyond it: three arrays
+    /// instead of twelve, and none of the general statement's joins for error rows and
     /// invalid tokens, which PostgreSQL runs even when they find nothing. It writes what
     /// `completeSQL` writes for such rows.
     private func completeDeliveries(_ outcomes: [Outcome]) throws -> Set<Int64> {
-        var ids: [Int64] = [], claims: [Int] = []
+        var ids: [Int64] = [], claims: [Int] = [], uniqueIDs: [UUID?] = []
         ids.reserveCapacity(outcomes.count)
         claims.reserveCapacity(outcomes.count)
+        uniqueIDs.reserveCapacity(outcomes.count)
         for outcome in outcomes {
             ids.append(outcome.id)
             claims.append(outcome.claimCount)
+            uniqueIDs.append(outcome.apnsUniqueID)
         }
-        let result = try connection.query(Self.completeDeliveriesSQL, [workerID, ids, claims])
+        let result = try connection.query(Self.completeDeliveriesSQL, [workerID, ids, claims, uniqueIDs])
         return Self.ids(in: result)
     }
 
@@ -144,11 +188,12 @@ public final class NotificationQueue {
             status       = 'delivered',
             last_status  = 200,
             last_reason  = NULL,
+            apns_unique_id = o.apns_unique_id,
             finished_at  = now(),
             locked_by    = NULL,
             locked_until = NULL,
             updated_at   = now()
-          FROM unnest($2::bigint[], $3::int[]) AS o(id, claim_count)
+          FROM unnest($2::bigint[], $3::int[], $4::uuid[]) AS o(id, claim_count, apns_unique_id)
          WHERE n.id = o.id AND n.status = 'sending' AND n.locked_by = $1 AND n.claim_count = o.claim_count
         RETURNING n.id
         """
@@ -156,14 +201,15 @@ public final class NotificationQueue {
     static let completeSQL = """
         WITH outcome AS (
             SELECT * FROM unnest($2::bigint[], $3::int[], $4::text[], $5::int[], $6::text[], $7::float8[],
-                                 $8::int[], $9::bool[], $10::bool[], $11::bool[], $12::float8[])
+                                 $8::int[], $9::bool[], $10::bool[], $11::bool[], $12::float8[], $13::uuid[])
                 AS o(id, claim_count, status, http_status, reason, delay, refund, answered, records_error,
-                     invalidates_token, apple_timestamp)
+                     invalidates_token, apple_timestamp, apns_unique_id)
         ), written AS (
             UPDATE pgpush.notifications n SET
                 status       = o.status,
                 last_status  = CASE WHEN o.answered THEN o.http_status ELSE n.last_status END,
                 last_reason  = CASE WHEN o.answered THEN o.reason ELSE n.last_reason END,
+                apns_unique_id = CASE WHEN o.answered THEN o.apns_unique_id ELSE n.apns_unique_id END,
                 send_after   = CASE WHEN o.status = 'queued' THEN now() + make_interval(secs => o.delay)
                                     ELSE n.send_after END,
                 attempts     = n.attempts - o.refund,
@@ -175,8 +221,10 @@ public final class NotificationQueue {
              WHERE n.id = o.id AND n.status = 'sending' AND n.locked_by = $1 AND n.claim_count = o.claim_count
             RETURNING n.id, n.app, n.device_token, n.apns_id, n.attempts + o.refund AS attempt
         ), errors AS (
-            INSERT INTO pgpush.delivery_errors (notification_id, app, device_token, apns_id, attempt, status, reason, worker_id)
-            SELECT w.id, w.app, w.device_token, w.apns_id, w.attempt, o.http_status, coalesce(o.reason, 'Unknown'), $1
+            INSERT INTO pgpush.delivery_errors
+                (notification_id, app, device_token, apns_id, attempt, status, reason, worker_id, apns_unique_id)
+            SELECT w.id, w.app, w.device_token, w.apns_id, w.attempt, o.http_status, coalesce(o.reason, 'Unknown'), $1,
+                   o.apns_unique_id
               FROM written w JOIN outcome o ON o.id = w.id
              WHERE o.records_error
         ), tokens AS (

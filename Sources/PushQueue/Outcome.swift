@@ -27,11 +27,14 @@ public struct Outcome: Sendable, Equatable {
     /// Upsert the row's token into `pgpush.invalid_tokens`, with Apple's timestamp when known.
     public var invalidatesToken: Bool
     public var appleTimestamp: Date?
-    /// The `apns-unique-id` of the answer, when APNs sent one.
+    /// The answer's `apns-unique-id` header; nil when it had none (or no answer came). Written to
+    /// the row, replacing the previous answer's, and to the `delivery_errors` row when one is
+    /// recorded; an outcome that `keepsLastAnswer` leaves the row's value as it was.
     public var apnsUniqueID: UUID?
 
     public init(id: Int64, claimCount: Int, disposition: Disposition, httpStatus: Int? = nil, reason: String? = nil,
-                recordsError: Bool = false, invalidatesToken: Bool = false, appleTimestamp: Date? = nil) {
+                recordsError: Bool = false, invalidatesToken: Bool = false, appleTimestamp: Date? = nil,
+                apnsUniqueID: UUID? = nil) {
         self.id = id
         self.claimCount = claimCount
         self.disposition = disposition
@@ -40,10 +43,11 @@ public struct Outcome: Sendable, Equatable {
         self.recordsError = recordsError
         self.invalidatesToken = invalidatesToken
         self.appleTimestamp = appleTimestamp
+        self.apnsUniqueID = apnsUniqueID
     }
 
     /// An uncounted return to the queue with nothing learned (not processed,
-    /// shutdown) keeps the previous attempt's `last_status` and `last_reason`.
+    /// shutdown) keeps the previous attempt's `last_status`, `last_reason` and `apns_unique_id`.
     public var keepsLastAnswer: Bool {
         guard case .retry(_, let counts) = disposition else { return false }
         return !counts && httpStatus == nil && reason == nil

@@ -176,7 +176,8 @@ public final class Worker: Sendable {
                 let result: ClaimResult
                 do {
                     result = try await claims.run { [configuration] queue in
-                        try queue.claim(app: app.name, limit: batch, lease: configuration.lease)
+                        try queue.claim(app: app.name, limit: batch, lease: configuration.lease,
+                                        skipKnownInvalidTokens: app.skipKnownInvalidTokens)
                     }
                     backoff = .milliseconds(100)
                 } catch {
@@ -187,6 +188,11 @@ public final class Worker: Sendable {
                 }
                 if !result.expiredIDs.isEmpty {
                     log.info("expired_before_send", ["app": app.name, "count": result.expiredIDs.count])
+                }
+                if !result.knownInvalidIDs.isEmpty {
+                    log.info("known_invalid_tokens_skipped", ["app": app.name, "count": result.knownInvalidIDs.count,
+                                                               "why": "APNs answered Unregistered or ExpiredToken for them before"])
+                    metrics.recordKnownInvalid(app: app.name, count: result.knownInvalidIDs.count)
                 }
                 inFlight.add(result.claimed, app: app.name)
                 for row in result.claimed {

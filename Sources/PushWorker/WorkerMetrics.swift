@@ -36,6 +36,12 @@ final class WorkerMetrics: Sendable {
         state.withLock { $0.outcomes[key, default: 0] += 1 }
     }
 
+    /// Rows the claim finished as `KnownInvalidToken`, counted like failed outcomes with that reason.
+    func recordKnownInvalid(app: String, count: Int) {
+        let key = OutcomeKey(app: app, outcome: "failed", reason: "KnownInvalidToken")
+        state.withLock { $0.outcomes[key, default: 0] += count }
+    }
+
     func recordLatency(_ duration: Duration) {
         let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
         let bucket = Self.latencyBuckets.firstIndex { seconds <= $0 } ?? Self.latencyBuckets.count

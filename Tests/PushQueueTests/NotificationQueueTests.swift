@@ -8,14 +8,14 @@ import Testing
 @Suite struct NotificationQueueTests {
     static let token = String(repeating: "ef", count: 32)
 
-    private func insert(_ connection: PostgresConnection, count: Int, app: String = "default",
+    private func insert(_ connection: PostgresConnection, count: Int, app: String = "default", token: String = Self.token,
                         sendAfter: String = "now()", expiresAt: String = "NULL") throws -> [Int64] {
         let result = try connection.query("""
             INSERT INTO pgpush.notifications (app, device_token, payload, send_after, expires_at)
             SELECT $1, $2, jsonb_build_object('aps', jsonb_build_object('alert', 'n' || i)), \(sendAfter), \(expiresAt)
               FROM generate_series(1, $3) AS i
             RETURNING id
-            """, [app, Self.token, count])
+            """, [app, token, count])
         return (0..<result.rowCount).compactMap { result.int64($0, 0) }
     }
 
@@ -239,6 +239,141 @@ import Testing
         #expect(try connection.query("SELECT count(*) FROM pgpush.delivery_errors").int(0, 0) == 1)
     }
 
+    @Test func deliverOnceTravelsFromEnqueueToTheClaim() throws {
+        let conninfo = try TestDatabase.migrated()
+        let connection = try PostgresConnection(conninfo: conninfo)
+        let payload = #"{"aps":{"alert":"x"}}"#
+        let once = try connection.query("SELECT pgpush.enqueue(device_token => $1, payload => $2::jsonb, deliver_once => true)",
+                                        [Self.token, payload]).int64(0, 0)
+        let stored = try connection.query("SELECT pgpush.enqueue_many(device_tokens => $1, payload => $2::jsonb, deliver_once => false)",
+                                          [[Self.token], payload]).int64(0, 0)
+        let derived = try connection.query("SELECT pgpush.enqueue(device_token => $1, payload => $2::jsonb)", [Self.token, payload]).int64(0, 0)
+        // By position, as before deliver_once existed: the ten old arguments still make a call.
+        let positional = try connection.query("""
+            SELECT pgpush.enqueue($1, $2::jsonb, 'default', 'alert', NULL, NULL, NULL, NULL, now(), 'old-call')
+            """, [Self.token, payload]).int64(0, 0)
+        let claimed = try NotificationQueue(connection: connection, workerID: "w1").claim(app: "default", limit: 10, lease: .seconds(30))
+        let deliverOnce = Dictionary(uniqueKeysWithValues: claimed.claimed.map { ($0.id, $0.notification.deliverOnce) })
+        #expect(deliverOnce.count == 4)
+        #expect(deliverOnce[try #require(once)] == .some(true))
+        #expect(deliverOnce[try #require(stored)] == .some(false))
+        #expect(deliverOnce[try #require(derived)] == .some(nil))
+        #expect(deliverOnce[try #require(positional)] == .some(nil))
+    }
+
+    @Test func apnsUniqueIDIsTheLastAnswersOnTheRowAndOnItsErrorRow() throws {
+        let conninfo = try TestDatabase.migrated()
+        let connection = try PostgresConnection(conninfo: conninfo)
+        _ = try insert(connection, count: 3)
+        let queue = NotificationQueue(connection: connection, workerID: "w1")
+        let rows = try queue.claim(app: "default", limit: 3, lease: .seconds(60)).claimed
+        let (delivered, failed, retried) = (rows[0], rows[1], rows[2])
+        let ids = (0..<4).map { _ in UUID() }
+        func uniqueID(_ id: Int64) throws -> UUID? {
+            try connection.query("SELECT apns_unique_id FROM pgpush.notifications WHERE id = $1", [id]).uuid(0, 0)
+        }
+
+        // Deliveries alone take the lean statement; the others, the general one.
+        var accepted = Outcome.delivered(delivered)
+        accepted.apnsUniqueID = ids[0]
+        #expect(try queue.complete([accepted]) == [delivered.id])
+        #expect(try queue.complete([
+            Outcome(id: failed.id, claimCount: failed.claimCount, disposition: .failed, httpStatus: 400,
+                    reason: "BadDeviceToken", recordsError: true, apnsUniqueID: ids[1]),
+            Outcome(id: retried.id, claimCount: retried.claimCount, disposition: .retry(after: .zero, countsAsAttempt: true),
+                    httpStatus: 503, reason: "ServiceUnavailable", recordsError: true, apnsUniqueID: ids[2]),
+        ]).count == 2)
+        #expect(try uniqueID(delivered.id) == ids[0])
+        #expect(try uniqueID(failed.id) == ids[1])
+        #expect(try uniqueID(retried.id) == ids[2])
+        let errors = try connection.query("SELECT notification_id, apns_unique_id FROM pgpush.delivery_errors ORDER BY notification_id")
+        #expect(errors.rowCount == 2)
+        #expect(errors.int64(0, 0) == failed.id && errors.uuid(0, 1) == ids[1])
+        #expect(errors.int64(1, 0) == retried.id && errors.uuid(1, 1) == ids[2])
+
+        // Released with nothing learned: the last answer's id stays.
+        let again = try #require(try queue.claim(app: "default", limit: 1, lease: .seconds(60)).claimed.first)
+        #expect(again.id == retried.id)
+        try queue.complete([.released(again)])
+        #expect(try uniqueID(retried.id) == ids[2])
+        // An answer without the header clears it: the column is the last answer's, not the last one seen.
+        let last = try #require(try queue.claim(app: "default", limit: 1, lease: .seconds(60)).claimed.first)
+        #expect(try queue.complete([.delivered(last)]) == [last.id])
+        #expect(try uniqueID(retried.id) == nil)
+    }
+
+    @Test func knownInvalidTokensFailAtClaimWithoutBeingSent() throws {
+        let conninfo = try TestDatabase.migrated()
+        let connection = try PostgresConnection(conninfo: conninfo)
+        let unregistered = String(repeating: "a1", count: 32), expired = String(repeating: "b2", count: 32)
+        let bad = String(repeating: "c3", count: 32), elsewhere = String(repeating: "d4", count: 32)
+        // invalid_tokens holds lower case, as the worker writes it; the queue row keeps the case it was given.
+        try connection.query("""
+            INSERT INTO pgpush.invalid_tokens (app, device_token, reason)
+            VALUES ('default', $1, 'Unregistered'), ('default', $2, 'ExpiredToken'), ('default', $3, 'BadDeviceToken'),
+                   ('other', $4, 'Unregistered')
+            """, [unregistered, expired, bad, elsewhere])
+        let deadIDs = try insert(connection, count: 1, token: unregistered.uppercased())
+            + insert(connection, count: 1, token: expired)
+        let liveIDs = try insert(connection, count: 1, token: bad) + insert(connection, count: 1, token: elsewhere)
+        let lateIDs = try insert(connection, count: 1, token: unregistered, expiresAt: "now() - interval '1 second'")
+        let queue = NotificationQueue(connection: connection, workerID: "w1")
+
+        let result = try queue.claim(app: "default", limit: 10, lease: .seconds(30))
+        #expect(result.claimed.map(\.id) == liveIDs)
+        #expect(result.knownInvalidIDs.sorted() == deadIDs)
+        #expect(result.expiredIDs == lateIDs, "a row past its expiry ends expired, whatever its token")
+        let finished = try connection.query("""
+            SELECT count(*) FROM pgpush.notifications
+             WHERE id = ANY($1) AND status = 'failed' AND last_reason = 'KnownInvalidToken' AND last_status IS NULL
+               AND finished_at IS NOT NULL AND attempts = 0 AND locked_by IS NULL AND locked_until IS NULL
+            """, [deadIDs])
+        #expect(finished.int(0, 0) == 2)
+        let errors = try connection.query("""
+            SELECT notification_id, status IS NULL, reason, attempt, worker_id FROM pgpush.delivery_errors ORDER BY notification_id
+            """)
+        #expect(errors.rowCount == 2)
+        for row in 0..<errors.rowCount {
+            #expect(errors.int64(row, 0) == deadIDs[row])
+            #expect(errors.bool(row, 1) == true && errors.string(row, 2) == "KnownInvalidToken")
+            #expect(errors.int(row, 3) == 0 && errors.string(row, 4) == "w1")
+        }
+
+        // The app may want every row sent anyway.
+        let forced = try insert(connection, count: 1, token: unregistered)
+        #expect(try queue.claim(app: "default", limit: 10, lease: .seconds(30), skipKnownInvalidTokens: false).claimed.map(\.id) == forced)
+
+        // Registered again (in any case): later rows for it are sent.
+        #expect(try connection.query("SELECT pgpush.token_registered('default', $1)", [expired.uppercased()]).bool(0, 0) == true)
+        #expect(try connection.query("SELECT pgpush.token_registered('default', $1)", [expired]).bool(0, 0) == false)
+        let revived = try insert(connection, count: 1, token: expired)
+        let stillDead = try insert(connection, count: 1, token: unregistered)
+        let after = try queue.claim(app: "default", limit: 10, lease: .seconds(30))
+        #expect(after.claimed.map(\.id) == revived)
+        #expect(after.knownInvalidIDs == stillDead)
+        #expect(try connection.query("SELECT count(*) FROM pgpush.invalid_tokens").int(0, 0) == 3)
+    }
+
+    /// The token check must stay a probe of `invalid_tokens`' primary key per claimed row:
+    /// planned another way (EXISTS, a join) PostgreSQL reads the whole list on every claim.
+    @Test func claimProbesInvalidTokensByIndexPerRow() throws {
+        let connection = try PostgresConnection(conninfo: try TestDatabase.migrated())
+        try connection.query("""
+            INSERT INTO pgpush.notifications (device_token, payload)
+            SELECT lpad(to_hex(g), 64, '0'), '{"aps":{"alert":"x"}}' FROM generate_series(1, $1::int) AS g
+            """, [20_000])
+        try connection.query("""
+            INSERT INTO pgpush.invalid_tokens (app, device_token, reason)
+            SELECT 'default', lpad(to_hex(g * 3), 64, '0'), 'Unregistered' FROM generate_series(1, $1::int) AS g
+            """, [20_000])
+        try connection.execute(script: "ANALYZE pgpush.notifications; ANALYZE pgpush.invalid_tokens")
+        let explained = try connection.query("EXPLAIN (COSTS OFF) " + NotificationQueue.claimSQL, ["w1", "default", 1000, 30.0, true])
+        let plan = (0..<explained.rowCount).compactMap { explained.string($0, 0) }.joined(separator: "\n")
+        #expect(plan.contains("Index Scan using notifications_queued_due"), "\(plan)")
+        #expect(plan.contains("Index Scan using invalid_tokens_pkey"), "\(plan)")
+        #expect(!plan.contains("Seq Scan on invalid_tokens"), "\(plan)")
+    }
+
     @Test func renewingKeepsOnlyLeasesStillHeld() throws {
         let conninfo = try TestDatabase.migrated()
         let connection = try PostgresConnection(conninfo: conninfo)
@@ -265,6 +400,45 @@ import Testing
         #expect(claimed.claimed.count == 3)
         #expect(claimed.claimed[0].notification.topic == "com.example\u{7}\r\n'; SELECT 1")
         #expect(claimed.claimed[0].notification.collapseID == "\u{1b}[2J")
+    }
+}
+
+@Suite struct AppHealthTests {
+    @Test func theWholeAppAndEachTopicHaveTheirOwnRow() throws {
+        let conninfo = try TestDatabase.migrated()
+        let connection = try PostgresConnection(conninfo: conninfo)
+        let queue = NotificationQueue(connection: connection, workerID: "w1")
+        func rows() throws -> [String: [String]] {
+            let result = try connection.query("""
+                SELECT coalesce(topic, '(app)'), healthy, coalesce(reason, '-'), since FROM pgpush.app_health WHERE app = 'shop'
+                """)
+            return Dictionary(uniqueKeysWithValues: (0..<result.rowCount).map { row in
+                (result.string(row, 0) ?? "", (1...3).map { result.string(row, $0) ?? "NULL" })
+            })
+        }
+
+        try queue.reportAppHealth(app: "shop", healthy: true, reason: nil)
+        try queue.reportAppHealth(app: "shop", topic: "com.x.voip", healthy: false, reason: "TopicDisallowed")
+        try queue.reportAppHealth(app: "other", topic: "com.x.voip", healthy: true, reason: nil)
+        let first = try rows()
+        #expect(first.keys.sorted() == ["(app)", "com.x.voip"])
+        #expect(first["(app)"]?.prefix(2) == ["t", "-"])
+        #expect(first["com.x.voip"]?.prefix(2) == ["f", "TopicDisallowed"])
+
+        // A report for the app leaves the topic's row alone, and the other way round.
+        try queue.reportAppHealth(app: "shop", healthy: false, reason: "InvalidProviderToken")
+        let second = try rows()
+        #expect(second["(app)"]?.prefix(2) == ["f", "InvalidProviderToken"])
+        #expect(second["com.x.voip"] == first["com.x.voip"])
+        try queue.reportAppHealth(app: "shop", topic: "com.x.voip", healthy: true, reason: nil)
+        let third = try rows()
+        #expect(third["(app)"] == second["(app)"])
+        #expect(third["com.x.voip"]?.prefix(2) == ["t", "-"])
+        #expect(try connection.query("SELECT count(*) FROM pgpush.app_health").int(0, 0) == 3)
+        let empty = try #require(throws: PostgresError.self) {
+            try queue.reportAppHealth(app: "shop", topic: "", healthy: true, reason: nil)
+        }
+        #expect(empty.constraint == "app_health_topic_empty")
     }
 }
 

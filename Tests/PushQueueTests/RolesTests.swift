@@ -98,5 +98,14 @@ import Testing
         expectDenied(setup.monitor, "UPDATE pgpush.notifications SET status = 'cancelled'")
         expectDenied(setup.monitor, "SELECT pgpush.cancel('{1}')")
         expectDenied(setup.monitor, "DELETE FROM pgpush.delivery_errors")
+
+        // The token is now listed Unregistered: the worker's claim finishes the next row for it
+        // with its own rights, and only the application may take the token off the list.
+        let dead = try setup.app.query("SELECT pgpush.enqueue(device_token => $1, payload => '{}', deliver_once => true)",
+                                       [Self.token]).int64(0, 0)
+        #expect(try queue.claim(app: "default", limit: 10, lease: .seconds(30)).knownInvalidIDs == [try #require(dead)])
+        expectDenied(setup.monitor, "SELECT pgpush.token_registered('default', $1)", [Self.token])
+        expectDenied(setup.worker, "SELECT pgpush.token_registered('default', $1)", [Self.token])
+        #expect(try setup.app.query("SELECT pgpush.token_registered('default', $1)", [Self.token]).bool(0, 0) == true)
     }
 }

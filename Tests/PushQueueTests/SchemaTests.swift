@@ -51,6 +51,71 @@ import Testing
         #expect(try connection.query("SELECT count(*) FROM pgpush.schema_migrations").int(0, 0) == 0)
     }
 
+    /// A database that 001-004 built and filled, with rows the new priority rules refuse,
+    /// takes the later migrations: nothing is lost, the broken rules stay NOT VALID, the
+    /// clean one is validated, and new rows are checked by all of them.
+    @Test func migratesADatabaseOfEarlierVersionsWithRowsTheNewRulesRefuse() throws {
+        let connection = try PostgresConnection(conninfo: try TestDatabase.empty())
+        let all = try Migration.load(directory: TestDatabase.sqlDirectory)
+        try MigrationRunner(migrations: all.filter { $0.version <= 4 }).migrate(connection)
+        let token = BadInputTests.token
+        try connection.query("""
+            INSERT INTO pgpush.notifications (device_token, payload, push_type, priority, status, finished_at)
+            VALUES ($1, '{"aps":{}}', 'pushtotalk', 5, 'delivered', now()),
+                   ($1, '{"aps":{}}', 'liveactivity', 1, 'queued', NULL),
+                   ($1, '{"aps":{}}', 'location', 10, 'queued', NULL)
+            """, [token])
+        try connection.query("INSERT INTO pgpush.app_health (app, healthy, reason) VALUES ('shop', false, 'BadTopic')")
+        try connection.query("INSERT INTO pgpush.invalid_tokens (app, device_token, reason) VALUES ('shop', $1, 'Unregistered')", [token])
+        // What an application ran before 005: a call naming only the old arguments.
+        let enqueue = #"SELECT pgpush.enqueue(device_token => $1, payload => '{"aps":{}}', app => 'shop')"#
+        try connection.query(enqueue, [token])
+
+        let applied = try MigrationRunner(migrations: all).migrate(connection)
+        #expect(applied == all.map(\.version).filter { $0 > 4 })
+        #expect(try MigrationRunner(migrations: all).migrate(connection).isEmpty)
+
+        #expect(try connection.query("SELECT count(*) FROM pgpush.notifications").int(0, 0) == 4)
+        let rules = try connection.query("""
+            SELECT conname, convalidated FROM pg_constraint
+             WHERE conrelid = 'pgpush.notifications'::regclass AND conname = ANY($1)
+            """, [["notifications_pushtotalk_priority_10_or_service_update_5", "notifications_liveactivity_priority_must_be_5_or_10",
+                   "notifications_location_priority_must_be_5_or_10"]])
+        let validated = Dictionary(uniqueKeysWithValues: (0..<rules.rowCount).map { (rules.string($0, 0) ?? "", rules.bool($0, 1)) })
+        #expect(validated == ["notifications_pushtotalk_priority_10_or_service_update_5": false,
+                              "notifications_liveactivity_priority_must_be_5_or_10": false,
+                              "notifications_location_priority_must_be_5_or_10": true])
+        let refused = try #require(throws: PostgresError.self) {
+            try connection.query("INSERT INTO pgpush.notifications (device_token, payload, push_type, priority) VALUES ($1, '{}', 'liveactivity', 1)",
+                                 [token])
+        }
+        #expect(refused.constraint == "notifications_liveactivity_priority_must_be_5_or_10")
+
+        let health = try connection.query("SELECT app, topic IS NULL, healthy, reason FROM pgpush.app_health")
+        #expect(health.rowCount == 1)
+        #expect(health.string(0, 0) == "shop" && health.bool(0, 1) == true && health.bool(0, 2) == false)
+        #expect(health.string(0, 3) == "BadTopic")
+        #expect(try connection.query(enqueue, [token]).int64(0, 0) != nil)
+        let untouched = try connection.query("SELECT count(*) FROM pgpush.notifications WHERE deliver_once IS NULL AND apns_unique_id IS NULL")
+        #expect(untouched.int(0, 0) == 5)
+        #expect(try connection.query("SELECT pgpush.token_registered('shop', upper($1))", [token]).bool(0, 0) == true)
+    }
+
+    /// Run again by hand (the runner would skip it), 005 fails on nothing and changes nothing.
+    @Test func migration005RunsAgainWithoutError() throws {
+        let connection = try PostgresConnection(conninfo: try TestDatabase.migrated())
+        let migration = try #require(try Migration.load(directory: TestDatabase.sqlDirectory).first { $0.version == 5 })
+        let before = try schemaFingerprint(connection)
+        try connection.transaction { try connection.execute(script: migration.sql) }
+        try connection.transaction { try connection.execute(script: migration.sql) }
+        #expect(try schemaFingerprint(connection) == before)
+        let functions = try connection.query("""
+            SELECT count(*) FROM pg_proc WHERE pronamespace = 'pgpush'::regnamespace
+               AND proname IN ('enqueue', 'enqueue_many', 'token_registered')
+            """)
+        #expect(functions.int(0, 0) == 3)
+    }
+
     private func schemaFingerprint(_ connection: PostgresConnection) throws -> [String] {
         let result = try connection.query("""
             SELECT c.relkind::text || ':' || c.relname FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace
@@ -88,6 +153,14 @@ import Testing
         ("device_token, payload, push_type", [token, #"{"aps":{}}"#, "mdm"], "notifications_mdm_needs_topic"),
         ("device_token, payload, topic", [token, #"{"aps":{}}"#, ""], "notifications_topic_empty"),
         ("device_token, payload, status", [token, #"{"aps":{}}"#, "done"], "notifications_status_unknown"),
+        ("device_token, payload, push_type, priority", [token, #"{"aps":{}}"#, "pushtotalk", "5"],
+         "notifications_pushtotalk_priority_10_or_service_update_5"),
+        ("device_token, payload, push_type, priority", [token, #"{"aps":{"ptt-push-type":"service-update"}}"#, "pushtotalk", "1"],
+         "notifications_pushtotalk_priority_10_or_service_update_5"),
+        ("device_token, payload, push_type, priority", [token, #"{"aps":{}}"#, "liveactivity", "1"],
+         "notifications_liveactivity_priority_must_be_5_or_10"),
+        ("device_token, payload, push_type, priority", [token, #"{"aps":{}}"#, "location", "1"],
+         "notifications_location_priority_must_be_5_or_10"),
     ]
 
     @Test(arguments: 0..<cases.count)
@@ -101,6 +174,22 @@ import Testing
         #expect(error.sqlState == "23514")
         #expect(error.constraint == bad.constraint)
         #expect(try connection.query("SELECT count(*) FROM pgpush.notifications").int(0, 0) == 0)
+    }
+
+    @Test func priorityRulesOfPushToTalkLiveActivityAndLocationLetGoodRowsIn() throws {
+        let connection = try PostgresConnection(conninfo: try TestDatabase.migrated())
+        let serviceUpdate = #"{"aps":{"ptt-push-type":"service-update"}}"#
+        let accepted: [(payload: String, pushType: String, priority: String?)] = [
+            (serviceUpdate, "pushtotalk", "5"), (serviceUpdate, "pushtotalk", "10"), (#"{"aps":{}}"#, "pushtotalk", "10"),
+            (#"{"aps":{}}"#, "pushtotalk", nil), (#"{"aps":{}}"#, "liveactivity", "5"), (#"{"aps":{}}"#, "liveactivity", "10"),
+            (#"{"aps":{}}"#, "liveactivity", nil), (#"{"aps":{}}"#, "location", "5"), (#"{"aps":{}}"#, "location", nil),
+            (#"{"aps":{}}"#, "alert", "1"),
+        ]
+        for row in accepted {
+            try connection.query("INSERT INTO pgpush.notifications (device_token, payload, push_type, priority) VALUES ($1, $2, $3, $4)",
+                                 [Self.token, row.payload, row.pushType, row.priority])
+        }
+        #expect(try connection.query("SELECT count(*) FROM pgpush.notifications").int(0, 0) == accepted.count)
     }
 
     @Test func payloadLimitCountsCompactBytesNotJsonbText() throws {
