@@ -164,7 +164,9 @@ public final class APNsClient: Sendable {
         do throws(ProviderTokenError) {
             return .success(try cache.currentToken())
         } catch {
-            return .failure(DeliveryFailure(processing: .notProcessed, cause: .credentials, detail: error.description))
+            let refused = if case .refusedByAPNs = error { APNsReason.expiredProviderToken.rawValue } else { String?.none }
+            return .failure(DeliveryFailure(processing: .notProcessed, cause: .credentials, apnsReason: refused,
+                                            detail: error.description))
         }
     }
 
@@ -257,7 +259,7 @@ public final class APNsClient: Sendable {
         case .invalidRequest: cause = .invalidRequest
         case .cancelled: cause = .clientShutDown
         }
-        return DeliveryFailure(processing: processing, cause: cause, goAwayReason: goAwayReason, detail: failure.description)
+        return DeliveryFailure(processing: processing, cause: cause, apnsReason: goAwayReason, detail: failure.description)
     }
 
     private func answered(_ response: HTTP2Response, resends: Int, since started: ContinuousClock.Instant) -> DeliveryResult {

@@ -42,7 +42,7 @@ public struct DeliveryResult: Sendable, Equatable {
             switch failure.cause {
             case .invalidRequest: return .unsendable
             case .credentials: return .unsignable
-            default: return .unanswered(failure.processing, goAwayReason: failure.goAwayReason)
+            default: return .unanswered(failure.processing, goAwayReason: failure.apnsReason)
             }
         }
         return .answered(status: status ?? 0, reason: reason)
@@ -79,15 +79,17 @@ public struct DeliveryFailure: Error, Sendable, Equatable, CustomStringConvertib
 
     public var processing: Processing
     public var cause: Cause
-    /// The `reason` APNs gave in the GOAWAY that ended the connection, if any.
-    public var goAwayReason: String?
+    /// The APNs reason behind the failure, when there is one: the `reason` of the GOAWAY
+    /// that ended the connection, or ExpiredProviderToken while signing waits after APNs
+    /// refused freshly signed tokens.
+    public var apnsReason: String?
     /// For logs; never contains a JWT or key material.
     public var detail: String
 
-    public init(processing: Processing, cause: Cause, goAwayReason: String? = nil, detail: String) {
+    public init(processing: Processing, cause: Cause, apnsReason: String? = nil, detail: String) {
         self.processing = processing
         self.cause = cause
-        self.goAwayReason = goAwayReason
+        self.apnsReason = apnsReason
         self.detail = detail
     }
 

@@ -5,9 +5,12 @@ import PGPushCore
 ///
 /// Credential, certificate and environment errors pause the whole app (the claim loop
 /// stops claiming); a topic error pauses that topic only, while the app's other topics
-/// keep their full rate. Rows of a paused topic go back to the queue unsent. After a
-/// pause one request is sent as a probe, and its success resumes the scope; another
-/// refusal doubles the pause, from 5 s up to 5 minutes.
+/// keep their full rate. After a pause one request is sent as a probe, and its answer
+/// resumes the scope; another refusal doubles the pause, from 5 s up to 5 minutes.
+///
+/// Nothing is taken on trust at start either: the app sends one row before its first
+/// answer, and each topic one request before APNs has answered one of it, so a key or a
+/// topic that is refused costs one request, not a claim's worth.
 final class AppHealth: Sendable {
     enum Phase: Equatable {
         case healthy
@@ -17,9 +20,8 @@ final class AppHealth: Sendable {
 
     /// One pausable scope: the app, or one of its topics.
     private struct Gate {
-        var phase = Phase.healthy
+        var phase: Phase
         var backoff: Duration = .zero
-        var probeInFlight = false
 
         mutating func currentPhase(at now: ContinuousClock.Instant) -> Phase {
             if case .paused(let until) = phase, now >= until { phase = .probing }
@@ -31,16 +33,32 @@ final class AppHealth: Sendable {
             if case .paused = currentPhase(at: now) { return nil }
             backoff = backoff == .zero ? AppHealth.firstPause : min(backoff * 2, AppHealth.longestPause)
             phase = .paused(until: now + backoff)
-            probeInFlight = false
             return backoff
         }
     }
 
+    /// A topic's gate, the request probing it, and the rows waiting for that probe.
+    private struct Topic {
+        var gate = Gate(phase: .probing)
+        var probeInFlight = false
+        /// Bumped whenever the topic's gate or probe changes: a row that decided to wait
+        /// before a change does not wait after it.
+        var generation = 0
+        var waiters: [Int: CheckedContinuation<Void, Never>] = [:]
+    }
+
     private struct State {
-        var app = Gate()
-        var topics: [String: Gate] = [:]
+        var app = Gate(phase: .probing)
+        var topics: [String: Topic] = [:]
+        var nextWaiterID = 0
         var reportedHealthy = false
         var mismatch = EnvironmentMismatchMonitor()
+    }
+
+    private enum Admission {
+        case send
+        case park(Duration)
+        case wait(generation: Int)
     }
 
     static let firstPause: Duration = .seconds(5)
@@ -53,59 +71,102 @@ final class AppHealth: Sendable {
         state.withLock { $0.app.currentPhase(at: .now) }
     }
 
-    /// Whether a row for `topic` may be sent now: nil to send it, else how long to park it.
-    /// While a topic is paused its rows wait out the pause; once it ends, one row probes
-    /// and the others wait a whole pause more, so each row is claimed about once a pause.
-    func admit(topic: String) -> Duration? {
-        state.withLock { state in
-            guard var gate = state.topics[topic] else { return nil }
-            defer { state.topics[topic] = gate }
-            let now = ContinuousClock.now
-            switch gate.currentPhase(at: now) {
-            case .healthy:
-                return nil
-            case .paused(let until):
-                return max(now.duration(to: until), .seconds(1))
-            case .probing:
-                if gate.probeInFlight { return max(gate.backoff, Self.firstPause) }
-                gate.probeInFlight = true
-                return nil
+    /// Whether a row for `topic` may be sent now: nil to send it, else how long to park it
+    /// in the queue. While the topic's probe is out the row waits here for its answer.
+    /// Every nil must be followed by `topicAnswered` or `reportProblem(topic:)`.
+    func admit(topic: String) async -> Duration? {
+        while true {
+            let admission = state.withLock { state -> Admission in
+                var entry = state.topics[topic, default: Topic()]
+                defer { state.topics[topic] = entry }
+                let now = ContinuousClock.now
+                switch entry.gate.currentPhase(at: now) {
+                case .healthy:
+                    return .send
+                case .paused(let until):
+                    return .park(max(now.duration(to: until), .seconds(1)))
+                case .probing:
+                    guard entry.probeInFlight else {
+                        entry.probeInFlight = true
+                        return .send
+                    }
+                    return .wait(generation: entry.generation)
+                }
             }
+            switch admission {
+            case .send: return nil
+            case .park(let wait): return wait
+            case .wait(let generation): await waitForProbe(of: topic, after: generation)
+            }
+        }
+    }
+
+    private func waitForProbe(of topic: String, after generation: Int) async {
+        let id = state.withLock { state -> Int in
+            defer { state.nextWaiterID += 1 }
+            return state.nextWaiterID
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let waiting = state.withLock { state -> Bool in
+                    guard !Task.isCancelled, state.topics[topic]?.generation == generation else { return false }
+                    state.topics[topic]?.waiters[id] = continuation
+                    return true
+                }
+                if !waiting { continuation.resume() }
+            }
+        } onCancel: {
+            state.withLock { $0.topics[topic]?.waiters.removeValue(forKey: id) }?.resume()
         }
     }
 
     /// Pauses the app, or one topic of it. Returns the pause when this report paused it.
     func reportProblem(topic: String? = nil) -> Duration? {
-        state.withLock { state in
+        let (pause, waiters) = state.withLock { state -> (Duration?, [CheckedContinuation<Void, Never>]) in
             let now = ContinuousClock.now
             guard let topic else {
                 state.reportedHealthy = false
-                return state.app.pause(at: now)
+                return (state.app.pause(at: now), [])
             }
-            return state.topics[topic, default: Gate()].pause(at: now)
+            var entry = state.topics[topic, default: Topic()]
+            let pause = entry.gate.pause(at: now)
+            let waiters = Self.probeEnded(&entry)
+            state.topics[topic] = entry
+            return (pause, waiters)
         }
+        waiters.forEach { $0.resume() }
+        return pause
     }
 
-    /// A row of `topic` was answered without a topic refusal. `accepted`: APNs answered
-    /// (so the topic passed), which ends its pause; without an answer nothing was learned
-    /// and the next row may probe. Returns true when this ended a pause of that topic.
+    /// A row of `topic` was answered without a topic refusal. `accepted`: APNs answered it
+    /// past its credential and topic checks, which opens the topic; otherwise nothing was
+    /// learned and the next row probes. Returns true when this ended a pause of the topic.
     func topicAnswered(_ topic: String, accepted: Bool) -> Bool {
-        state.withLock { state in
-            guard state.topics[topic] != nil else { return false }
-            guard accepted else {
-                state.topics[topic]?.probeInFlight = false
-                return false
-            }
-            state.topics[topic] = nil
-            return true
+        let (resumed, waiters) = state.withLock { state -> (Bool, [CheckedContinuation<Void, Never>]) in
+            guard var entry = state.topics[topic] else { return (false, []) }
+            let wasPaused = entry.gate.backoff != .zero
+            if accepted { entry.gate = Gate(phase: .healthy) }
+            let waiters = Self.probeEnded(&entry)
+            state.topics[topic] = entry
+            return (accepted && wasPaused, waiters)
         }
+        waiters.forEach { $0.resume() }
+        return resumed
     }
 
-    /// Returns true when this success should be written as "healthy" (first one, or after a problem).
-    /// While a wrong environment is suspected the app stays reported unhealthy.
+    private static func probeEnded(_ entry: inout Topic) -> [CheckedContinuation<Void, Never>] {
+        entry.probeInFlight = false
+        entry.generation += 1
+        defer { entry.waiters.removeAll() }
+        return Array(entry.waiters.values)
+    }
+
+    /// APNs accepted the app's credentials. Returns true when this should be written as
+    /// "healthy" (first one, or after a problem). While a wrong environment is suspected
+    /// the app stays reported unhealthy.
     func reportSuccess() -> Bool {
         state.withLock { state in
-            state.app = Gate()
+            state.app = Gate(phase: .healthy)
             guard !state.mismatch.isSuspected else { return false }
             defer { state.reportedHealthy = true }
             return !state.reportedHealthy

@@ -43,7 +43,7 @@ struct OutcomeDecider {
             }
         case .pause:
             outcome.disposition = .retry(after: DeliveryPolicy.pausedRowDelay, countsAsAttempt: false)
-            pauseReason = Self.pauseReason(meaning: meaning, reason: reason, result: result)
+            pauseReason = Self.pauseReason(reason)
         case .fail(let listsToken):
             outcome.invalidatesToken = listsToken
             if listsToken { outcome.appleTimestamp = result.timestamp }
@@ -58,7 +58,7 @@ struct OutcomeDecider {
     /// answer the cause ("DeadlineExceeded", "ConnectionLost", …).
     static func reasonText(_ result: DeliveryResult) -> String? {
         if let failure = result.failure {
-            if let goAwayReason = failure.goAwayReason { return goAwayReason }
+            if let reason = failure.apnsReason { return reason }
             return failure.cause.rawValue.prefix(1).uppercased() + failure.cause.rawValue.dropFirst()
         }
         if let status = result.status, !(200..<300).contains(status), result.reason == nil { return "HTTP\(status)" }
@@ -66,13 +66,13 @@ struct OutcomeDecider {
     }
 
     /// The reason `app_health` shows for a pause: what to check, not only what APNs said.
-    static func pauseReason(meaning: AnswerMeaning, reason: String?, result: DeliveryResult) -> String {
+    static func pauseReason(_ reason: String?) -> String {
         let said = reason ?? "AppMisconfigured"
-        switch meaning {
-        case .providerTokenExpired:
+        switch said {
+        case APNsReason.expiredProviderToken.rawValue:
             return "\(said): APNs refused a provider token signed moments before; check this machine's clock (NTP) "
                 + "and that the signing key is not revoked"
-        case .providerTokenUpdatedTooOften:
+        case APNsReason.tooManyProviderTokenUpdates.rawValue:
             return "\(said): APNs refused a renewed provider token on a fresh connection"
         default:
             return said

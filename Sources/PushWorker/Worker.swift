@@ -246,7 +246,7 @@ public final class Worker: Sendable {
                                                "detail": error.message])
             return
         }
-        if let wait = health[app.name]?.admit(topic: request.topic) {
+        if let wait = await health[app.name]?.admit(topic: request.topic) {
             // Its topic is paused: back to the queue unsent and uncounted, last answer kept.
             writer.add(Outcome(id: row.id, claimCount: row.claimCount, disposition: .retry(after: wait, countsAsAttempt: false)))
             return
@@ -288,24 +288,27 @@ public final class Worker: Sendable {
                 break
             }
         }
+        // An answer APNs gave past its credential checks proves the app's credentials and,
+        // unless it refused the topic, the topic.
+        let passedChecks = outcome.httpStatus.map { (200..<500).contains($0) } ?? false
         switch decision.action {
-        case .pause(let scope):
-            let problem = decision.pauseReason ?? "AppMisconfigured"
-            let pausedTopic = scope == .topic ? topic : nil
-            if let pause = appHealth.reportProblem(topic: pausedTopic) {
-                if let pausedTopic {
-                    log.error("topic_paused", ["app": app.name, "topic": pausedTopic, "reason": problem, "retry_in": pause])
-                } else {
-                    log.error("app_paused", ["app": app.name, "reason": problem, "retry_in": pause])
-                }
-                reportHealth(app: app.name, topic: pausedTopic, healthy: false, reason: problem)
+        case .pause(.topic):
+            if let pause = appHealth.reportProblem(topic: topic) {
+                log.error("topic_paused", ["app": app.name, "topic": topic, "reason": decision.pauseReason ?? "", "retry_in": pause])
+                reportHealth(app: app.name, topic: topic, healthy: false, reason: decision.pauseReason)
+            }
+        case .pause(.app):
+            _ = appHealth.topicAnswered(topic, accepted: false)
+            if let pause = appHealth.reportProblem() {
+                log.error("app_paused", ["app": app.name, "reason": decision.pauseReason ?? "", "retry_in": pause])
+                reportHealth(app: app.name, healthy: false, reason: decision.pauseReason)
             }
         default:
-            if appHealth.topicAnswered(topic, accepted: outcome.httpStatus != nil) {
+            if appHealth.topicAnswered(topic, accepted: passedChecks) {
                 log.info("topic_resumed", ["app": app.name, "topic": topic])
                 reportHealth(app: app.name, topic: topic, healthy: true, reason: nil)
             }
-            if decision.action == .deliver, appHealth.reportSuccess() {
+            if passedChecks, appHealth.reportSuccess() {
                 reportHealth(app: app.name, healthy: true, reason: nil)
             }
         }

@@ -246,3 +246,96 @@ import Testing
         #expect(report.connectionsOpened <= 10, "connections: \(report.connectionsOpened)")
     }
 }
+
+/// What the worker keeps from an answer and what it sends for the new row columns.
+@Suite struct RowColumnTests {
+    typealias Harness = WorkerEndToEndTests.Harness
+    static let token = WorkerEndToEndTests.token
+
+    /// `apns-unique-id` (the development environment's key to Apple's delivery log) is
+    /// kept on the row and on its error row, for successes and errors alike.
+    @Test func theAnswersUniqueIDIsKeptOnTheRowAndItsErrorRow() async throws {
+        let dead = Self.token(2)
+        var faults = FaultPlan()
+        faults.unregisteredTokens = [dead]
+        let harness = try Harness(faults: faults)
+        defer { harness.stop() }
+        let conninfo = try TestDatabase.migrated()
+        let database = try PostgresConnection(conninfo: conninfo)
+        try AnswerHandlingTests.enqueue(database, tokens: [Self.token(1), dead])
+        let running = try AnswerHandlingTests.start(harness.app, conninfo)
+        try await WorkerEndToEndTests.waitUntilFinished(database)
+        try await running.stop()
+        let rows = try database.query("""
+            SELECT n.status, n.apns_unique_id::text, e.apns_unique_id::text
+              FROM pgpush.notifications n LEFT JOIN pgpush.delivery_errors e ON e.notification_id = n.id
+             ORDER BY n.device_token
+            """)
+        #expect(rows.rowCount == 2)
+        #expect(rows.string(0, 0) == "delivered")
+        #expect(rows.string(0, 1) != nil)
+        #expect(rows.string(1, 0) == "failed")
+        #expect(rows.string(1, 1) != nil)
+        #expect(rows.string(1, 2) == rows.string(1, 1))
+        #expect(rows.string(0, 1) != rows.string(1, 1))
+    }
+
+    /// `deliver_once` sends `apns-expiration: 0`, also for a row with its own `expires_at`,
+    /// which still ends the row in the queue.
+    @Test func deliverOnceSendsExpirationZero() async throws {
+        let harness = try Harness(faults: FaultPlan(), logRequests: true)
+        defer { harness.stop() }
+        let conninfo = try TestDatabase.migrated()
+        let database = try PostgresConnection(conninfo: conninfo)
+        try database.query("""
+            SELECT pgpush.enqueue(device_token => $1, payload => '{"aps":{"alert":"now or never"}}'::jsonb,
+                                  deliver_once => true, expires_at => now() + interval '1 hour')
+            """, [Self.token(1)])
+        try database.query("""
+            SELECT pgpush.enqueue(device_token => $1, payload => '{"aps":{"alert":"keep trying"}}'::jsonb,
+                                  expires_at => '2030-01-01T00:00:00Z')
+            """, [Self.token(2)])
+        let running = try AnswerHandlingTests.start(harness.app, conninfo)
+        try await WorkerEndToEndTests.waitUntilFinished(database)
+        try await running.stop()
+        let log = try harness.stopAndReadLog()
+        #expect(log.first { $0.token == Self.token(1) }?.headers["apns-expiration"] == "0")
+        #expect(log.first { $0.token == Self.token(2) }?.headers["apns-expiration"] == "1893456000")
+    }
+
+    /// After APNs answered Unregistered, later rows for the token fail as KnownInvalidToken
+    /// without a request, until the app says the token is registered again.
+    @Test func deadTokensAreNotSentAgainUntilRegisteredAgain() async throws {
+        let dead = Self.token(9)
+        var faults = FaultPlan()
+        faults.unregisteredTokens = [dead]
+        let harness = try Harness(faults: faults)
+        defer { harness.stop() }
+        let conninfo = try TestDatabase.migrated()
+        let database = try PostgresConnection(conninfo: conninfo)
+        let running = try AnswerHandlingTests.start(harness.app, conninfo)
+        try AnswerHandlingTests.enqueue(database, tokens: [dead])
+        try await WorkerEndToEndTests.waitUntilFinished(database)
+        try AnswerHandlingTests.enqueue(database, tokens: [dead, dead.uppercased(), Self.token(10)])
+        try await WorkerEndToEndTests.waitUntilFinished(database)
+        let requestsBefore = harness.simulator.report().totalRequests
+        try database.query("SELECT pgpush.token_registered('default', $1)", [dead])
+        try AnswerHandlingTests.enqueue(database, tokens: [dead])
+        try await WorkerEndToEndTests.waitUntilFinished(database)
+        try await running.stop()
+        let rows = try database.query("""
+            SELECT status, attempts, last_reason FROM pgpush.notifications WHERE lower(device_token) = $1 ORDER BY id
+            """, [dead])
+        #expect(rows.rowCount == 4)
+        #expect(rows.string(0, 2) == "Unregistered")
+        for row in 1...2 {
+            #expect(rows.string(row, 0) == "failed")
+            #expect(rows.int(row, 1) == 0)
+            #expect(rows.string(row, 2) == "KnownInvalidToken")
+        }
+        // Sent again once registered (the simulator still calls it unregistered).
+        #expect(rows.string(3, 2) == "Unregistered")
+        #expect(rows.int(3, 1) == 1)
+        #expect(requestsBefore == 2, "one request for the first row and one for the other token")
+    }
+}

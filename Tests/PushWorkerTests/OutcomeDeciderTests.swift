@@ -25,7 +25,7 @@ import Testing
     }
 
     func failure(_ processing: Processing, _ cause: DeliveryFailure.Cause, goAwayReason: String? = nil) -> DeliveryResult {
-        DeliveryResult(status: nil, failure: DeliveryFailure(processing: processing, cause: cause, goAwayReason: goAwayReason, detail: "test"))
+        DeliveryResult(status: nil, failure: DeliveryFailure(processing: processing, cause: cause, apnsReason: goAwayReason, detail: "test"))
     }
 
     @Test func deliveredKeepsTheLeaseClaim() {

@@ -82,11 +82,12 @@ struct QueueInvariants {
             ("5a. error row attempt outside 1...attempts", """
                 SELECT e.notification_id, e.attempt, n.attempts FROM pgpush.delivery_errors e
                   LEFT JOIN pgpush.notifications n ON n.id = e.notification_id
-                 WHERE n.id IS NULL OR e.attempt < 1 OR e.attempt > n.attempts
+                 WHERE n.id IS NULL OR e.attempt < 1 AND e.reason <> 'KnownInvalidToken' OR e.attempt > n.attempts
                 """),
             ("5b. more error rows than attempts", """
                 SELECT n.id, n.attempts, count(e.id) FROM pgpush.notifications n
                   JOIN pgpush.delivery_errors e ON e.notification_id = n.id
+                 WHERE e.reason <> 'KnownInvalidToken'
                  GROUP BY n.id, n.attempts HAVING count(e.id) > n.attempts
                 """),
             ("5c. failed without an error row for its last attempt", """

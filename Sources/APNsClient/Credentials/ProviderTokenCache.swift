@@ -15,7 +15,7 @@ public final class ProviderTokenCache: Sendable {
         var tokensSigned = 0
         /// The last token signed because APNs refused its predecessor, and until when a
         /// refusal of it is not answered by signing again.
-        var renewal: (token: ProviderToken, holdUntil: Date, streak: Int)?
+        var renewal: (token: ProviderToken, holdUntil: Date, streak: Int, refusedAgain: Bool)?
     }
 
     /// What `renewAfterRefusal` did.
@@ -49,10 +49,15 @@ public final class ProviderTokenCache: Sendable {
     }
 
     /// The token to put on the next request: the cached one while it is younger
-    /// than the refresh age, otherwise a newly signed one.
+    /// than the refresh age, otherwise a newly signed one. While a renewed token that
+    /// APNs refused again is on hold, no request should be sent at all: it would be
+    /// refused too.
     public func currentToken() throws(ProviderTokenError) -> ProviderToken {
         let time = now()
         return try state.withLock { (state) throws(ProviderTokenError) -> ProviderToken in
+            if let renewal = state.renewal, renewal.refusedAgain, renewal.token == state.token, time < renewal.holdUntil {
+                throw .refusedByAPNs(retryInSeconds: Int(renewal.holdUntil.timeIntervalSince(time).rounded(.up)))
+            }
             if let token = state.token, token.age(at: time) < policy.refreshAge {
                 return token
             }
@@ -75,13 +80,14 @@ public final class ProviderTokenCache: Sendable {
             var streak = 0
             if let renewal = state.renewal, renewal.token == previous {
                 guard time >= renewal.holdUntil else {
+                    state.renewal?.refusedAgain = true
                     return .refusedAgain(signedSecondsAgo: max(0, Int(previous.age(at: time))))
                 }
                 streak = renewal.streak + 1
             }
             let token = try Self.signNew(into: &state, signer: signer, at: time)
             let hold = min(Self.firstRenewalHold * Double(1 << min(streak, 16)), Self.longestRenewalHold)
-            state.renewal = (token, time.addingTimeInterval(hold), streak)
+            state.renewal = (token, time.addingTimeInterval(hold), streak, false)
             return .renewed(token)
         }
     }

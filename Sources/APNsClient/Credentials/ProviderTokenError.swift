@@ -8,6 +8,8 @@ public enum ProviderTokenError: Error, Sendable, Equatable, CustomStringConverti
     case invalidRefreshAge(seconds: Double)
     /// OpenSSL could not sign; the detail names the operation, never the key.
     case signingFailed(String)
+    /// APNs refused a token signed moments before as expired; no new one is signed for this long.
+    case refusedByAPNs(retryInSeconds: Int)
 
     public var description: String {
         switch self {
@@ -19,6 +21,9 @@ public enum ProviderTokenError: Error, Sendable, Equatable, CustomStringConverti
             return "provider token refresh age \(Int(seconds)) s is invalid: Apple allows a new token at most every 20 minutes and requires one at least every 60"
         case .signingFailed(let detail):
             return "signing the provider token failed: \(detail)"
+        case .refusedByAPNs(let seconds):
+            return "APNs refused a provider token signed moments before as expired: check this machine's clock (NTP) "
+                + "and that the key is not revoked; the next token is signed in \(seconds) s"
         }
     }
 }
