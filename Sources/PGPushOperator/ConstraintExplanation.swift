@@ -13,6 +13,10 @@ public enum ConstraintExplanation {
             + "location, liveactivity, pushtotalk, widgets, controls)",
         "notifications_priority_not_1_5_10": "the priority must be 10, 5 or 1",
         "notifications_background_priority_must_be_5": "a background push must have priority 5 (or none, to derive it)",
+        "notifications_pushtotalk_priority_10_or_service_update_5":
+            "a push-to-talk push must have priority 10; only a service update (aps.ptt-push-type \"service-update\") may use 5",
+        "notifications_liveactivity_priority_must_be_5_or_10": "a Live Activity push must have priority 5 or 10",
+        "notifications_location_priority_must_be_5_or_10": "a location push must have priority 5 or 10",
         "notifications_background_needs_content_available":
             "a background push needs \"content-available\": 1 in its aps dictionary",
         "notifications_mdm_needs_topic": "an mdm push needs an explicit topic (the MDM certificate's topic)",

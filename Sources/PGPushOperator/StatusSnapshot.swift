@@ -64,6 +64,8 @@ public struct StatusSnapshot: Sendable, Equatable, Codable {
 
     public struct AppState: Sendable, Equatable, Codable {
         public var app: String
+        /// nil: the whole app; else the one apns-topic this row is about.
+        public var topic: String? = nil
         public var healthy: Bool
         public var reason: String?
         public var since: String
@@ -71,12 +73,13 @@ public struct StatusSnapshot: Sendable, Equatable, Codable {
 
         // "workerId" so snake_case conversion gives worker_id both ways.
         private enum CodingKeys: String, CodingKey {
-            case app, healthy, reason, since, workerID = "workerId"
+            case app, topic, healthy, reason, since, workerID = "workerId"
         }
 
         public func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
             try container.encode(app, forKey: .app)
+            try container.encode(topic, forKey: .topic)
             try container.encode(healthy, forKey: .healthy)
             try container.encode(reason, forKey: .reason)
             try container.encode(since, forKey: .since)
@@ -176,12 +179,12 @@ public struct StatusSnapshot: Sendable, Equatable, Codable {
         }
 
         let appRows = try connection.query("""
-            SELECT app, healthy, reason, to_char(since AT TIME ZONE 'UTC', '\(iso)'), worker_id FROM pgpush.app_health
-             WHERE $1::text IS NULL OR app = $1 ORDER BY app
+            SELECT app, healthy, reason, to_char(since AT TIME ZONE 'UTC', '\(iso)'), worker_id, topic FROM pgpush.app_health
+             WHERE $1::text IS NULL OR app = $1 ORDER BY app, topic NULLS FIRST
             """, filter)
         let apps = (0..<appRows.rowCount).map { row in
-            AppState(app: appRows.string(row, 0) ?? "", healthy: appRows.bool(row, 1) ?? false, reason: appRows.string(row, 2),
-                     since: appRows.string(row, 3) ?? "", workerID: appRows.string(row, 4))
+            AppState(app: appRows.string(row, 0) ?? "", topic: appRows.string(row, 5), healthy: appRows.bool(row, 1) ?? false,
+                     reason: appRows.string(row, 2), since: appRows.string(row, 3) ?? "", workerID: appRows.string(row, 4))
         }
 
         return StatusSnapshot(takenAt: now, app: app, queue: queue, throughput: throughput, errors: errors,

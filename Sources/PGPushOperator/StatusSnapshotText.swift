@@ -38,9 +38,10 @@ extension StatusSnapshot {
         }
         sections.append("Workers (pgpush.worker_health)\n" + workerTable.rendered())
 
-        var appTable = TextTable(headers: ["app", "healthy", "reason", "since (UTC)", "seen by"])
+        var appTable = TextTable(headers: ["app", "topic", "healthy", "reason", "since (UTC)", "seen by"])
         for row in apps {
-            appTable.append([row.app, row.healthy ? "yes" : "NO", row.reason ?? "", row.since, row.workerID ?? ""])
+            appTable.append([row.app, row.topic ?? "(all)", row.healthy ? "yes" : "NO", row.reason ?? "", row.since,
+                             row.workerID ?? ""])
         }
         sections.append("Apps (pgpush.app_health)\n" + appTable.rendered())
         return sections.joined(separator: "\n\n")

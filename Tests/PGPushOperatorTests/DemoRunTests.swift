@@ -24,21 +24,22 @@ import Testing
         #expect(result.unexpected.isEmpty, "\(result.unexpected)")
         #expect(result.succeeded)
         let statuses = Dictionary(grouping: result.rows, by: \.status).mapValues(\.count)
-        #expect(statuses == ["delivered": scenario.notificationCount - 4, "failed": 3, "expired": 1])
+        #expect(statuses == ["delivered": scenario.notificationCount - 5, "failed": 4, "expired": 1])
         #expect(result.rows.first { $0.label == "503 on every attempt" }?.lastStatus == 503)
         #expect(result.rows.first { $0.label == "unregistered token" }?.lastReason == "Unregistered")
+        #expect(result.rows.first { $0.label == "the unregistered token again" }?.lastReason == "KnownInvalidToken")
 
         // The views were read while the worker still served the app, limited to it.
         let snapshot = try #require(result.snapshot)
         #expect(snapshot.app == "demo")
-        #expect(snapshot.workers.count == 1 && snapshot.workers.first?.delivered == scenario.notificationCount - 4)
+        #expect(snapshot.workers.count == 1 && snapshot.workers.first?.delivered == scenario.notificationCount - 5)
         #expect(snapshot.invalidTokens.map(\.app) == ["demo"] && snapshot.invalidTokens.map(\.tokens) == [1])
         #expect(snapshot.errors.contains { $0.reason == "BadBackgroundPayload" && $0.status == nil })
         #expect(snapshot.queue.isEmpty)
 
-        // Sent: every row but the expired one and the bad payload, plus each retry.
+        // Sent: every row but the expired one, the bad payload and the known-invalid token, plus each retry.
         let retries = result.rows.reduce(0) { $0 + max($1.attempts - 1, 0) }
-        #expect(result.simulator.totalRequests == scenario.notificationCount - 2 + retries)
+        #expect(result.simulator.totalRequests == scenario.notificationCount - 3 + retries)
         #expect(result.simulator.maxRequestsPerConnectionPerSecond <= options.ratePerConnection)
         #expect(result.simulator.duplicateAcceptedAPNsIDs == 0)
 
