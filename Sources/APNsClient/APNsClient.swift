@@ -44,9 +44,13 @@ public final class APNsClient: Sendable {
         // writing, so a stalled I/O loop can delay requests but never bunch them (SPEC §4:
         // "measured over any one-second window").
         connection.maxRequestsPerSecond = configuration.effectiveRatePerConnection
-        if case .token = configuration.authentication {
-            // APNs allows one stream until it has seen a valid JWT (apns-reference §7).
+        var refusals: RefusedTokenWatch?
+        if case .token(let cache) = configuration.authentication {
+            // APNs allows one stream until it has seen a valid JWT.
             connection.singleStreamUntilFirstResponse = true
+            let watch = RefusedTokenWatch(cache: cache)
+            connection.answerObserver = { request, response in watch.observe(request, response) }
+            refusals = watch
         }
         do {
             transport = try HTTP2Client(threadName: "apns-\(configuration.appName.prefix(10))")
@@ -57,6 +61,7 @@ public final class APNsClient: Sendable {
                                   ratePerConnection: configuration.effectiveRatePerConnection,
                                   backoff: configuration.reconnectBackoff, transport: transport,
                                   connectionConfiguration: connection, statistics: recorder)
+        refusals?.attach(pool)
     }
 
     deinit { transport.shutdown() }
@@ -147,7 +152,7 @@ public final class APNsClient: Sendable {
                 guard case .token(let cache) = configuration.authentication, let token,
                       case .renewed? = try? cache.renewAfterRefusal(of: token) else { return result }
                 recorder.update { $0.providerTokenRefreshes += 1 }
-                pool.retireConnections(carrying: token)
+                pool.retireConnections(carrying: token.jwt)
             case .replaceConnectionAndResend:
                 resends.replacedConnection = true
                 pool.retire(lease)

@@ -19,6 +19,11 @@ public struct HTTP2ClientConfiguration: Sendable {
     /// the I/O thread at the moment of submission, so a stalled loop delays requests but never
     /// bunches them.
     public var maxRequestsPerSecond: Int?
+    /// Called on the I/O thread with each answered request, before its caller resumes. For
+    /// the rare answer that must change what the next requests do at once: a caller's task
+    /// may resume many milliseconds later on a busy machine, and every request written
+    /// meanwhile would meet the same answer.
+    public var answerObserver: (@Sendable (HTTP2Request, HTTP2Response) -> Void)?
 
     public init(tls: ClientTLSContext) {
         self.tls = tls

@@ -400,7 +400,9 @@ final class ClientConnection {
         settleWindow(stream, answered: answered)
         if answered, let status = stream.status {
             answeredOnce = true
-            resolve(stream.pending, .success(HTTP2Response(status: status, headers: stream.headers, body: stream.body, streamID: streamID)))
+            let response = HTTP2Response(status: status, headers: stream.headers, body: stream.body, streamID: streamID)
+            configuration.answerObserver?(stream.pending.request, response)
+            resolve(stream.pending, .success(response))
             return
         }
         let failure: RequestFailure

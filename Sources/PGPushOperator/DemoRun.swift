@@ -98,11 +98,16 @@ public final class DemoRun: Sendable {
 
         let database = try PostgresConnection(conninfo: options.conninfo)
         var labels: [Int64: (String, DemoScenario.Expectation)] = [:]
+        var waiting: [DemoScenario.Batch] = []
         for batch in scenario.batches {
+            guard batch.after == nil else {
+                waiting.append(batch)
+                continue
+            }
             for id in try enqueue(batch, on: database) { labels[id] = (batch.label, batch.expectation) }
         }
-        let ids = labels.keys.sorted()
-        narrate("enqueued \(ids.count) notifications for app \"\(options.app)\" with pgpush.enqueue and pgpush.enqueue_many")
+        narrate("enqueued \(labels.count) notifications for app \"\(options.app)\" with pgpush.enqueue and pgpush.enqueue_many"
+                + (waiting.isEmpty ? "" : "; \(waiting.count) more once the rows they follow have ended"))
 
         let app = AppConfiguration(
             name: options.app, bundleID: options.bundleID, environment: .development, apnsURL: simulator.baseURL,
@@ -130,7 +135,9 @@ public final class DemoRun: Sendable {
         var snapshot: StatusSnapshot?
         let deadline = ContinuousClock.now + options.timeout
         while true {
-            let current = try Self.progress(of: ids, on: database)
+            waiting = try enqueueFollowers(waiting, labels: &labels, on: database)
+            let ids = labels.keys.sorted()
+            let current = try Self.progress(of: ids, on: database, waiting: waiting.reduce(0) { $0 + $1.tokens.count })
             progress(current, elapsed())
             if current.isFinished {
                 // Publish the worker's counters now rather than at its next 5 s heartbeat,
@@ -146,9 +153,23 @@ public final class DemoRun: Sendable {
         try await running.value
         activeWorker.withLock { $0 = nil }
 
-        let rows = try Self.rows(ids, labels: labels, on: database)
+        let rows = try Self.rows(labels.keys.sorted(), labels: labels, on: database)
         return DemoResult(rows: rows, snapshot: snapshot, simulator: simulator.report(), elapsedSeconds: elapsed(),
                           interrupted: wasStopped, ratePerConnection: options.ratePerConnection)
+    }
+
+    /// Enqueues each waiting batch whose predecessor's rows have all ended; returns the rest.
+    private func enqueueFollowers(_ waiting: [DemoScenario.Batch], labels: inout [Int64: (String, DemoScenario.Expectation)],
+                                  on database: PostgresConnection) throws -> [DemoScenario.Batch] {
+        try waiting.filter { batch in
+            let predecessors = labels.filter { $0.value.0 == batch.after }.map(\.key)
+            let open = try database.query("""
+                SELECT count(*) FROM pgpush.notifications WHERE id = ANY($1) AND status IN ('queued', 'sending')
+                """, [predecessors])
+            guard open.int(0, 0) == 0 else { return true }
+            for id in try enqueue(batch, on: database) { labels[id] = (batch.label, batch.expectation) }
+            return false
+        }
     }
 
     private func enqueue(_ batch: DemoScenario.Batch, on database: PostgresConnection) throws -> [Int64] {
@@ -168,11 +189,13 @@ public final class DemoRun: Sendable {
         return (0..<result.rowCount).compactMap { result.int64($0, 0) }
     }
 
-    static func progress(of ids: [Int64], on database: PostgresConnection) throws -> DemoProgress {
+    /// `waiting`: rows not enqueued yet (they follow others), shown as queued.
+    static func progress(of ids: [Int64], on database: PostgresConnection, waiting: Int = 0) throws -> DemoProgress {
         let result = try database.query("SELECT status, count(*) FROM pgpush.notifications WHERE id = ANY($1) GROUP BY 1", [ids])
         var counts: [String: Int] = [:]
         for row in 0..<result.rowCount { counts[result.string(row, 0) ?? "?"] = result.int(row, 1) ?? 0 }
-        return DemoProgress(total: ids.count, counts: counts)
+        if waiting > 0 { counts["queued", default: 0] += waiting }
+        return DemoProgress(total: ids.count + waiting, counts: counts)
     }
 
     static func rows(_ ids: [Int64], labels: [Int64: (String, DemoScenario.Expectation)],

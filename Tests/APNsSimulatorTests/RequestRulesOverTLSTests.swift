@@ -72,7 +72,7 @@ struct RequestRulesOverTLSTests {
         #expect(try await connection.send(pushRequest(pushType: "background", topic: testBundleID, priority: "5", jwt: jwt,
                                                       body: Array(#"{"aps":{"content-available":1}}"#.utf8))).status == 200)
         #expect(try await connection.send(pushRequest(pushType: "liveactivity", topic: testBundleID + ".push-type.liveactivity",
-                                                      priority: "1", jwt: jwt,
+                                                      priority: "5", jwt: jwt,
                                                       extraHeaders: [HeaderField("apns-expiration", "0"),
                                                                      HeaderField("apns-collapse-id", String(repeating: "c", count: 64))]))
             .status == 200)

@@ -72,16 +72,21 @@ public final class ProviderTokenCache: Sendable {
     /// refused again points at the clock or a revoked key: no new signature until a hold
     /// (one minute, doubling to twenty) has passed.
     public func renewAfterRefusal(of previous: ProviderToken) throws(ProviderTokenError) -> Renewal {
+        try renewAfterRefusal(ofJWT: previous.jwt)
+    }
+
+    /// `renewAfterRefusal(of:)` for the JWT as it was written on the wire.
+    public func renewAfterRefusal(ofJWT previous: String) throws(ProviderTokenError) -> Renewal {
         let time = now()
         return try state.withLock { (state) throws(ProviderTokenError) -> Renewal in
-            if let token = state.token, token != previous {
+            if let token = state.token, token.jwt != previous {
                 return .renewed(token)
             }
             var streak = 0
-            if let renewal = state.renewal, renewal.token == previous {
+            if let renewal = state.renewal, renewal.token.jwt == previous {
                 guard time >= renewal.holdUntil else {
                     state.renewal?.refusedAgain = true
-                    return .refusedAgain(signedSecondsAgo: max(0, Int(previous.age(at: time))))
+                    return .refusedAgain(signedSecondsAgo: max(0, Int(renewal.token.age(at: time))))
                 }
                 streak = renewal.streak + 1
             }

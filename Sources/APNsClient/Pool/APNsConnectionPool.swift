@@ -294,12 +294,12 @@ final class APNsConnectionPool: Sendable {
         retire([(lease.slot, lease.connection)])
     }
 
-    /// Retires every connection that carries `token`: after APNs refused it, each request
-    /// written with it would be refused too.
-    func retireConnections(carrying token: ProviderToken) {
+    /// Retires every connection that carries the provider token `jwt`: after APNs refused
+    /// it, each request written with it would be refused too.
+    func retireConnections(carrying jwt: String) {
         let carrying = state.withLock { state -> [(slot: Int, connection: HTTP2ClientConnection)] in
             state.slots.indices.compactMap { index in
-                guard let connection = state.slots[index].connection, state.slots[index].token == token else { return nil }
+                guard let connection = state.slots[index].connection, state.slots[index].token?.jwt == jwt else { return nil }
                 return (index, connection)
             }
         }
