@@ -74,8 +74,11 @@ final class AppHealth: Sendable {
     /// Whether a row for `topic` may be sent now: nil to send it, else how long to park it
     /// in the queue. While the topic's probe is out the row waits here for its answer.
     /// Every nil must be followed by `topicAnswered` or `reportProblem(topic:)`.
+    /// A cancelled task (the worker is stopping) gets `.zero`: back to the queue at once.
     func admit(topic: String) async -> Duration? {
         while true {
+            // Waiting returns at once for a cancelled task: without this the loop would spin.
+            if Task.isCancelled { return .zero }
             let admission = state.withLock { state -> Admission in
                 var entry = state.topics[topic, default: Topic()]
                 defer { state.topics[topic] = entry }

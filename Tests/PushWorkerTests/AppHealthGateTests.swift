@@ -1,0 +1,51 @@
+import Testing
+@testable import PushWorker
+
+/// The app's and its topics' gates on their own: one probe before the first answer, rows
+/// waiting for it, a refusal parking them, a stopping worker never stuck.
+@Suite struct AppHealthGateTests {
+    @Test func theAppProbesWithOneRowUntilItsCredentialsAreAccepted() {
+        let health = AppHealth()
+        #expect(health.phase == .probing)
+        _ = health.reportSuccess()
+        #expect(health.phase == .healthy)
+        #expect(health.reportProblem() != nil)
+        guard case .paused = health.phase else {
+            Issue.record("a credential problem pauses the app")
+            return
+        }
+    }
+
+    @Test func rowsOfATopicWaitForItsProbeAndGoWhenItIsAccepted() async throws {
+        let health = AppHealth()
+        #expect(await health.admit(topic: "com.example.app") == nil)
+        let waiting = Task { await health.admit(topic: "com.example.app") }
+        // Another topic has a probe of its own and does not wait.
+        #expect(await health.admit(topic: "com.example.app.voip") == nil)
+        try await Task.sleep(for: .milliseconds(50))
+        _ = health.topicAnswered("com.example.app", accepted: true)
+        #expect(await waiting.value == nil)
+        #expect(await health.admit(topic: "com.example.app") == nil)
+    }
+
+    @Test func aRefusedTopicParksTheRowsThatWaitedForItsProbe() async throws {
+        let health = AppHealth()
+        #expect(await health.admit(topic: "com.example.app.voip") == nil)
+        let waiting = Task { await health.admit(topic: "com.example.app.voip") }
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(health.reportProblem(topic: "com.example.app.voip") == AppHealth.firstPause)
+        let parked = try #require(await waiting.value)
+        #expect(parked >= .seconds(1) && parked <= AppHealth.firstPause)
+        // The app itself is not paused by a topic.
+        #expect(health.phase == .probing)
+    }
+
+    @Test func aStoppingWorkersWaitingRowGoesBackAtOnce() async throws {
+        let health = AppHealth()
+        #expect(await health.admit(topic: "com.example.app") == nil)
+        let waiting = Task { await health.admit(topic: "com.example.app") }
+        try await Task.sleep(for: .milliseconds(50))
+        waiting.cancel()
+        #expect(await waiting.value == .zero)
+    }
+}
