@@ -2,14 +2,15 @@ import Foundation
 import HTTP2TLS
 import PGPushCore
 
-/// Sends notifications of one app to APNs over a pool of HTTP/2 connections (SPEC §4).
+/// Sends notifications of one app to APNs over a pool of HTTP/2 connections.
 ///
-/// `send` never throws: every outcome, answered or not, is a `DeliveryResult`. Inside, the
-/// client resends what APNs certainly did not process (refused streams, streams above a
-/// GOAWAY's last_stream_id, requests never written; at most twice), and what it must after
-/// an auth answer (403 ExpiredProviderToken: new JWT, new connection; 429
-/// TooManyProviderTokenUpdates: new connection; each at most once). It never resends a
-/// request APNs may have processed, and leaves every other answer to the caller's policy.
+/// `send` never throws: every outcome, answered or not, is a `DeliveryResult`. What the
+/// client does with an answer before returning it is `DeliveryPolicy.clientStep`: resend
+/// what APNs certainly did not process, renew a refused provider token once (retiring every
+/// connection that carried it), replace a connection that refused a renewed one. It never
+/// resends a request APNs may have processed. The provider token is read when a connection
+/// is leased, so a request that waited through a renewal never carries the refused token,
+/// and a connection carries one token for its life.
 ///
 /// Many `send`s may run at once; each waits its turn for a free stream and the connection's
 /// rate, so a caller with a backlog simply awaits. The worker should hand over no more than
@@ -41,8 +42,8 @@ public final class APNsClient: Sendable {
         connection.requestTimeout = configuration.requestTimeout
         connection.connectTimeout = configuration.connectTimeout
         // The pool spaces requests; the transport enforces the cap again at the instant of
-        // writing, so a stalled I/O loop can delay requests but never bunch them (SPEC §4:
-        // "measured over any one-second window").
+        // writing, so a stalled I/O loop can delay requests but never bunch them: the cap
+        // holds over any one-second window.
         connection.maxRequestsPerSecond = configuration.effectiveRatePerConnection
         var refusals: RefusedTokenWatch?
         if case .token(let cache) = configuration.authentication {
