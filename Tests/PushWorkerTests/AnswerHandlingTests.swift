@@ -341,3 +341,39 @@ import Testing
         #expect(requestsBefore == 2, "one request for the first row and one for the other token")
     }
 }
+
+/// The retry counts and delays are settings: one read from the environment as `pgpush run`
+/// reads it decides how often a 5xx row is tried.
+@Suite struct RetrySettingsTests {
+    @Test func theServerErrorRetriesSettingDecidesTheAttempts() async throws {
+        let flaky = WorkerEndToEndTests.token(5)
+        var faults = FaultPlan()
+        // With the default three retries this row would be delivered on its third attempt.
+        faults.scripts = [flaky: [try ScriptedAnswer(parsing: "503"), try ScriptedAnswer(parsing: "503"),
+                                  try ScriptedAnswer(parsing: "200")]]
+        let harness = try WorkerEndToEndTests.Harness(faults: faults)
+        defer { harness.stop() }
+        let conninfo = try TestDatabase.migrated()
+        let database = try PostgresConnection(conninfo: conninfo)
+        try AnswerHandlingTests.enqueue(database, tokens: [flaky])
+        var configuration = try WorkerConfiguration.load(flags: [:], environment: [
+            "DATABASE_URL": conninfo, "PGPUSH_TOPIC": WorkerEndToEndTests.bundleID, "PGPUSH_TEAM_ID": "TEAM123456",
+            "PGPUSH_KEY_ID": "KEY1234567", "PGPUSH_KEY_FILE": harness.directory.appendingPathComponent("AuthKey.p8").path,
+            "PGPUSH_APNS_URL": harness.simulator.baseURL ?? "", "PGPUSH_CA_FILE": harness.simulator.caCertificatePath ?? "",
+            "PGPUSH_CONNECTIONS": "1", "PGPUSH_RETRY_SERVER_ERRORS": "1",
+            "PGPUSH_RETRY_DELAY_MIN_SECONDS": "0.05", "PGPUSH_RETRY_DELAY_MAX_SECONDS": "0.1",
+        ])
+        configuration.pollInterval = .milliseconds(20)
+        let worker = try Worker(configuration: configuration, senders: try APNsSenderFactory.makeSenders(for: configuration.apps),
+                                log: Log(sink: { _ in }))
+        let running = Task { try await worker.run() }
+        try await WorkerEndToEndTests.waitUntilFinished(database)
+        worker.stop()
+        try await running.value
+        let row = try database.query("SELECT status, attempts, last_status FROM pgpush.notifications")
+        #expect(row.string(0, 0) == "failed")
+        #expect(row.int(0, 1) == 2)
+        #expect(row.int(0, 2) == 503)
+        #expect(harness.simulator.report().count(status: 503) == 2)
+    }
+}
