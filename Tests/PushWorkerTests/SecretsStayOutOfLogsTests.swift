@@ -25,7 +25,7 @@ import Testing
         let worker = try Worker(configuration: configuration, senders: try APNsSenderFactory.makeSenders(for: [harness.app]),
                                 log: Log(minimum: .debug, sink: { line in lines.withLock { $0.append(line) } }))
         let running = Task { try await worker.run() }
-        #expect(try await eventually(timeout: .seconds(30)) {
+        #expect(try await eventually(timeout: .seconds(180)) {
             try database.query("SELECT count(*) FROM pgpush.delivery_errors").int(0, 0) ?? 0 >= 2
         })
         worker.stop()
