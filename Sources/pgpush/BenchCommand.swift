@@ -65,7 +65,6 @@ enum BenchCommand {
     static let switches: Set<String> = ["help", "quick", "reset-database", "keep-files", "check"]
 
     static func run(_ arguments: Arguments) throws -> Int32 {
-        try arguments.checkOnly(flags)
         let options = try makeOptions(arguments)
         let databaseURL = arguments.value("database-url") ?? ProcessInfo.processInfo.environment["DATABASE_URL"]
         if databaseURL != nil && !arguments.isSet("reset-database") {

@@ -47,8 +47,6 @@ enum DemoCommand {
     static let switches: Set<String> = ["help", "verbose"]
 
     static func run(_ arguments: Arguments) throws -> Int32 {
-        try arguments.checkOnly(flags)
-        guard arguments.positional.isEmpty else { throw UsageError("unexpected argument \(arguments.positional[0])") }
         var alerts = 200
         if let text = arguments.value("alerts") {
             guard let value = Int(text), (0...100_000).contains(value) else { throw UsageError("--alerts must be 0…100000, got \(text)") }

@@ -47,8 +47,6 @@ enum EnqueueCommand {
     ]
 
     static func run(_ arguments: Arguments) throws -> Int32 {
-        try arguments.checkOnly(flags)
-        guard arguments.positional.isEmpty else { throw UsageError("unexpected argument \(arguments.positional[0])") }
         var flagValues: [String: String] = [:]
         for flag in flags { if let value = arguments.value(flag) { flagValues[flag] = value } }
         var listed: [String] = []

@@ -20,8 +20,9 @@ enum MigrateCommand {
           pgpush migrate --database-url "host=/run/postgresql dbname=app"
         """
 
+    static let flags: Set<String> = ["database-url", "sql-dir", "help"]
+
     static func run(_ arguments: Arguments) throws -> Int32 {
-        try arguments.checkOnly(["database-url", "sql-dir", "help"])
         guard let directory = arguments.value("sql-dir") ?? Migration.locateDirectory() else {
             throw UsageError("cannot find the sql/ migrations folder: pass --sql-dir or set PGPUSH_SQL_DIR")
         }

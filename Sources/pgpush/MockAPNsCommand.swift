@@ -82,7 +82,6 @@ enum MockAPNsCommand {
     static let switches: Set<String> = ["help", "certificate-auth", "expire-every-provider-token"]
 
     static func run(_ arguments: Arguments) throws -> Int32 {
-        try arguments.checkOnly(flags)
         let configuration = try makeConfiguration(arguments)
         let reportPath = arguments.value("report")
 

@@ -20,8 +20,9 @@ enum PruneCommand {
           DATABASE_URL=postgres://pgpush@db/app pgpush prune --older-than-days 7 --batch-size 1000
         """
 
+    static let flags: Set<String> = ["help", "older-than-days", "batch-size", "database-url"]
+
     static func run(_ arguments: Arguments) throws -> Int32 {
-        try arguments.checkOnly(["help", "older-than-days", "batch-size", "database-url"])
         guard let text = arguments.value("older-than-days") else { throw UsageError("--older-than-days is required") }
         guard let days = Double(text), days >= 0 else { throw UsageError("--older-than-days must be a number ≥ 0, got \(text)") }
         let batchSize = try arguments.value("batch-size").map { text throws(UsageError) in

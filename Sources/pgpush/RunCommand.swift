@@ -66,7 +66,6 @@ enum RunCommand {
     ]
 
     static func run(_ arguments: Arguments) throws -> Int32 {
-        try arguments.checkOnly(flags)
         var flagValues: [String: String] = [:]
         for flag in flags { if let value = arguments.value(flag) { flagValues[flag] = value } }
         let configuration: WorkerConfiguration

@@ -28,6 +28,51 @@ struct CommandLineTests {
         #expect(typo.output.contains("unknown flag --databse-url"))
     }
 
+    /// `-h` or `--help` anywhere means help and nothing else: no migration, no prune, no worker.
+    @Test func helpAnywhereOnlyPrintsHelp() async throws {
+        let conninfo = try TestDatabase.empty()
+        let environment = ["DATABASE_URL": conninfo, "PGPUSH_SQL_DIR": TestDatabase.sqlDirectory]
+        let invocations: [[String]] = [
+            ["migrate", "-h"], ["migrate", "--sql-dir", TestDatabase.sqlDirectory, "--help"],
+            ["prune", "--older-than-days", "30", "-h"], ["prune", "--help", "--older-than-days", "30"],
+            ["run", "-h"], ["doctor", "-h"], ["status", "-h"], ["status", "--bogus", "-h"],
+            ["enqueue", "--token", "00", "-h"], ["demo", "-h"], ["mock-apns", "--port", "0", "-h"], ["bench", "-h"],
+            ["prune", "--older-than-days", "-h"],
+        ]
+        for arguments in invocations {
+            let result = try await run(arguments, environment: environment)
+            #expect(result.code == 0, "pgpush \(arguments): \(result.output)")
+            #expect(result.output.contains("pgpush \(arguments[0]) —"), "pgpush \(arguments) printed no help: \(result.output)")
+        }
+        // Nothing above touched the database: migrate -h created no schema.
+        let database = try PostgresConnection(conninfo: conninfo)
+        #expect(try database.query("SELECT to_regnamespace('pgpush') IS NULL").bool(0, 0) == true)
+    }
+
+    /// Every bad flag says what is wrong with it, points to --help and exits 2.
+    @Test func badFlagsAreNamedAndExit2() async throws {
+        let environment = ["DATABASE_URL": "host=/nonexistent"]
+        let cases: [(arguments: [String], message: String)] = [
+            (["status", "--bogus"], "unknown flag --bogus"),
+            (["migrate", "--bogus"], "unknown flag --bogus"),
+            (["run", "--bogus"], "unknown flag --bogus"),
+            (["prune", "--older-than-days", "1", "--bogus"], "unknown flag --bogus"),
+            (["status", "--bogus", "x"], "unknown flag --bogus"),
+            (["status", "--bogus=x"], "unknown flag --bogus"),
+            (["migrate", "-x"], "unknown flag -x"),
+            (["status", "--json=yes"], "--json takes no value"),
+            (["prune", "--older-than-days"], "--older-than-days needs a value"),
+            (["prune", "--older-than-days", "--batch-size", "5"], "--older-than-days needs a value"),
+            (["migrate", "extra"], "unexpected argument extra"),
+        ]
+        for (arguments, message) in cases {
+            let result = try await run(arguments, environment: environment)
+            #expect(result.code == 2, "pgpush \(arguments) exited \(String(describing: result.code)): \(result.output)")
+            #expect(result.output.contains(message), "pgpush \(arguments) said: \(result.output)")
+            #expect(result.output.contains("pgpush \(arguments[0]) --help"), "pgpush \(arguments) said: \(result.output)")
+        }
+    }
+
     @Test func runHelpNamesThePerAppRetrySettings() async throws {
         let help = try await run(["run", "--help"])
         #expect(help.code == 0)
