@@ -5,6 +5,7 @@ import Locking
 import PGPushOperator
 import Postgres
 import PushQueue
+import PushWorker
 import Synchronization
 
 enum DemoCommand {
@@ -108,7 +109,7 @@ enum DemoCommand {
     }
 
     static func say(_ line: String) {
-        FileHandle.standardError.write(Data("pgpush demo: \(line)\n".utf8))
+        StandardStreams.writeError("pgpush demo: \(line)\n")
     }
 }
 
@@ -158,7 +159,7 @@ private final class InterruptionState: Sendable {
         let count = received.add(1, ordering: .sequentiallyConsistent).newValue
         let (demo, cleanUp) = handles.withLock { ($0.demo, $0.cleanUp) }
         if count == 1 {
-            FileHandle.standardError.write(Data("\npgpush demo: interrupted, stopping the worker and cleaning up…\n".utf8))
+            StandardStreams.writeError("\npgpush demo: interrupted, stopping the worker and cleaning up…\n")
             demo?.stop()
             DispatchQueue.global().asyncAfter(deadline: .now() + 8) {
                 demo?.removeTemporaryFiles()
@@ -194,10 +195,10 @@ final class ProgressPrinter: Sendable {
             last.text = line
             return line + "\n"
         }
-        if let output { FileHandle.standardError.write(Data(output.utf8)) }
+        if let output { StandardStreams.writeError(output) }
     }
 
     func finish() {
-        if isTerminal && !lastLine.withLock({ $0.text }).isEmpty { FileHandle.standardError.write(Data("\n".utf8)) }
+        if isTerminal && !lastLine.withLock({ $0.text }).isEmpty { StandardStreams.writeError("\n") }
     }
 }

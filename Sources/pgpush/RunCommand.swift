@@ -102,7 +102,7 @@ final class SignalTrap {
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler {
                 if received.add(1, ordering: .sequentiallyConsistent).newValue == 1 {
-                    FileHandle.standardError.write(Data("pgpush: stopping (send the signal again to exit at once)\n".utf8))
+                    printError("pgpush: stopping (send the signal again to exit at once)")
                     onFirst()
                 } else {
                     exit(1)

@@ -89,7 +89,8 @@ func runCommand(_ all: [String]) -> Int32 {
 }
 
 func printError(_ message: String) {
-    FileHandle.standardError.write(Data((message + "\n").utf8))
+    StandardStreams.writeError(message + "\n")
 }
 
+StandardStreams.ignoreBrokenPipes()
 exit(runCommand(Array(CommandLine.arguments.dropFirst())))

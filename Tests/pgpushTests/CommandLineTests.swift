@@ -73,6 +73,64 @@ struct CommandLineTests {
         }
     }
 
+    /// Output into a pipe nobody reads (`pgpush run 2>&1 | head -2` once head is gone) is
+    /// lost, not fatal: the process ends with its own exit code, not SIGPIPE or a trap.
+    @Test func writesToABrokenPipeDoNotKillTheProcess() async throws {
+        let cases: [(arguments: [String], brokenDescriptor: Int32, expected: Int32)] = [
+            (["status"], 2, 1), (["status"], 1, 1), (["--version"], 1, 0), (["--version"], 2, 0),
+            (["migrate", "--bogus"], 2, 2),
+        ]
+        for (arguments, descriptor, expected) in cases {
+            let code = try await Self.runWithBrokenPipe(binary, arguments, descriptor: descriptor,
+                                                        environment: ["DATABASE_URL": "host=/nonexistent"])
+            #expect(code == expected, "pgpush \(arguments) with fd \(descriptor) broken ended with \(String(describing: code))")
+        }
+    }
+
+    /// Runs `binary` with `descriptor` (1 or 2) the write end of a pipe whose read end is
+    /// already closed, the other one /dev/null, and SIGPIPE at its default action as a
+    /// shell would leave it; returns the exit code (128 + signal when killed).
+    static func runWithBrokenPipe(_ binary: String, _ arguments: [String], descriptor: Int32,
+                                  environment: [String: String]) async throws -> Int32? {
+        var ends: [Int32] = [0, 0]
+        guard pipe(&ends) == 0 else { throw SpawnFailure(errno: errno) }
+        close(ends[0])
+        // Another test spawning now must not inherit the write end.
+        _ = fcntl(ends[1], F_SETFD, FD_CLOEXEC)
+        defer { close(ends[1]) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, descriptor == 1 ? 2 : 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_adddup2(&actions, ends[1], descriptor)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        sigaddset(&defaults, SIGPIPE)
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF))
+        let merged = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        let argv: [UnsafeMutablePointer<CChar>?] = ([binary] + arguments).map { strdup($0) } + [nil]
+        let envp: [UnsafeMutablePointer<CChar>?] = merged.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { (argv + envp).forEach { free($0) } }
+        var pid: pid_t = 0
+        let result = posix_spawn(&pid, binary, &actions, &attributes, argv, envp)
+        guard result == 0 else { throw SpawnFailure(errno: result) }
+        var status: Int32 = 0
+        let ended = try? await eventually(timeout: .seconds(60)) { waitpid(pid, &status, WNOHANG) == pid }
+        guard ended == true else {
+            kill(pid, SIGKILL)
+            waitpid(pid, &status, 0)
+            return nil
+        }
+        return status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+    }
+
+    struct SpawnFailure: Error { let errno: Int32 }
+
     @Test func runHelpNamesThePerAppRetrySettings() async throws {
         let help = try await run(["run", "--help"])
         #expect(help.code == 0)
