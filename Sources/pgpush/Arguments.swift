@@ -74,6 +74,25 @@ struct Arguments {
     func isSet(_ name: String) -> Bool { switches.contains(name) }
 }
 
+import Foundation
+import Postgres
+
+extension Arguments {
+    /// `--database-url`, else DATABASE_URL, else "" (libpq's PG* variables), checked by
+    /// libpq before any connection: a string it cannot parse is a usage error naming its
+    /// source, not a connection failure retried for ever.
+    func databaseURL(environment: [String: String] = ProcessInfo.processInfo.environment) throws(UsageError) -> String {
+        let conninfo = value("database-url") ?? environment["DATABASE_URL"] ?? ""
+        do {
+            try ConnectionString.validate(conninfo)
+        } catch {
+            let source = value("database-url") != nil ? "--database-url" : "DATABASE_URL"
+            throw UsageError("\(source) is not a valid libpq connection string or URI: \(error)")
+        }
+        return conninfo
+    }
+}
+
 /// Wrong use of the command line: printed with a pointer to `--help`, exit code 2.
 struct UsageError: Error, CustomStringConvertible {
     let description: String

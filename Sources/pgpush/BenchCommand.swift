@@ -66,7 +66,8 @@ enum BenchCommand {
 
     static func run(_ arguments: Arguments) throws -> Int32 {
         let options = try makeOptions(arguments)
-        let databaseURL = arguments.value("database-url") ?? ProcessInfo.processInfo.environment["DATABASE_URL"]
+        var databaseURL = arguments.value("database-url") ?? ProcessInfo.processInfo.environment["DATABASE_URL"]
+        if databaseURL != nil { databaseURL = try arguments.databaseURL() }
         if databaseURL != nil && !arguments.isSet("reset-database") {
             throw UsageError("with a database URL the benchmark empties every pgpush table in it; add --reset-database to agree")
         }

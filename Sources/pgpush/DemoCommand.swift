@@ -56,7 +56,8 @@ enum DemoCommand {
         guard let sqlDirectory = Migration.locateDirectory() else {
             throw UsageError("cannot find the sql/ migrations folder: set PGPUSH_SQL_DIR")
         }
-        let given = arguments.value("database-url") ?? ProcessInfo.processInfo.environment["DATABASE_URL"]
+        var given = arguments.value("database-url") ?? ProcessInfo.processInfo.environment["DATABASE_URL"]
+        if given != nil { given = try arguments.databaseURL() }
         let interruption = DemoInterruption()
         defer { interruption.disarm() }
 

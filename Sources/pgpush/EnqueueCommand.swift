@@ -59,7 +59,7 @@ enum EnqueueCommand {
         } catch {
             throw UsageError(error.description)
         }
-        let connection = try PostgresConnection(conninfo: arguments.value("database-url") ?? PostgresConnection.conninfoFromEnvironment())
+        let connection = try PostgresConnection(conninfo: try arguments.databaseURL())
         let ids: [Int64]
         do {
             ids = try request.enqueue(on: connection)

@@ -27,7 +27,7 @@ enum MigrateCommand {
             throw UsageError("cannot find the sql/ migrations folder: pass --sql-dir or set PGPUSH_SQL_DIR")
         }
         let migrations = try Migration.load(directory: directory)
-        let conninfo = arguments.value("database-url") ?? PostgresConnection.conninfoFromEnvironment()
+        let conninfo = try arguments.databaseURL()
         let connection = try PostgresConnection(conninfo: conninfo)
         let applied = try MigrationRunner(migrations: migrations).migrate(connection)
         if applied.isEmpty {

@@ -29,7 +29,7 @@ enum PruneCommand {
             guard let size = Int(text), size > 0 else { throw UsageError("--batch-size must be a whole number > 0, got \(text)") }
             return size
         } ?? 5000
-        let connection = try PostgresConnection(conninfo: arguments.value("database-url") ?? PostgresConnection.conninfoFromEnvironment())
+        let connection = try PostgresConnection(conninfo: try arguments.databaseURL())
         let queue = NotificationQueue(connection: connection, workerID: "pgpush-prune")
         let deleted = try queue.prune(olderThan: .milliseconds(Int64(days * 86_400_000)), batchSize: batchSize) ?? 0
         print("deleted \(deleted) finished notification(s) older than \(text) day(s)")

@@ -34,7 +34,7 @@ enum StatusCommand {
     static func run(_ arguments: Arguments) throws -> Int32 {
         let interval = try watchInterval(arguments)
         let json = arguments.isSet("json")
-        let connection = try PostgresConnection(conninfo: arguments.value("database-url") ?? PostgresConnection.conninfoFromEnvironment())
+        let connection = try PostgresConnection(conninfo: try arguments.databaseURL())
         let clearScreen = interval != nil && !json && isatty(STDOUT_FILENO) == 1
         while true {
             let snapshot: StatusSnapshot

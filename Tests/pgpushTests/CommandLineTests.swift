@@ -131,6 +131,24 @@ struct CommandLineTests {
 
     struct SpawnFailure: Error { let errno: Int32 }
 
+    /// A connection string libpq cannot parse is a configuration error, found before any
+    /// connection attempt: exit 2 naming DATABASE_URL, never a worker retrying for ever.
+    @Test func unparseableConnectionStringExits2NamingDatabaseURL() async throws {
+        let simulated = try Simulated(conninfo: "")
+        defer { simulated.stop() }
+        for conninfo in ["host=localhost port=notanumber", "postgresql//user:secret@localhost/app", "=junk"] {
+            for arguments in [["run"], ["doctor"], ["status"], ["migrate"], ["prune", "--older-than-days", "1"]] {
+                let child = try ChildProcess(binary, arguments, environment: simulated.environment.merging(["DATABASE_URL": conninfo]) { $1 })
+                let code = await child.wait(timeout: .seconds(20))
+                #expect(code == 2, "pgpush \(arguments) with DATABASE_URL=\(conninfo) ended \(String(describing: code)): \(child.output)")
+                #expect(child.output.contains("DATABASE_URL"), "pgpush \(arguments) with DATABASE_URL=\(conninfo) said: \(child.output)")
+            }
+        }
+        let flag = try await run(["status", "--database-url", "=junk"])
+        #expect(flag.code == 2)
+        #expect(flag.output.contains("--database-url"), "\(flag.output)")
+    }
+
     @Test func runHelpNamesThePerAppRetrySettings() async throws {
         let help = try await run(["run", "--help"])
         #expect(help.code == 0)
