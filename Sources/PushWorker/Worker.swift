@@ -340,10 +340,14 @@ public final class Worker: Sendable {
 
     // MARK: Services
 
-    private func register() async throws {
-        let record = WorkerRecord(
+    private var record: WorkerRecord {
+        WorkerRecord(
             id: configuration.workerID, host: ProcessInfo.processInfo.hostName, pid: getpid(), version: PGPushVersion.current,
             apps: configuration.apps.map(\.name), connections: configuration.apps.reduce(0) { $0 + $1.connections })
+    }
+
+    private func register() async throws {
+        let record = self.record
         var backoff = Duration.milliseconds(200)
         while true {
             do {
@@ -384,11 +388,19 @@ public final class Worker: Sendable {
 
     private func heartbeat() async {
         let totals = statistics
+        let record = self.record
         do {
-            let depth = try await maintenance.run { queue in
-                try queue.heartbeat(totals)
-                return try queue.queueDepth()
+            let (depth, registeredAgain) = try await maintenance.run { queue in
+                // A deleted row would leave the worker invisible to status and to the rescue of
+                // dead workers' rows, for as long as it runs.
+                let registeredAgain = try !queue.heartbeat(totals)
+                if registeredAgain {
+                    try queue.register(record)
+                    _ = try queue.heartbeat(totals)
+                }
+                return (try queue.queueDepth(), registeredAgain)
             }
+            if registeredAgain { log.warning("worker_registered_again", ["why": "its row in pgpush.workers was gone"]) }
             metrics.recordQueueDepth(depth)
         } catch {
             log.warning("heartbeat_failed", ["error": error])

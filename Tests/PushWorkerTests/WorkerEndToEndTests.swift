@@ -194,4 +194,28 @@ import Testing
         #expect(harness.simulator.report().totalRequests == states["delivered"])
         #expect(try database.query("SELECT count(*) FROM pgpush.workers").int(0, 0) == 0)
     }
+
+    /// An operator's `DELETE FROM pgpush.workers` (or a cleanup job) removes a live
+    /// worker's row: its next heartbeat finds no row to update and registers it again,
+    /// so the worker shows in status and is not mistaken for a dead one.
+    @Test func aDeletedWorkerRowIsRegisteredAgain() async throws {
+        let harness = try Harness(faults: FaultPlan())
+        defer { harness.stop() }
+        let conninfo = try TestDatabase.migrated()
+        let database = try PostgresConnection(conninfo: conninfo)
+        let configuration = WorkerConfiguration(databaseURL: conninfo, apps: [harness.app], workerID: "deleted-worker")
+        let worker = try Worker(configuration: configuration, senders: try APNsSenderFactory.makeSenders(for: [harness.app]),
+                                log: Log(minimum: .warning))
+        let running = Task { try await worker.run() }
+        defer { worker.stop() }
+        let registered = "SELECT count(*) FROM pgpush.workers WHERE id = 'deleted-worker' AND host <> '' AND pid > 0"
+        #expect(try await eventually { try database.query(registered).int(0, 0) == 1 })
+        try database.query("DELETE FROM pgpush.workers")
+        // Heartbeats come every 5 s; a loaded machine gets generous time.
+        #expect(try await eventually(timeout: .seconds(60)) { try database.query(registered).int(0, 0) == 1 },
+                "the worker never registered again after its row was deleted")
+        worker.stop()
+        try await running.value
+        #expect(try database.query("SELECT count(*) FROM pgpush.workers").int(0, 0) == 0)
+    }
 }
