@@ -31,6 +31,7 @@ public final class Worker: Sendable {
     // generator under a lock looks to ThreadSanitizer like a race on a neighbouring object.
     private let random = Locked(SeededRandomNumberGenerator(seed: UInt64.random(in: 1...UInt64.max)))
     private let metrics: WorkerMetrics
+    private let repeated: RepeatedWarnings
     private let metricsServer: MetricsServer?
     /// How often the worker holding the prune lock prunes (when PGPUSH_PRUNE_AFTER_DAYS is set).
     static let pruneEvery: Duration = .seconds(600)
@@ -45,10 +46,11 @@ public final class Worker: Sendable {
         self.configuration = configuration
         self.senders = senders
         self.log = log
+        repeated = RepeatedWarnings(log: log)
         claims = DatabaseExecutor(name: "claims", conninfo: configuration.databaseURL, workerID: configuration.workerID)
         maintenance = DatabaseExecutor(name: "maintenance", conninfo: configuration.databaseURL, workerID: configuration.workerID)
         let outcomes = DatabaseExecutor(name: "outcomes", conninfo: configuration.databaseURL, workerID: configuration.workerID)
-        writer = OutcomeWriter(database: outcomes, interval: configuration.flushInterval, log: log)
+        writer = OutcomeWriter(database: outcomes, interval: configuration.flushInterval, log: log, repeated: repeated)
         listener = try QueueListener()
         doorbells = Dictionary(uniqueKeysWithValues: configuration.apps.map { ($0.name, Doorbell()) })
         health = Dictionary(uniqueKeysWithValues: configuration.apps.map { ($0.name, AppHealth()) })
@@ -180,9 +182,12 @@ public final class Worker: Sendable {
                                         skipKnownInvalidTokens: app.skipKnownInvalidTokens)
                     }
                     backoff = .milliseconds(100)
+                    repeated.recovered("claim_failed", key: app.name)
                 } catch {
-                    log.warning("claim_failed", ["app": app.name, "retry_in": backoff, "error": error])
-                    await doorbell.wait(timeout: backoff)
+                    repeated.warning("claim_failed", key: app.name, ["app": app.name, "retry_in": backoff, "error": error])
+                    // Not the doorbell: every finished send and NOTIFY rings it, which turned
+                    // the backoff into a retry (and a log line) per ring during an outage.
+                    await stopRequested.wait(timeout: backoff)
                     backoff = min(backoff * 2, .seconds(5))
                     continue
                 }
@@ -352,10 +357,11 @@ public final class Worker: Sendable {
         while true {
             do {
                 try await maintenance.run { queue in try queue.register(record) }
+                repeated.recovered("database_unreachable")
                 return
             } catch {
                 if isStopping { throw error }
-                log.warning("database_unreachable", ["retry_in": backoff, "error": error])
+                repeated.warning("database_unreachable", ["retry_in": backoff, "error": error])
                 await stopRequested.wait(timeout: backoff)
                 backoff = min(backoff * 2, .seconds(5))
             }
@@ -402,8 +408,9 @@ public final class Worker: Sendable {
             }
             if registeredAgain { log.warning("worker_registered_again", ["why": "its row in pgpush.workers was gone"]) }
             metrics.recordQueueDepth(depth)
+            repeated.recovered("heartbeat_failed")
         } catch {
-            log.warning("heartbeat_failed", ["error": error])
+            repeated.warning("heartbeat_failed", ["error": error])
         }
     }
 
@@ -413,8 +420,9 @@ public final class Worker: Sendable {
         let lease = configuration.lease
         do {
             _ = try await maintenance.run { queue in try queue.renewLeases(ids: ids, lease: lease) }
+            repeated.recovered("lease_renewal_failed")
         } catch {
-            log.warning("lease_renewal_failed", ["rows": ids.count, "error": error])
+            repeated.warning("lease_renewal_failed", ["rows": ids.count, "error": error])
         }
     }
 
@@ -422,12 +430,13 @@ public final class Worker: Sendable {
         let maxAttempts = configuration.rescueMaxAttempts
         do {
             let rescued = try await maintenance.run { queue in try queue.rescueExpiredLeases(maxAttempts: maxAttempts) }
+            repeated.recovered("rescue_failed")
             if rescued > 0 {
                 log.info("leases_rescued", ["rows": rescued])
                 doorbells.values.forEach { $0.ring() }
             }
         } catch {
-            log.warning("rescue_failed", ["error": error])
+            repeated.warning("rescue_failed", ["error": error])
         }
     }
 

@@ -2,6 +2,7 @@ import APNsClient
 import APNsSimulator
 import Foundation
 import HTTP2TLS
+import Locking
 import PGPushCore
 import PGPushTestSupport
 import Postgres
@@ -217,5 +218,32 @@ import Testing
         worker.stop()
         try await running.value
         #expect(try database.query("SELECT count(*) FROM pgpush.workers").int(0, 0) == 0)
+    }
+
+    /// With the database gone, each failing duty logs once, not once per attempt: the
+    /// claim loop woke on every doorbell ring and logged every try.
+    @Test func anOutageIsLoggedOnceNotPerAttempt() async throws {
+        let harness = try Harness(faults: FaultPlan())
+        defer { harness.stop() }
+        let conninfo = try TestDatabase.migrated()
+        let database = try PostgresConnection(conninfo: conninfo)
+        let name = try database.query("SELECT current_database()").string(0, 0) ?? ""
+        let lines = Locked<[String]>([])
+        var configuration = WorkerConfiguration(databaseURL: conninfo, apps: [harness.app], workerID: "outage-worker")
+        configuration.drainTimeout = .seconds(2)
+        let worker = try Worker(configuration: configuration, senders: try APNsSenderFactory.makeSenders(for: [harness.app]),
+                                log: Log(minimum: .warning, sink: { line in lines.withLock { $0.append(line) } }))
+        let running = Task { try await worker.run() }
+        defer { worker.stop() }
+        #expect(try await eventually { try database.query("SELECT count(*) FROM pgpush.workers").int(0, 0) == 1 })
+        let admin = try PostgresConnection(conninfo: try TestDatabase.cluster.get().conninfo())
+        try admin.query("DROP DATABASE \(name) WITH (FORCE)")
+        func claimFailures() -> Int { lines.withLock { $0.filter { $0.contains(" claim_failed ") }.count } }
+        #expect(try await eventually(timeout: .seconds(60)) { claimFailures() >= 1 }, "\(lines.withLock { $0 })")
+        // Twelve seconds of outage: backoff alone would still log each of several tries.
+        try await Task.sleep(for: .seconds(12))
+        #expect(claimFailures() == 1, "\(lines.withLock { $0 })")
+        worker.stop()
+        try await running.value
     }
 }
