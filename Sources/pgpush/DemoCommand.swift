@@ -165,12 +165,15 @@ private final class InterruptionState: Sendable {
             DispatchQueue.global().asyncAfter(deadline: .now() + 8) {
                 demo?.removeTemporaryFiles()
                 cleanUp?()
-                exit(130)
+                // The worker and simulator threads may still be in OpenSSL: skip its atexit cleanup.
+                fflush(nil)
+                _exit(130)
             }
         } else {
             demo?.removeTemporaryFiles()
             cleanUp?()
-            exit(130)
+            fflush(nil)
+            _exit(130)
         }
     }
 }

@@ -105,7 +105,9 @@ final class SignalTrap {
                     printError("pgpush: stopping (send the signal again to exit at once)")
                     onFirst()
                 } else {
-                    exit(1)
+                    // At once: _exit skips the atexit handlers, among them OpenSSL's cleanup,
+                    // which would race the I/O threads still sending.
+                    _exit(1)
                 }
             }
             source.resume()

@@ -1,4 +1,5 @@
 import Foundation
+import HTTP2TLS
 import PushWorker
 
 /// `pgpush <command> [flags]`: a thin layer over the modules; each command is one file.
@@ -93,4 +94,7 @@ func printError(_ message: String) {
 }
 
 StandardStreams.ignoreBrokenPipes()
-exit(runCommand(Array(CommandLine.arguments.dropFirst())))
+let status = runCommand(Array(CommandLine.arguments.dropFirst()))
+// exit runs OpenSSL's atexit cleanup: no I/O thread may still be using OpenSSL by then.
+IOThreads.stopAndJoinAll()
+exit(status)

@@ -270,6 +270,31 @@ struct CommandLineTests {
         #expect(try database.query("SELECT count(*) FROM pgpush.workers").int(0, 0) == 0)
     }
 
+    /// OpenSSL's exit-time cleanup once raced an I/O thread still using it (SIGSEGV after
+    /// worker_stopped): a worker stopped by SIGTERM, with connections open and sends in
+    /// flight, exits 0 every time.
+    @Test func everySigtermStopExitsZero() async throws {
+        let conninfo = try TestDatabase.migrated()
+        let simulated = try Simulated(conninfo: conninfo)
+        defer { simulated.stop() }
+        let database = try PostgresConnection(conninfo: conninfo)
+        for round in 1...20 {
+            try Self.enqueue(database, count: 200)
+            let worker = try ChildProcess(binary, ["run"], environment: simulated.environment.merging([
+                "PGPUSH_WORKER_ID": "exit-\(round)", "PGPUSH_CONNECTIONS": "2", "PGPUSH_RATE_PER_CONNECTION": "200",
+                "PGPUSH_DRAIN_SECONDS": "5",
+            ]) { $1 })
+            #expect(await worker.waitForOutput(containing: "worker_started", timeout: .seconds(60)), "round \(round): \(worker.output)")
+            // Stop while requests are on the wire, as an operator's deploy would.
+            #expect(try await eventually { simulated.simulator.report().totalRequests > 0 })
+            worker.signal(SIGTERM)
+            let code = await worker.wait(timeout: .seconds(60))
+            #expect(code == 0, "round \(round) ended \(String(describing: code)): \(worker.output.suffix(2000))")
+            #expect(worker.output.contains("worker_stopped"), "round \(round)")
+            try database.query("DELETE FROM pgpush.notifications")
+        }
+    }
+
     @Test func threeWorkerProcessesDeliverEveryRowExactlyOnce() async throws {
         let conninfo = try TestDatabase.migrated()
         let simulated = try Simulated(conninfo: conninfo)
