@@ -81,16 +81,20 @@ struct CommandLineTests {
             (["migrate", "--bogus"], 2, 2),
         ]
         for (arguments, descriptor, expected) in cases {
-            let code = try await Self.runWithBrokenPipe(binary, arguments, descriptor: descriptor,
-                                                        environment: ["DATABASE_URL": "host=/nonexistent"])
-            #expect(code == expected, "pgpush \(arguments) with fd \(descriptor) broken ended with \(String(describing: code))")
+            for closed in [false, true] {
+                let code = try await Self.runWithBrokenPipe(binary, arguments, descriptor: descriptor, closed: closed,
+                                                            environment: ["DATABASE_URL": "host=/nonexistent"])
+                #expect(code == expected,
+                        "pgpush \(arguments) with fd \(descriptor) \(closed ? "closed" : "broken") ended with \(String(describing: code))")
+            }
         }
     }
 
     /// Runs `binary` with `descriptor` (1 or 2) the write end of a pipe whose read end is
-    /// already closed, the other one /dev/null, and SIGPIPE at its default action as a
-    /// shell would leave it; returns the exit code (128 + signal when killed).
-    static func runWithBrokenPipe(_ binary: String, _ arguments: [String], descriptor: Int32,
+    /// already closed (or, with `closed`, not open at all), the other one /dev/null, and
+    /// SIGPIPE at its default action as a shell would leave it; returns the exit code
+    /// (128 + signal when killed).
+    static func runWithBrokenPipe(_ binary: String, _ arguments: [String], descriptor: Int32, closed: Bool = false,
                                   environment: [String: String]) async throws -> Int32? {
         var ends: [Int32] = [0, 0]
         guard pipe(&ends) == 0 else { throw SpawnFailure(errno: errno) }
@@ -103,7 +107,11 @@ struct CommandLineTests {
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, descriptor == 1 ? 2 : 1, "/dev/null", O_WRONLY, 0)
-        posix_spawn_file_actions_adddup2(&actions, ends[1], descriptor)
+        if closed {
+            posix_spawn_file_actions_addclose(&actions, descriptor)
+        } else {
+            posix_spawn_file_actions_adddup2(&actions, ends[1], descriptor)
+        }
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
