@@ -185,8 +185,8 @@ public final class Worker: Sendable {
                     repeated.recovered("claim_failed", key: app.name)
                 } catch {
                     repeated.warning("claim_failed", key: app.name, ["app": app.name, "retry_in": backoff, "error": error])
-                    // Not the doorbell: every finished send and NOTIFY rings it, which turned
-                    // the backoff into a retry (and a log line) per ring during an outage.
+                    // The stop latch, not the doorbell: every finished send and NOTIFY rings the
+                    // doorbell, and a backoff that ends at each ring is no backoff in an outage.
                     await stopRequested.wait(timeout: backoff)
                     backoff = min(backoff * 2, .seconds(5))
                     continue
