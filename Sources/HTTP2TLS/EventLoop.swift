@@ -32,7 +32,8 @@ final class EventLoop<Command: Sendable>: Sendable {
 
     private let inbox = Locked(Inbox())
     private let wakeDescriptor: Int32
-    private let thread = Locked<pthread_t?>(nil)
+    private let thread = IOThreads.Handle()
+    private let registration = Locked(0)
     private let counter: LiveObjectCounter
     private let loopThread = Atomic<pthread_t>(0)
 
@@ -62,7 +63,8 @@ final class EventLoop<Command: Sendable>: Sendable {
             close(descriptor)
             throw LoopStartError(detail: "pthread_create: \(Socket.errorText(status))")
         }
-        thread.withLock { $0 = handle }
+        thread.set(handle)
+        registration.withLock { $0 = IOThreads.register(thread) { [weak self] in self?.requestStop() } }
     }
 
     deinit { close(wakeDescriptor) }
@@ -81,22 +83,22 @@ final class EventLoop<Command: Sendable>: Sendable {
         return true
     }
 
-    /// Stops the loop; waits for the thread to finish unless called on the loop thread.
+    /// Stops the loop; waits for the thread to finish unless called on the loop thread,
+    /// which leaves the join to `IOThreads.stopAndJoinAll` rather than detaching: a
+    /// detached thread could still be in OpenSSL when the process exits.
     func stop() {
+        requestStop()
+        guard let handle = thread.takeForJoin() else { return }
+        pthread_join(handle, nil)
+        IOThreads.joined(registration.withLock { $0 })
+    }
+
+    private func requestStop() {
         let wasRunning = inbox.withLock { inbox -> Bool in
             defer { inbox.stopRequested = true }
             return !inbox.stopRequested
         }
         if wasRunning { wake() }
-        guard let handle = thread.withLock({ handle -> pthread_t? in
-            defer { handle = nil }
-            return handle
-        }) else { return }
-        if pthread_equal(handle, pthread_self()) != 0 {
-            pthread_detach(handle)
-        } else {
-            pthread_join(handle, nil)
-        }
     }
 
     private func wake() {

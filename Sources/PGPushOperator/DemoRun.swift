@@ -142,7 +142,7 @@ public final class DemoRun: Sendable {
             if current.isFinished {
                 // Publish the worker's counters now rather than at its next 5 s heartbeat,
                 // so worker_health in the report matches what just happened.
-                try? NotificationQueue(connection: database, workerID: configuration.workerID).heartbeat(worker.statistics)
+                _ = try? NotificationQueue(connection: database, workerID: configuration.workerID).heartbeat(worker.statistics)
                 snapshot = try StatusSnapshot.load(from: database, app: options.app)
                 break
             }

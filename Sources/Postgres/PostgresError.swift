@@ -23,10 +23,11 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
 
     public init(kind: Kind, message: String, sqlState: String? = nil, constraint: String? = nil, detail: String? = nil) {
         self.kind = kind
-        self.message = message
+        // libpq's connection errors may quote the connection string, password included.
+        self.message = ConnectionString.redact(message)
         self.sqlState = sqlState
         self.constraint = constraint
-        self.detail = detail
+        self.detail = detail.map { ConnectionString.redact($0) }
     }
 
     /// True when retrying on a fresh connection may succeed (connection lost, server shutting down or starting).

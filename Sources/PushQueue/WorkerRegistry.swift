@@ -37,11 +37,15 @@ extension NotificationQueue {
             """, [worker.id, worker.host, worker.pid, worker.version, worker.apps, worker.connections])
     }
 
-    public func heartbeat(_ counters: WorkerCounters) throws {
+    /// Publishes the counters; false when the worker has no row to update (an operator
+    /// or a cleanup deleted it), so that the caller registers again.
+    @discardableResult
+    public func heartbeat(_ counters: WorkerCounters) throws -> Bool {
         try connection.query("""
             UPDATE pgpush.workers SET heartbeat_at = now(), sent = $2, delivered = $3, failed = $4, retried = $5
              WHERE id = $1
-            """, [workerID, counters.sent, counters.delivered, counters.failed, counters.retried])
+            RETURNING 1
+            """, [workerID, counters.sent, counters.delivered, counters.failed, counters.retried]).rowCount > 0
     }
 
     public func deregister() throws {

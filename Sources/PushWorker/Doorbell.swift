@@ -35,7 +35,9 @@ final class Doorbell: Sendable {
         }
         if alreadyRung { return }
         let timer = Task { [weak self] in
-            try? await Task.sleep(for: timeout)
+            // A cancelled timer (the wait ended by a ring) must not ring: the ring would be
+            // remembered and end the next wait at once.
+            guard (try? await Task.sleep(for: timeout)) != nil else { return }
             self?.ring()
         }
         defer { timer.cancel() }

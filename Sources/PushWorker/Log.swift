@@ -18,7 +18,7 @@ public struct Log: Sendable {
     }
 
     public static let standardError: @Sendable (String) -> Void = { line in
-        FileHandle.standardError.write(Data(line.utf8))
+        StandardStreams.writeError(line)
     }
 
     public func debug(_ event: String, _ fields: KeyValuePairs<String, Any> = [:]) { write(.debug, event, fields) }
@@ -26,7 +26,10 @@ public struct Log: Sendable {
     public func warning(_ event: String, _ fields: KeyValuePairs<String, Any> = [:]) { write(.warning, event, fields) }
     public func error(_ event: String, _ fields: KeyValuePairs<String, Any> = [:]) { write(.error, event, fields) }
 
-    private func write(_ level: Level, _ event: String, _ fields: KeyValuePairs<String, Any>) {
+    /// For callers that build the fields at run time (`RepeatedWarnings` adds its counts).
+    func warning(_ event: String, _ fields: [(key: String, value: Any)]) { write(.warning, event, fields) }
+
+    private func write(_ level: Level, _ event: String, _ fields: some Sequence<(key: String, value: Any)>) {
         guard Self.rank(level) >= Self.rank(minimum) else { return }
         var line = Date().formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true))
         line += " \(level.rawValue) \(event)"

@@ -15,11 +15,13 @@ final class OutcomeWriter: Sendable {
     private let interval: Duration
     private let batchSize: Int
     private let log: Log
+    private let repeated: RepeatedWarnings
     /// Called with the number of outcomes whose lease no longer held.
     private let onStale: @Sendable (Int) -> Void
 
-    init(database: DatabaseExecutor, interval: Duration, batchSize: Int = 2000, log: Log,
+    init(database: DatabaseExecutor, interval: Duration, batchSize: Int = 2000, log: Log, repeated: RepeatedWarnings,
          onStale: @escaping @Sendable (Int) -> Void = { _ in }) {
+        self.repeated = repeated
         self.database = database
         self.interval = interval
         self.batchSize = batchSize
@@ -54,6 +56,7 @@ final class OutcomeWriter: Sendable {
             do {
                 let written = try await database.run { queue in try queue.complete(batch) }
                 backoff = .milliseconds(100)
+                repeated.recovered("outcome_write_failed")
                 if written.count < batch.count {
                     onStale(batch.count - written.count)
                     log.warning("outcomes_not_applied", ["count": batch.count - written.count,
@@ -67,7 +70,7 @@ final class OutcomeWriter: Sendable {
                                                      "why": "database unreachable at shutdown; leases will return the rows"])
                     return
                 }
-                log.warning("outcome_write_failed", ["count": batch.count, "retry_in": backoff, "error": error])
+                repeated.warning("outcome_write_failed", ["count": batch.count, "retry_in": backoff, "error": error])
                 try? await Task.sleep(for: backoff)
                 backoff = min(backoff * 2, .seconds(5))
             }

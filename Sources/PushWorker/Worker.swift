@@ -31,6 +31,7 @@ public final class Worker: Sendable {
     // generator under a lock looks to ThreadSanitizer like a race on a neighbouring object.
     private let random = Locked(SeededRandomNumberGenerator(seed: UInt64.random(in: 1...UInt64.max)))
     private let metrics: WorkerMetrics
+    private let repeated: RepeatedWarnings
     private let metricsServer: MetricsServer?
     /// How often the worker holding the prune lock prunes (when PGPUSH_PRUNE_AFTER_DAYS is set).
     static let pruneEvery: Duration = .seconds(600)
@@ -45,10 +46,11 @@ public final class Worker: Sendable {
         self.configuration = configuration
         self.senders = senders
         self.log = log
+        repeated = RepeatedWarnings(log: log)
         claims = DatabaseExecutor(name: "claims", conninfo: configuration.databaseURL, workerID: configuration.workerID)
         maintenance = DatabaseExecutor(name: "maintenance", conninfo: configuration.databaseURL, workerID: configuration.workerID)
         let outcomes = DatabaseExecutor(name: "outcomes", conninfo: configuration.databaseURL, workerID: configuration.workerID)
-        writer = OutcomeWriter(database: outcomes, interval: configuration.flushInterval, log: log)
+        writer = OutcomeWriter(database: outcomes, interval: configuration.flushInterval, log: log, repeated: repeated)
         listener = try QueueListener()
         doorbells = Dictionary(uniqueKeysWithValues: configuration.apps.map { ($0.name, Doorbell()) })
         health = Dictionary(uniqueKeysWithValues: configuration.apps.map { ($0.name, AppHealth()) })
@@ -180,9 +182,12 @@ public final class Worker: Sendable {
                                         skipKnownInvalidTokens: app.skipKnownInvalidTokens)
                     }
                     backoff = .milliseconds(100)
+                    repeated.recovered("claim_failed", key: app.name)
                 } catch {
-                    log.warning("claim_failed", ["app": app.name, "retry_in": backoff, "error": error])
-                    await doorbell.wait(timeout: backoff)
+                    repeated.warning("claim_failed", key: app.name, ["app": app.name, "retry_in": backoff, "error": error])
+                    // The stop latch, not the doorbell: every finished send and NOTIFY rings the
+                    // doorbell, and a backoff that ends at each ring is no backoff in an outage.
+                    await stopRequested.wait(timeout: backoff)
                     backoff = min(backoff * 2, .seconds(5))
                     continue
                 }
@@ -340,18 +345,23 @@ public final class Worker: Sendable {
 
     // MARK: Services
 
-    private func register() async throws {
-        let record = WorkerRecord(
+    private var record: WorkerRecord {
+        WorkerRecord(
             id: configuration.workerID, host: ProcessInfo.processInfo.hostName, pid: getpid(), version: PGPushVersion.current,
             apps: configuration.apps.map(\.name), connections: configuration.apps.reduce(0) { $0 + $1.connections })
+    }
+
+    private func register() async throws {
+        let record = self.record
         var backoff = Duration.milliseconds(200)
         while true {
             do {
                 try await maintenance.run { queue in try queue.register(record) }
+                repeated.recovered("database_unreachable")
                 return
             } catch {
                 if isStopping { throw error }
-                log.warning("database_unreachable", ["retry_in": backoff, "error": error])
+                repeated.warning("database_unreachable", ["retry_in": backoff, "error": error])
                 await stopRequested.wait(timeout: backoff)
                 backoff = min(backoff * 2, .seconds(5))
             }
@@ -384,14 +394,23 @@ public final class Worker: Sendable {
 
     private func heartbeat() async {
         let totals = statistics
+        let record = self.record
         do {
-            let depth = try await maintenance.run { queue in
-                try queue.heartbeat(totals)
-                return try queue.queueDepth()
+            let (depth, registeredAgain) = try await maintenance.run { queue in
+                // A deleted row would leave the worker invisible to status and to the rescue of
+                // dead workers' rows, for as long as it runs.
+                let registeredAgain = try !queue.heartbeat(totals)
+                if registeredAgain {
+                    try queue.register(record)
+                    _ = try queue.heartbeat(totals)
+                }
+                return (try queue.queueDepth(), registeredAgain)
             }
+            if registeredAgain { log.warning("worker_registered_again", ["why": "its row in pgpush.workers was gone"]) }
             metrics.recordQueueDepth(depth)
+            repeated.recovered("heartbeat_failed")
         } catch {
-            log.warning("heartbeat_failed", ["error": error])
+            repeated.warning("heartbeat_failed", ["error": error])
         }
     }
 
@@ -401,8 +420,9 @@ public final class Worker: Sendable {
         let lease = configuration.lease
         do {
             _ = try await maintenance.run { queue in try queue.renewLeases(ids: ids, lease: lease) }
+            repeated.recovered("lease_renewal_failed")
         } catch {
-            log.warning("lease_renewal_failed", ["rows": ids.count, "error": error])
+            repeated.warning("lease_renewal_failed", ["rows": ids.count, "error": error])
         }
     }
 
@@ -410,12 +430,13 @@ public final class Worker: Sendable {
         let maxAttempts = configuration.rescueMaxAttempts
         do {
             let rescued = try await maintenance.run { queue in try queue.rescueExpiredLeases(maxAttempts: maxAttempts) }
+            repeated.recovered("rescue_failed")
             if rescued > 0 {
                 log.info("leases_rescued", ["rows": rescued])
                 doorbells.values.forEach { $0.ring() }
             }
         } catch {
-            log.warning("rescue_failed", ["error": error])
+            repeated.warning("rescue_failed", ["error": error])
         }
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import PGPushCore
+import Postgres
 
 /// One APNs app a worker serves: where to send, as whom, how fast.
 public struct AppConfiguration: Sendable, Equatable {
@@ -138,9 +139,17 @@ public struct WorkerConfiguration: Sendable {
         }
         apps.sort { $0.name < $1.name }
 
+        let databaseURL = flags["database-url"] ?? environment["DATABASE_URL"] ?? file.databaseUrl ?? ""
+        do {
+            try ConnectionString.validate(databaseURL)
+        } catch {
+            let source = flags["database-url"] != nil ? "--database-url"
+                : environment["DATABASE_URL"] != nil ? "DATABASE_URL" : "database_url of the configuration file"
+            throw ConfigurationError("\(source) is not a valid libpq connection string or URI: \(error)")
+        }
         let host = ProcessInfo.processInfo.hostName
         var configuration = WorkerConfiguration(
-            databaseURL: flags["database-url"] ?? environment["DATABASE_URL"] ?? file.databaseUrl ?? "",
+            databaseURL: databaseURL,
             apps: apps,
             workerID: flags["worker-id"] ?? environment["PGPUSH_WORKER_ID"]
                 ?? "\(host)-\(getpid())-\(UInt32.random(in: 0...UInt32.max) % 0xFFFF)")

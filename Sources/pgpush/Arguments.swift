@@ -9,25 +9,57 @@ struct Arguments {
     private var switches: Set<String> = []
     private(set) var positional: [String] = []
 
-    /// `switchNames` are the flags that take no value.
-    init(_ arguments: some Sequence<String>, switchNames: Set<String> = ["help", "json", "watch"]) throws(UsageError) {
+    /// True when `-h` or `--help` appears anywhere: help then wins over everything else,
+    /// so that asking for help can never migrate, prune or start a worker, even next to a
+    /// mistyped flag or in the place of a flag's value.
+    static func asksForHelp(_ arguments: some Sequence<String>) -> Bool {
+        arguments.contains { $0 == "-h" || $0 == "--help" || $0.hasPrefix("--help=") }
+    }
+
+    /// `flags` are every flag the command knows; `switchNames` those of them that take no
+    /// value; `optionalValues` the switches that also accept `--name=value` (`--watch=5`).
+    /// Bare arguments are refused unless `positionalAllowed`: a command that takes none
+    /// would otherwise ignore them silently.
+    init(_ arguments: some Sequence<String>, flags: Set<String>, switchNames: Set<String>,
+         optionalValues: Set<String> = [], positionalAllowed: Bool = false) throws(UsageError) {
         var iterator = arguments.makeIterator()
         while let argument = iterator.next() {
-            guard argument.hasPrefix("--") else {
+            if !argument.hasPrefix("--") {
+                if argument.count > 1, argument.hasPrefix("-"), argument.dropFirst().first?.isLetter == true {
+                    throw UsageError("unknown flag \(argument)")
+                }
+                guard positionalAllowed else { throw UsageError("unexpected argument \(argument)") }
                 positional.append(argument)
                 continue
             }
             let flag = argument.dropFirst(2)
             if let equals = flag.firstIndex(of: "=") {
-                add(String(flag[..<equals]), String(flag[flag.index(after: equals)...]))
-            } else if switchNames.contains(String(flag)) {
-                switches.insert(String(flag))
-            } else if let value = iterator.next() {
-                add(String(flag), value)
-            } else {
-                throw UsageError("--\(flag) needs a value")
+                let name = String(flag[..<equals])
+                guard flags.contains(name) else { throw UsageError("unknown flag --\(name)") }
+                if switchNames.contains(name) && !optionalValues.contains(name) {
+                    throw UsageError("--\(name) takes no value")
+                }
+                add(name, String(flag[flag.index(after: equals)...]))
+                continue
             }
+            let name = String(flag)
+            guard flags.contains(name) else { throw UsageError("unknown flag --\(name)") }
+            if switchNames.contains(name) {
+                switches.insert(name)
+                continue
+            }
+            // A known flag in the value's place means the value was forgotten, not that
+            // the value is "--batch-size".
+            guard let value = iterator.next(), !Self.namesFlag(value, in: flags) else {
+                throw UsageError("--\(name) needs a value")
+            }
+            add(name, value)
         }
+    }
+
+    private static func namesFlag(_ argument: String, in flags: Set<String>) -> Bool {
+        guard argument.hasPrefix("--") else { return false }
+        return flags.contains(String(argument.dropFirst(2).prefix { $0 != "=" }))
     }
 
     private mutating func add(_ name: String, _ value: String) {
@@ -40,12 +72,24 @@ struct Arguments {
     /// Every value given for a repeatable flag, in order.
     func values(_ name: String) -> [String] { allValues[name] ?? [] }
     func isSet(_ name: String) -> Bool { switches.contains(name) }
+}
 
-    /// Refuses flags the command does not know, so a typo is an error, not a silent default.
-    func checkOnly(_ known: Set<String>) throws(UsageError) {
-        for name in values.keys.sorted() + switches.sorted() where !known.contains(name) {
-            throw UsageError("unknown flag --\(name)")
+import Foundation
+import Postgres
+
+extension Arguments {
+    /// `--database-url`, else DATABASE_URL, else "" (libpq's PG* variables), checked by
+    /// libpq before any connection: a string it cannot parse is a usage error naming its
+    /// source, not a connection failure retried for ever.
+    func databaseURL(environment: [String: String] = ProcessInfo.processInfo.environment) throws(UsageError) -> String {
+        let conninfo = value("database-url") ?? environment["DATABASE_URL"] ?? ""
+        do {
+            try ConnectionString.validate(conninfo)
+        } catch {
+            let source = value("database-url") != nil ? "--database-url" : "DATABASE_URL"
+            throw UsageError("\(source) is not a valid libpq connection string or URI: \(error)")
         }
+        return conninfo
     }
 }
 

@@ -65,9 +65,9 @@ enum BenchCommand {
     static let switches: Set<String> = ["help", "quick", "reset-database", "keep-files", "check"]
 
     static func run(_ arguments: Arguments) throws -> Int32 {
-        try arguments.checkOnly(flags)
         let options = try makeOptions(arguments)
-        let databaseURL = arguments.value("database-url") ?? ProcessInfo.processInfo.environment["DATABASE_URL"]
+        var databaseURL = arguments.value("database-url") ?? ProcessInfo.processInfo.environment["DATABASE_URL"]
+        if databaseURL != nil { databaseURL = try arguments.databaseURL() }
         if databaseURL != nil && !arguments.isSet("reset-database") {
             throw UsageError("with a database URL the benchmark empties every pgpush table in it; add --reset-database to agree")
         }

@@ -5,6 +5,7 @@ import Locking
 import PGPushOperator
 import Postgres
 import PushQueue
+import PushWorker
 import Synchronization
 
 enum DemoCommand {
@@ -47,8 +48,6 @@ enum DemoCommand {
     static let switches: Set<String> = ["help", "verbose"]
 
     static func run(_ arguments: Arguments) throws -> Int32 {
-        try arguments.checkOnly(flags)
-        guard arguments.positional.isEmpty else { throw UsageError("unexpected argument \(arguments.positional[0])") }
         var alerts = 200
         if let text = arguments.value("alerts") {
             guard let value = Int(text), (0...100_000).contains(value) else { throw UsageError("--alerts must be 0…100000, got \(text)") }
@@ -57,7 +56,8 @@ enum DemoCommand {
         guard let sqlDirectory = Migration.locateDirectory() else {
             throw UsageError("cannot find the sql/ migrations folder: set PGPUSH_SQL_DIR")
         }
-        let given = arguments.value("database-url") ?? ProcessInfo.processInfo.environment["DATABASE_URL"]
+        var given = arguments.value("database-url") ?? ProcessInfo.processInfo.environment["DATABASE_URL"]
+        if given != nil { given = try arguments.databaseURL() }
         let interruption = DemoInterruption()
         defer { interruption.disarm() }
 
@@ -110,7 +110,7 @@ enum DemoCommand {
     }
 
     static func say(_ line: String) {
-        FileHandle.standardError.write(Data("pgpush demo: \(line)\n".utf8))
+        StandardStreams.writeError("pgpush demo: \(line)\n")
     }
 }
 
@@ -160,17 +160,20 @@ private final class InterruptionState: Sendable {
         let count = received.add(1, ordering: .sequentiallyConsistent).newValue
         let (demo, cleanUp) = handles.withLock { ($0.demo, $0.cleanUp) }
         if count == 1 {
-            FileHandle.standardError.write(Data("\npgpush demo: interrupted, stopping the worker and cleaning up…\n".utf8))
+            StandardStreams.writeError("\npgpush demo: interrupted, stopping the worker and cleaning up…\n")
             demo?.stop()
             DispatchQueue.global().asyncAfter(deadline: .now() + 8) {
                 demo?.removeTemporaryFiles()
                 cleanUp?()
-                exit(130)
+                // The worker and simulator threads may still be in OpenSSL: skip its atexit cleanup.
+                fflush(nil)
+                _exit(130)
             }
         } else {
             demo?.removeTemporaryFiles()
             cleanUp?()
-            exit(130)
+            fflush(nil)
+            _exit(130)
         }
     }
 }
@@ -196,10 +199,10 @@ final class ProgressPrinter: Sendable {
             last.text = line
             return line + "\n"
         }
-        if let output { FileHandle.standardError.write(Data(output.utf8)) }
+        if let output { StandardStreams.writeError(output) }
     }
 
     func finish() {
-        if isTerminal && !lastLine.withLock({ $0.text }).isEmpty { FileHandle.standardError.write(Data("\n".utf8)) }
+        if isTerminal && !lastLine.withLock({ $0.text }).isEmpty { StandardStreams.writeError("\n") }
     }
 }

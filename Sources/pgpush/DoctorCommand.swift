@@ -26,7 +26,6 @@ enum DoctorCommand {
         """
 
     static func run(_ arguments: Arguments) throws -> Int32 {
-        try arguments.checkOnly(RunCommand.flags)
         var flags: [String: String] = [:]
         for flag in RunCommand.flags { if let value = arguments.value(flag) { flags[flag] = value } }
         var report = DoctorReport()

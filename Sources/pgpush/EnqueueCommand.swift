@@ -47,8 +47,6 @@ enum EnqueueCommand {
     ]
 
     static func run(_ arguments: Arguments) throws -> Int32 {
-        try arguments.checkOnly(flags)
-        guard arguments.positional.isEmpty else { throw UsageError("unexpected argument \(arguments.positional[0])") }
         var flagValues: [String: String] = [:]
         for flag in flags { if let value = arguments.value(flag) { flagValues[flag] = value } }
         var listed: [String] = []
@@ -61,7 +59,7 @@ enum EnqueueCommand {
         } catch {
             throw UsageError(error.description)
         }
-        let connection = try PostgresConnection(conninfo: arguments.value("database-url") ?? PostgresConnection.conninfoFromEnvironment())
+        let connection = try PostgresConnection(conninfo: try arguments.databaseURL())
         let ids: [Int64]
         do {
             ids = try request.enqueue(on: connection)

@@ -20,13 +20,14 @@ enum MigrateCommand {
           pgpush migrate --database-url "host=/run/postgresql dbname=app"
         """
 
+    static let flags: Set<String> = ["database-url", "sql-dir", "help"]
+
     static func run(_ arguments: Arguments) throws -> Int32 {
-        try arguments.checkOnly(["database-url", "sql-dir", "help"])
         guard let directory = arguments.value("sql-dir") ?? Migration.locateDirectory() else {
             throw UsageError("cannot find the sql/ migrations folder: pass --sql-dir or set PGPUSH_SQL_DIR")
         }
         let migrations = try Migration.load(directory: directory)
-        let conninfo = arguments.value("database-url") ?? PostgresConnection.conninfoFromEnvironment()
+        let conninfo = try arguments.databaseURL()
         let connection = try PostgresConnection(conninfo: conninfo)
         let applied = try MigrationRunner(migrations: migrations).migrate(connection)
         if applied.isEmpty {

@@ -2,6 +2,7 @@ import APNsSimulator
 import Dispatch
 import Foundation
 import HTTP2TLS
+import PushWorker
 
 enum MockAPNsCommand {
     static let help = """
@@ -82,7 +83,6 @@ enum MockAPNsCommand {
     static let switches: Set<String> = ["help", "certificate-auth", "expire-every-provider-token"]
 
     static func run(_ arguments: Arguments) throws -> Int32 {
-        try arguments.checkOnly(flags)
         let configuration = try makeConfiguration(arguments)
         let reportPath = arguments.value("report")
 
@@ -90,7 +90,7 @@ enum MockAPNsCommand {
         let port = try simulator.start()
         let address = simulator.baseURL ?? "https://\(configuration.host):\(port)"
         let trust = simulator.caCertificatePath.map { "CA: \($0)" } ?? "certificate: \(arguments.value("cert") ?? "")"
-        FileHandle.standardOutput.write(Data("mock-apns listening on \(address) (\(trust))\n".utf8))
+        StandardStreams.writeOutput("mock-apns listening on \(address) (\(trust))\n")
 
         let finished = DispatchSemaphore(value: 0)
         let queue = DispatchQueue(label: "mock-apns.signals")

@@ -20,15 +20,16 @@ enum PruneCommand {
           DATABASE_URL=postgres://pgpush@db/app pgpush prune --older-than-days 7 --batch-size 1000
         """
 
+    static let flags: Set<String> = ["help", "older-than-days", "batch-size", "database-url"]
+
     static func run(_ arguments: Arguments) throws -> Int32 {
-        try arguments.checkOnly(["help", "older-than-days", "batch-size", "database-url"])
         guard let text = arguments.value("older-than-days") else { throw UsageError("--older-than-days is required") }
         guard let days = Double(text), days >= 0 else { throw UsageError("--older-than-days must be a number ≥ 0, got \(text)") }
         let batchSize = try arguments.value("batch-size").map { text throws(UsageError) in
             guard let size = Int(text), size > 0 else { throw UsageError("--batch-size must be a whole number > 0, got \(text)") }
             return size
         } ?? 5000
-        let connection = try PostgresConnection(conninfo: arguments.value("database-url") ?? PostgresConnection.conninfoFromEnvironment())
+        let connection = try PostgresConnection(conninfo: try arguments.databaseURL())
         let queue = NotificationQueue(connection: connection, workerID: "pgpush-prune")
         let deleted = try queue.prune(olderThan: .milliseconds(Int64(days * 86_400_000)), batchSize: batchSize) ?? 0
         print("deleted \(deleted) finished notification(s) older than \(text) day(s)")

@@ -66,7 +66,6 @@ enum RunCommand {
     ]
 
     static func run(_ arguments: Arguments) throws -> Int32 {
-        try arguments.checkOnly(flags)
         var flagValues: [String: String] = [:]
         for flag in flags { if let value = arguments.value(flag) { flagValues[flag] = value } }
         let configuration: WorkerConfiguration
@@ -103,10 +102,12 @@ final class SignalTrap {
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler {
                 if received.add(1, ordering: .sequentiallyConsistent).newValue == 1 {
-                    FileHandle.standardError.write(Data("pgpush: stopping (send the signal again to exit at once)\n".utf8))
+                    printError("pgpush: stopping (send the signal again to exit at once)")
                     onFirst()
                 } else {
-                    exit(1)
+                    // At once: _exit skips the atexit handlers, among them OpenSSL's cleanup,
+                    // which would race the I/O threads still sending.
+                    _exit(1)
                 }
             }
             source.resume()

@@ -32,10 +32,9 @@ enum StatusCommand {
     static let switches: Set<String> = ["help", "json", "watch"]
 
     static func run(_ arguments: Arguments) throws -> Int32 {
-        try arguments.checkOnly(flags)
         let interval = try watchInterval(arguments)
         let json = arguments.isSet("json")
-        let connection = try PostgresConnection(conninfo: arguments.value("database-url") ?? PostgresConnection.conninfoFromEnvironment())
+        let connection = try PostgresConnection(conninfo: try arguments.databaseURL())
         let clearScreen = interval != nil && !json && isatty(STDOUT_FILENO) == 1
         while true {
             let snapshot: StatusSnapshot

@@ -1,4 +1,5 @@
 import Foundation
+import HTTP2TLS
 import PushWorker
 
 /// `pgpush <command> [flags]`: a thin layer over the modules; each command is one file.
@@ -6,30 +7,37 @@ struct Command {
     let name: String
     let summary: String
     let help: String
+    /// Every flag of this command.
+    let flags: Set<String>
     /// Flags of this command that take no value.
     var switches: Set<String> = ["help"]
+    /// Switches that also accept `--name=value`.
+    var optionalValues: Set<String> = []
+    /// Whether bare arguments mean something to this command.
+    var positionalAllowed = false
     let run: (Arguments) throws -> Int32
 }
 
 let commands = [
     Command(name: "migrate", summary: "create or update the pgpush schema (safe to run concurrently)",
-            help: MigrateCommand.help, run: MigrateCommand.run),
+            help: MigrateCommand.help, flags: MigrateCommand.flags, run: MigrateCommand.run),
     Command(name: "run", summary: "the worker: send queued notifications to APNs, record every outcome",
-            help: RunCommand.help, run: RunCommand.run),
+            help: RunCommand.help, flags: RunCommand.flags, run: RunCommand.run),
     Command(name: "doctor", summary: "check configuration, credentials, database and APNs reachability",
-            help: DoctorCommand.help, run: DoctorCommand.run),
+            help: DoctorCommand.help, flags: RunCommand.flags, run: DoctorCommand.run),
     Command(name: "prune", summary: "delete finished notifications and old error rows past a retention",
-            help: PruneCommand.help, run: PruneCommand.run),
+            help: PruneCommand.help, flags: PruneCommand.flags, run: PruneCommand.run),
     Command(name: "enqueue", summary: "add notifications to the queue (pgpush.enqueue / enqueue_many)",
-            help: EnqueueCommand.help, run: EnqueueCommand.run),
+            help: EnqueueCommand.help, flags: EnqueueCommand.flags, run: EnqueueCommand.run),
     Command(name: "status", summary: "queue depth, throughput, errors, workers and apps, from the SQL views",
-            help: StatusCommand.help, switches: StatusCommand.switches, run: StatusCommand.run),
+            help: StatusCommand.help, flags: StatusCommand.flags, switches: StatusCommand.switches,
+            optionalValues: ["watch"], positionalAllowed: true, run: StatusCommand.run),
     Command(name: "demo", summary: "everything on embedded defaults: PostgreSQL, simulator, worker, report",
-            help: DemoCommand.help, switches: DemoCommand.switches, run: DemoCommand.run),
+            help: DemoCommand.help, flags: DemoCommand.flags, switches: DemoCommand.switches, run: DemoCommand.run),
     Command(name: "mock-apns", summary: "an APNs simulator over TLS + HTTP/2 (faults, reports) for tests and trials",
-            help: MockAPNsCommand.help, switches: MockAPNsCommand.switches, run: MockAPNsCommand.run),
+            help: MockAPNsCommand.help, flags: MockAPNsCommand.flags, switches: MockAPNsCommand.switches, run: MockAPNsCommand.run),
     Command(name: "bench", summary: "end-to-end benchmark: database, transport, worker, latency, faults, memory",
-            help: BenchCommand.help, switches: BenchCommand.switches, run: BenchCommand.run),
+            help: BenchCommand.help, flags: BenchCommand.flags, switches: BenchCommand.switches, run: BenchCommand.run),
 ]
 
 let usage = """
@@ -64,12 +72,13 @@ func runCommand(_ all: [String]) -> Int32 {
         printError("pgpush: unknown command \(name)\n\n\(usage)")
         return 2
     }
+    if Arguments.asksForHelp(all.dropFirst()) {
+        print(command.help)
+        return 0
+    }
     do {
-        let arguments = try Arguments(all.dropFirst(), switchNames: command.switches)
-        if arguments.isSet("help") {
-            print(command.help)
-            return 0
-        }
+        let arguments = try Arguments(all.dropFirst(), flags: command.flags, switchNames: command.switches,
+                                      optionalValues: command.optionalValues, positionalAllowed: command.positionalAllowed)
         return try command.run(arguments)
     } catch let error as UsageError {
         printError("pgpush \(name): \(error)\nRun 'pgpush \(name) --help' for usage.")
@@ -81,7 +90,11 @@ func runCommand(_ all: [String]) -> Int32 {
 }
 
 func printError(_ message: String) {
-    FileHandle.standardError.write(Data((message + "\n").utf8))
+    StandardStreams.writeError(message + "\n")
 }
 
-exit(runCommand(Array(CommandLine.arguments.dropFirst())))
+StandardStreams.ignoreBrokenPipes()
+let status = runCommand(Array(CommandLine.arguments.dropFirst()))
+// exit runs OpenSSL's atexit cleanup: no I/O thread may still be using OpenSSL by then.
+IOThreads.stopAndJoinAll()
+exit(status)

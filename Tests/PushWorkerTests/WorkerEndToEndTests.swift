@@ -2,6 +2,7 @@ import APNsClient
 import APNsSimulator
 import Foundation
 import HTTP2TLS
+import Locking
 import PGPushCore
 import PGPushTestSupport
 import Postgres
@@ -193,5 +194,56 @@ import Testing
         #expect(released.int(0, 0) == 0)
         #expect(harness.simulator.report().totalRequests == states["delivered"])
         #expect(try database.query("SELECT count(*) FROM pgpush.workers").int(0, 0) == 0)
+    }
+
+    /// An operator's `DELETE FROM pgpush.workers` (or a cleanup job) removes a live
+    /// worker's row: its next heartbeat finds no row to update and registers it again,
+    /// so the worker shows in status and is not mistaken for a dead one.
+    @Test func aDeletedWorkerRowIsRegisteredAgain() async throws {
+        let harness = try Harness(faults: FaultPlan())
+        defer { harness.stop() }
+        let conninfo = try TestDatabase.migrated()
+        let database = try PostgresConnection(conninfo: conninfo)
+        let configuration = WorkerConfiguration(databaseURL: conninfo, apps: [harness.app], workerID: "deleted-worker")
+        let worker = try Worker(configuration: configuration, senders: try APNsSenderFactory.makeSenders(for: [harness.app]),
+                                log: Log(minimum: .warning))
+        let running = Task { try await worker.run() }
+        defer { worker.stop() }
+        let registered = "SELECT count(*) FROM pgpush.workers WHERE id = 'deleted-worker' AND host <> '' AND pid > 0"
+        #expect(try await eventually { try database.query(registered).int(0, 0) == 1 })
+        try database.query("DELETE FROM pgpush.workers")
+        // Heartbeats come every 5 s; a loaded machine gets generous time.
+        #expect(try await eventually(timeout: .seconds(60)) { try database.query(registered).int(0, 0) == 1 },
+                "the worker never registered again after its row was deleted")
+        worker.stop()
+        try await running.value
+        #expect(try database.query("SELECT count(*) FROM pgpush.workers").int(0, 0) == 0)
+    }
+
+    /// With the database gone, each failing duty logs once, not once per attempt: the
+    /// claim loop woke on every doorbell ring and logged every try.
+    @Test func anOutageIsLoggedOnceNotPerAttempt() async throws {
+        let harness = try Harness(faults: FaultPlan())
+        defer { harness.stop() }
+        let conninfo = try TestDatabase.migrated()
+        let database = try PostgresConnection(conninfo: conninfo)
+        let name = try database.query("SELECT current_database()").string(0, 0) ?? ""
+        let lines = Locked<[String]>([])
+        var configuration = WorkerConfiguration(databaseURL: conninfo, apps: [harness.app], workerID: "outage-worker")
+        configuration.drainTimeout = .seconds(2)
+        let worker = try Worker(configuration: configuration, senders: try APNsSenderFactory.makeSenders(for: [harness.app]),
+                                log: Log(minimum: .warning, sink: { line in lines.withLock { $0.append(line) } }))
+        let running = Task { try await worker.run() }
+        defer { worker.stop() }
+        #expect(try await eventually { try database.query("SELECT count(*) FROM pgpush.workers").int(0, 0) == 1 })
+        let admin = try PostgresConnection(conninfo: try TestDatabase.cluster.get().conninfo())
+        try admin.query("DROP DATABASE \(name) WITH (FORCE)")
+        func claimFailures() -> Int { lines.withLock { $0.filter { $0.contains(" claim_failed ") }.count } }
+        #expect(try await eventually(timeout: .seconds(60)) { claimFailures() >= 1 }, "\(lines.withLock { $0 })")
+        // Twelve seconds of outage: backoff alone would still log each of several tries.
+        try await Task.sleep(for: .seconds(12))
+        #expect(claimFailures() == 1, "\(lines.withLock { $0 })")
+        worker.stop()
+        try await running.value
     }
 }

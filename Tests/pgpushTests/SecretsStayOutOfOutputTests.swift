@@ -97,4 +97,27 @@ struct SecretsStayOutOfOutputTests {
         #expect(doctor.lowercased().contains("password"), "doctor should say the p12 password is wrong: \(doctor)")
         #expect(!outputs[2].1.isEmpty, "status should say why it could not connect")
     }
+    /// A mistyped URL (the scheme's colon forgotten) is echoed by libpq with its password;
+    /// so is a keyword string libpq cannot parse. No command repeats the password, and
+    /// none keeps retrying such a string.
+    @Test func mistypedConnectionStringsNeverShowThePassword() async throws {
+        let password = Self.databasePassword
+        let simulated = try CommandLineTests.Simulated(conninfo: "")
+        defer { simulated.stop() }
+        let mistyped = [
+            "postgresql//pgpush:\(password)@127.0.0.1:1/pgpush",
+            "host=127.0.0.1 port=1 password=\(password) dbname",
+            "host=127.0.0.1 password='\(password) with spaces' port=notanumber",
+        ]
+        for conninfo in mistyped {
+            for arguments in [["doctor"], ["status"], ["run"], ["migrate"]] {
+                let environment = simulated.environment.merging(["DATABASE_URL": conninfo, "PGPASSWORD": password]) { $1 }
+                let child = try ChildProcess(binary, arguments, environment: environment)
+                let code = await child.wait(timeout: .seconds(20))
+                #expect(code == 2, "pgpush \(arguments) with a mistyped URL ended \(String(describing: code))")
+                #expect(!child.output.isEmpty, "pgpush \(arguments) should say what is wrong")
+                expectNoSecret(in: child.output, ["database password": password], from: "\(arguments) with \(conninfo)")
+            }
+        }
+    }
 }
