@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Checks the files in deploy/ with the tools operators use on them, offline, in
+# about a minute. Each check fails when its file is broken, not merely when it
+# is missing:
+#   - the container image's build context, laid out exactly as the Dockerfile's
+#     COPY lines lay it out, passes `swift package describe` (no container engine
+#     is needed, and a manifest path the Dockerfile forgot fails here);
+# The tools come from deploy/local/install-dependencies.sh.
+#   deploy/local/check-deploy.sh
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+echo "== container: the Dockerfile's build context holds what Package.swift declares ==" >&2
+# Only the build stage (the first FROM up to the next FROM) copies from the
+# context; the runtime stage copies from the build stage (COPY --from=...).
+# Docker resolves a COPY destination against WORKDIR; the check does the same
+# inside a scratch root so that `swift package describe` runs in the folder the
+# RUN line runs in.
+dockerfile=deploy/container/Dockerfile
+[ -e .dockerignore ] && { echo "check-deploy.sh: .dockerignore is not modelled by this check; extend it first" >&2; exit 1; }
+root="$work/context"
+workdir=/
+stage=0
+copies=0
+# Continuation lines are joined first so that a COPY split over lines is read whole.
+while read -r instruction rest; do
+    case "${instruction^^}" in
+        FROM) stage=$((stage + 1)) ;;
+        WORKDIR) [ "$stage" -eq 1 ] && { case "$rest" in /*) workdir=$rest ;; *) workdir="$workdir/$rest" ;; esac; } ;;
+        COPY|ADD)
+            [ "$stage" -eq 1 ] || continue
+            read -r -a words <<< "$rest"
+            case "${words[0]}" in
+                --from=*) continue ;;
+                --*|\[*) echo "check-deploy.sh: unsupported COPY form in $dockerfile: $instruction $rest" >&2; exit 1 ;;
+            esac
+            count=${#words[@]}
+            [ "$count" -ge 2 ] || { echo "check-deploy.sh: COPY without a destination: $rest" >&2; exit 1; }
+            destination=${words[$((count - 1))]}
+            case "$destination" in /*) ;; *) destination="$workdir/$destination" ;; esac
+            for source in "${words[@]:0:$((count - 1))}"; do
+                [ -e "$source" ] || { echo "check-deploy.sh: $dockerfile copies $source, which is not in the repository" >&2; exit 1; }
+                # As Docker does: a folder source copies its contents, not itself; a file
+                # lands inside the destination when that names a folder (ends in /, or
+                # several sources), else it becomes the destination.
+                if [ -d "$source" ]; then
+                    mkdir -p "$root$destination"
+                    cp -a "$source/." "$root$destination/"
+                elif [ "$count" -gt 2 ] || [[ "$destination" == */ ]] || [ -d "$root$destination" ]; then
+                    mkdir -p "$root$destination"
+                    cp -a "$source" "$root$destination/"
+                else
+                    mkdir -p "$(dirname "$root$destination")"
+                    cp -a "$source" "$root$destination"
+                fi
+            done
+            copies=$((copies + 1))
+            ;;
+    esac
+done < <(sed -e ':join' -e '/\\$/{N;s/\\\n//;b join}' "$dockerfile")
+[ "$copies" -gt 0 ] || { echo "check-deploy.sh: no COPY found in the build stage of $dockerfile" >&2; exit 1; }
+# The build stage's own command starts with reading the manifest: every target's
+# folder must be there. Scratch state stays in the temporary folder.
+(cd "$root$workdir" && swift package --scratch-path "$work/scratch" describe >/dev/null) \
+    || { echo "check-deploy.sh: swift package describe fails in the build context $dockerfile lays out" >&2; exit 1; }
+# The RUN line copies the migrations into the image; the worker needs them to migrate.
+ls "$root$workdir"/sql/*.sql >/dev/null 2>&1 \
+    || { echo "check-deploy.sh: the build context lacks sql/*.sql, which the image installs for pgpush migrate" >&2; exit 1; }
+echo "container build context: ok ($copies COPY lines)" >&2
