@@ -40,6 +40,11 @@ import Testing
         #expect(try await get(port, "/healthz").0 == 200)
         let (status, text) = try await get(port, "/metrics")
         #expect(status == 200)
+        // deploy/local/test.sh hands this scrape to `promtool check metrics`: the real
+        // output of a worker that delivered, failed and measured, not a sample.
+        if let dump = ProcessInfo.processInfo.environment["PGPUSH_METRICS_DUMP"], !dump.isEmpty {
+            try text.write(toFile: dump, atomically: true, encoding: .utf8)
+        }
         #expect(text.contains(#"pgpush_notifications_total{app="default",outcome="delivered",reason=""} 9"#))
         #expect(text.contains(#"pgpush_notifications_total{app="default",outcome="failed",reason="Unregistered"} 1"#))
         #expect(text.contains(#"pgpush_send_latency_seconds_count 10"#))

@@ -10,10 +10,34 @@
 #   - the Kubernetes manifests pass `kubernetes-validate --strict`, and what it
 #     skips (KEDA's custom resources, references, pod security) passes
 #     deploy/local/check-kubernetes.py;
+#   - the Prometheus alert rules pass `promtool check rules` and their unit tests
+#     (`promtool test rules`).
+# With --metrics FILE it checks a worker's real /metrics scrape instead (test.sh
+# has MetricsEndpointTests write one): `promtool check metrics`, and every pgpush_
+# metric the alert rules use is in it.
 # The tools come from deploy/local/install-dependencies.sh.
 #   deploy/local/check-deploy.sh
+#   deploy/local/check-deploy.sh --metrics FILE
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+tools=.build/deploy-tools
+
+if [ "${1:-}" = "--metrics" ]; then
+    scrape=${2:?"usage: check-deploy.sh --metrics FILE"}
+    echo "== Prometheus: promtool check metrics on a worker's real /metrics ==" >&2
+    # An empty file means the test that writes it did not run: that fails too.
+    [ -s "$scrape" ] || { echo "check-deploy.sh: $scrape is empty or missing: MetricsEndpointTests did not write the scrape" >&2; exit 1; }
+    "$tools/bin/promtool" check metrics < "$scrape" \
+        || { echo "check-deploy.sh: promtool check metrics rejects the worker's /metrics output" >&2; exit 1; }
+    # An alert on a metric the worker never exports would stay silent forever.
+    missing=0
+    for metric in $(grep -oE 'pgpush_[a-z_]+' deploy/prometheus/pgpush-alerts.yaml | sort -u); do
+        grep -qE "^# TYPE $metric " "$scrape" || { echo "check-deploy.sh: the alert rules use $metric, which the worker does not export" >&2; missing=1; }
+    done
+    [ "$missing" -eq 0 ] || exit 1
+    echo "worker /metrics: ok" >&2
+    exit 0
+fi
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -93,7 +117,6 @@ done
 
 echo "== Kubernetes: kubernetes-validate --strict, then what it cannot check ==" >&2
 manifest=deploy/kubernetes/pgpush.yaml
-tools=.build/deploy-tools
 # --strict rejects fields the schema does not know (a misspelt securityContext key
 # is otherwise ignored by the API server). kubernetes-validate has no schema for
 # custom resources: it prints a WARN for them and passes. Only KEDA's kinds may be
@@ -109,3 +132,8 @@ unexpected=$(echo "$report" | grep -v '^INFO ' \
 [ -z "$unexpected" ] || { echo "check-deploy.sh: kubernetes-validate skipped or flagged more than KEDA's kinds:" >&2; echo "$unexpected" >&2; exit 1; }
 # The KEDA objects, the references between documents and the pod settings.
 "$tools/venv/bin/python" deploy/local/check-kubernetes.py "$manifest" >&2
+
+echo "== Prometheus: the alert rules parse, and each alert fires on the series it is meant for ==" >&2
+"$tools/bin/promtool" check rules deploy/prometheus/pgpush-alerts.yaml >&2
+"$tools/bin/promtool" test rules deploy/prometheus/pgpush-alerts.test.yaml >&2
+echo "deploy checks passed" >&2

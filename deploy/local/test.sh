@@ -14,9 +14,14 @@ deploy/local/install-dependencies.sh
 deploy/local/check-deploy.sh
 
 swift build --build-tests
+# MetricsEndpointTests writes its worker's /metrics scrape to this file, which
+# promtool then checks (deploy/local/check-deploy.sh --metrics).
+metrics_scrape=$(mktemp)
+trap 'rm -f "$metrics_scrape"' EXIT
 # The fault suite kills processes and restarts PostgreSQL; it runs after the rest so
 # that its load does not skew the timing-sensitive tests running beside it.
-swift test --skip-build --skip ReliabilityTests
+PGPUSH_METRICS_DUMP="$metrics_scrape" swift test --skip-build --skip ReliabilityTests
+deploy/local/check-deploy.sh --metrics "$metrics_scrape"
 swift test --skip-build --filter ReliabilityTests
 [ "${1:-}" = "--quick" ] && exit 0
 
