@@ -52,7 +52,7 @@ public final class Worker: Sendable {
         listener = try QueueListener()
         doorbells = Dictionary(uniqueKeysWithValues: configuration.apps.map { ($0.name, Doorbell()) })
         health = Dictionary(uniqueKeysWithValues: configuration.apps.map { ($0.name, AppHealth()) })
-        let metrics = WorkerMetrics()
+        let metrics = WorkerMetrics(apps: configuration.apps.map(\.name))
         self.metrics = metrics
         metricsServer = try configuration.metricsAddress.map { address throws(ConfigurationError) in
             try MetricsServer(address: address) { path in Self.route(path, metrics: metrics, senders: senders) }
@@ -188,6 +188,7 @@ public final class Worker: Sendable {
                 }
                 if !result.expiredIDs.isEmpty {
                     log.info("expired_before_send", ["app": app.name, "count": result.expiredIDs.count])
+                    metrics.recordExpiredAtClaim(app: app.name, count: result.expiredIDs.count)
                 }
                 if !result.knownInvalidIDs.isEmpty {
                     log.info("known_invalid_tokens_skipped", ["app": app.name, "count": result.knownInvalidIDs.count,
@@ -318,6 +319,7 @@ public final class Worker: Sendable {
     static let environmentMismatch = "LikelyEnvironmentMismatch"
 
     private func reportHealth(app: String, topic: String? = nil, healthy: Bool, reason: String?) {
+        metrics.recordHealth(app: app, topic: topic, healthy: healthy)
         Task { [self] in
             do {
                 try await maintenance.run { queue in

@@ -5,7 +5,8 @@ import FoundationNetworking
 #endif
 import PGPushTestSupport
 import Postgres
-import PushWorker
+import PushQueue
+@testable import PushWorker
 import Testing
 
 @Suite struct MetricsEndpointTests {
@@ -49,8 +50,58 @@ import Testing
         #expect(text.contains(#"pgpush_notifications_total{app="default",outcome="failed",reason="Unregistered"} 1"#))
         #expect(text.contains(#"pgpush_send_latency_seconds_count 10"#))
         #expect(text.contains(#"pgpush_apns_connections{app="default"}"#))
+        #expect(text.contains(#"pgpush_app_healthy{app="default",topic=""} 1"#))
+        #expect(text.contains(#"pgpush_queue_oldest_due_seconds{app="default"}"#))
         #expect(try await get(port, "/nope").0 == 404)
         worker.stop()
         try await running.value
+    }
+
+    @Test func servedAppsReadZeroAndHealthyBeforeTheirFirstRow() {
+        let metrics = WorkerMetrics(apps: ["b", "a"])
+        let text = metrics.render(connections: [:])
+        for app in ["a", "b"] {
+            #expect(text.contains("pgpush_queue_due{app=\"\(app)\"} 0\n"))
+            #expect(text.contains("pgpush_queue_sending{app=\"\(app)\"} 0\n"))
+            #expect(text.contains("pgpush_queue_oldest_due_seconds{app=\"\(app)\"} 0.0\n"))
+            #expect(text.contains("pgpush_app_healthy{app=\"\(app)\",topic=\"\"} 1\n"))
+        }
+        metrics.recordHealth(app: "a", topic: nil, healthy: false)
+        metrics.recordExpiredAtClaim(app: "b", count: 3)
+        let after = metrics.render(connections: [:])
+        #expect(after.contains(#"pgpush_app_healthy{app="a",topic=""} 0"#))
+        #expect(after.contains(#"pgpush_notifications_total{app="b",outcome="expired",reason=""} 3"#))
+    }
+
+    @Test func reasonLabelsAreOnlyKnownReasons() {
+        #expect(WorkerMetrics.reasonLabel(nil) == "")
+        #expect(WorkerMetrics.reasonLabel("Unregistered") == "Unregistered")
+        #expect(WorkerMetrics.reasonLabel("InvalidPayload") == "InvalidPayload")
+        #expect(WorkerMetrics.reasonLabel("ConnectionLost") == "ConnectionLost")
+        #expect(WorkerMetrics.reasonLabel("KnownInvalidToken") == "KnownInvalidToken")
+        #expect(WorkerMetrics.reasonLabel("HTTP502") == "HTTP502")
+        #expect(WorkerMetrics.reasonLabel("HTTP5020") == "other")
+        #expect(WorkerMetrics.reasonLabel("NotAnAPNsReason") == "other")
+        #expect(WorkerMetrics.reasonLabel("Unregistered\"} 1\nfake 2") == "other")
+        let metrics = WorkerMetrics(apps: ["a"])
+        metrics.recordOutcome(app: "a", Outcome(id: 1, claimCount: 1, disposition: .failed, httpStatus: 400, reason: "tenant-made text"))
+        #expect(metrics.render(connections: [:]).contains(#"pgpush_notifications_total{app="a",outcome="failed",reason="other"} 1"#))
+    }
+
+    @Test func topicHealthSeriesAreCappedPerApp() {
+        let metrics = WorkerMetrics(apps: ["a"])
+        let topics = (0..<(WorkerMetrics.topicsPerApp + 4)).map { "com.example.t\($0)" }
+        for topic in topics { metrics.recordHealth(app: "a", topic: topic, healthy: false) }
+        var text = metrics.render(connections: [:])
+        let series = text.split(separator: "\n").filter { $0.hasPrefix("pgpush_app_healthy{app=\"a\",topic=\"com.") }
+        #expect(series.count == WorkerMetrics.topicsPerApp)
+        #expect(text.contains(#"pgpush_app_healthy{app="a",topic="other"} 0"#))
+        // "other" reads healthy only once every folded topic resumed.
+        for topic in topics.suffix(3) { metrics.recordHealth(app: "a", topic: topic, healthy: true) }
+        #expect(metrics.render(connections: [:]).contains(#"pgpush_app_healthy{app="a",topic="other"} 0"#))
+        metrics.recordHealth(app: "a", topic: topics[WorkerMetrics.topicsPerApp], healthy: true)
+        text = metrics.render(connections: [:])
+        #expect(text.contains(#"pgpush_app_healthy{app="a",topic="other"} 1"#))
+        #expect(text.contains(#"pgpush_app_healthy{app="a",topic="com.example.t0"} 0"#))
     }
 }
