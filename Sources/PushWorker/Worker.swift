@@ -32,6 +32,8 @@ public final class Worker: Sendable {
     private let random = Locked(SeededRandomNumberGenerator(seed: UInt64.random(in: 1...UInt64.max)))
     private let metrics: WorkerMetrics
     private let metricsServer: MetricsServer?
+    /// Where the next heartbeat's count of rows finished in the database starts.
+    private let finishedRowsSince = Locked<String?>(nil)
     /// How often the worker holding the prune lock prunes (when PGPUSH_PRUNE_AFTER_DAYS is set).
     static let pruneEvery: Duration = .seconds(600)
     /// Claims never ask for more than this many rows at once.
@@ -386,12 +388,16 @@ public final class Worker: Sendable {
 
     private func heartbeat() async {
         let totals = statistics
+        let apps = configuration.apps.map(\.name)
+        let since = finishedRowsSince.withLock { $0 }
         do {
-            let depth = try await maintenance.run { queue in
+            let (depth, finished) = try await maintenance.run { queue in
                 try queue.heartbeat(totals)
-                return try queue.queueDepth()
+                return (try queue.queueDepth(), try queue.finishedRows(apps: apps, since: since))
             }
             metrics.recordQueueDepth(depth)
+            metrics.recordFinishedInDatabase(finished.counts)
+            finishedRowsSince.withLock { $0 = finished.upTo }
         } catch {
             log.warning("heartbeat_failed", ["error": error])
         }

@@ -64,6 +64,8 @@ final class WorkerMetrics: Sendable {
         var latencyCounts = [Int](repeating: 0, count: WorkerMetrics.latencyBuckets.count + 1)
         var latencySum = 0.0
         var queueDepth: [String: QueueDepth] = [:]
+        /// Per app and status (expired, cancelled): rows the database saw finish.
+        var finishedInDatabase: [OutcomeKey: Int] = [:]
         var lastDatabaseContact: ContinuousClock.Instant?
     }
 
@@ -139,6 +141,21 @@ final class WorkerMetrics: Sendable {
         }
     }
 
+    /// What the heartbeat counted in the database since the previous one: rows
+    /// cancelled by applications and rows other workers found expired.
+    func recordFinishedInDatabase(_ counts: [String: [String: Int]]) {
+        state.withLock { state in
+            for (app, statuses) in counts {
+                for (status, count) in statuses where Self.databaseStatuses.contains(status) {
+                    state.finishedInDatabase[OutcomeKey(app: app, outcome: status, reason: ""), default: 0] += count
+                }
+            }
+        }
+    }
+
+    /// The statuses `pgpush_queue_finished_total` counts: rows that end without a send.
+    static let databaseStatuses = ["cancelled", "expired"]
+
     func recordDatabaseContact() {
         state.withLock { $0.lastDatabaseContact = .now }
     }
@@ -183,6 +200,16 @@ final class WorkerMetrics: Sendable {
         text += "# HELP pgpush_queue_oldest_due_seconds Age of the oldest due row, per app.\n# TYPE pgpush_queue_oldest_due_seconds gauge\n"
         for (app, depth) in queue {
             text += "pgpush_queue_oldest_due_seconds{app=\(Self.label(app))} \(depth.oldestDueSeconds)\n"
+        }
+        text += "# HELP pgpush_queue_finished_total Rows of the served apps that finished in the database as cancelled "
+            + "(pgpush.cancel) or expired (by any worker), counted by this worker's heartbeat since it started; "
+            + "every worker counts the same rows, so aggregate with max, not sum.\n"
+        text += "# TYPE pgpush_queue_finished_total counter\n"
+        for app in Set(apps).union(snapshot.finishedInDatabase.keys.map(\.app)).sorted() {
+            for status in Self.databaseStatuses {
+                let count = snapshot.finishedInDatabase[OutcomeKey(app: app, outcome: status, reason: "")] ?? 0
+                text += "pgpush_queue_finished_total{app=\(Self.label(app)),status=\(Self.label(status))} \(count)\n"
+            }
         }
         text += "# HELP pgpush_app_healthy 1 while this worker can send for the app (topic \"\") or the topic, 0 while paused.\n"
         text += "# TYPE pgpush_app_healthy gauge\n"

@@ -104,4 +104,36 @@ import Testing
         #expect(text.contains(#"pgpush_app_healthy{app="a",topic="other"} 1"#))
         #expect(text.contains(#"pgpush_app_healthy{app="a",topic="com.example.t0"} 0"#))
     }
+
+    /// Cancelled rows never reach a worker's outcomes: the heartbeat counts them, and
+    /// expired ones, from the database, for the served apps only.
+    @Test func rowsFinishedInTheDatabaseAreCounted() throws {
+        let conninfo = try TestDatabase.migrated()
+        let database = try PostgresConnection(conninfo: conninfo)
+        let queue = NotificationQueue(connection: database, workerID: "metrics-worker")
+        #expect(try queue.finishedRows(apps: ["default"], since: nil).counts.isEmpty)
+        let ids = try database.query("SELECT pgpush.enqueue_many(device_tokens => $1, payload => '{}')",
+                                     [(1...3).map(WorkerEndToEndTests.token)])
+        #expect(ids.rowCount == 3)
+        let cancelled = try database.query("SELECT pgpush.cancel(array(SELECT id FROM pgpush.notifications ORDER BY id LIMIT 2))")
+        #expect(cancelled.rowCount == 2)
+        try database.query("""
+            UPDATE pgpush.notifications SET status = 'expired', finished_at = now()
+             WHERE status = 'queued'
+            """)
+        // Past the lag that lets finishing transactions commit before they are counted.
+        try database.query("UPDATE pgpush.notifications SET finished_at = finished_at - interval '1 minute'")
+        let finished = try queue.finishedRows(apps: ["default", "other"], since: "-infinity")
+        #expect(finished.counts == ["default": ["cancelled": 2, "expired": 1]])
+        #expect(try queue.finishedRows(apps: ["other"], since: "-infinity").counts.isEmpty)
+        #expect(try queue.finishedRows(apps: ["default"], since: finished.upTo).counts.isEmpty)
+
+        let metrics = WorkerMetrics(apps: ["default", "idle"])
+        metrics.recordFinishedInDatabase(finished.counts)
+        metrics.recordFinishedInDatabase(finished.counts)
+        let text = metrics.render(connections: [:])
+        #expect(text.contains(#"pgpush_queue_finished_total{app="default",status="cancelled"} 4"#))
+        #expect(text.contains(#"pgpush_queue_finished_total{app="default",status="expired"} 2"#))
+        #expect(text.contains(#"pgpush_queue_finished_total{app="idle",status="cancelled"} 0"#))
+    }
 }
