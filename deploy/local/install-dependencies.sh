@@ -32,7 +32,6 @@ mkdir -p "$tools/bin"
 if [ ! -x "$tools/bin/promtool" ]; then
     echo "unpacking promtool from Debian's prometheus package into $tools/bin" >&2
     download=$(mktemp -d)
-    chmod 755 "$download"    # apt's _apt user writes the download there
     (cd "$download" && { apt-get download -qq prometheus 2>/dev/null || { $sudo apt-get update -qq && apt-get download -qq prometheus; }; })
     dpkg-deb --fsys-tarfile "$download"/prometheus_*.deb | tar -x -O ./usr/bin/promtool > "$tools/bin/promtool.partial"
     chmod 755 "$tools/bin/promtool.partial"
