@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 deploy/local/install-dependencies.sh
 # The container, systemd, Kubernetes and Prometheus files, checked offline with the
-# tools operators use on them: about a minute, before the long build.
+# tools operators use on them: seconds, before the long build.
 deploy/local/check-deploy.sh
 
 swift build --build-tests
