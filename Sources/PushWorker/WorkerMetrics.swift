@@ -9,7 +9,8 @@ import PushQueue
 /// tasks; read per scrape.
 ///
 /// Every label value comes from a bounded set, so that no tenant-made string can
-/// grow the number of series without limit: apps are the configured ones, reasons
+/// grow the number of series without limit: apps are the configured ones (the queue
+/// gauges sum every other app under "other"), reasons
 /// are the ones APNs documents or pgpush itself writes (others count as "other"),
 /// and topics are capped per app.
 final class WorkerMetrics: Sendable {
@@ -185,10 +186,19 @@ final class WorkerMetrics: Sendable {
         text += "pgpush_send_latency_seconds_bucket{le=\"+Inf\"} \(cumulative)\n"
         text += "pgpush_send_latency_seconds_sum \(snapshot.latencySum)\n"
         text += "pgpush_send_latency_seconds_count \(cumulative)\n"
-        // Served apps at zero when the view has no row for them (an empty queue).
-        let queue = Set(apps).union(snapshot.queueDepth.keys).sorted().map { app in
-            (app, snapshot.queueDepth[app].map { (due: $0.due, sending: $0.sending, oldestDueSeconds: $0.oldestDueSeconds) } ?? Self.emptyQueue)
+        // Served apps at zero when the view has no row for them (an empty queue). The
+        // view also lists apps this worker does not serve, named by whoever inserted
+        // the rows: those are summed under app="other" (oldest row: the oldest of them).
+        var queueByApp = Dictionary(uniqueKeysWithValues: apps.map { ($0, Self.emptyQueue) })
+        for (app, depth) in snapshot.queueDepth {
+            let label = queueByApp[app] == nil || app == Self.unservedApps ? Self.unservedApps : app
+            var figures = label == app ? Self.emptyQueue : queueByApp[label] ?? Self.emptyQueue
+            figures.due += depth.due
+            figures.sending += depth.sending
+            figures.oldestDueSeconds = max(figures.oldestDueSeconds, depth.oldestDueSeconds)
+            queueByApp[label] = figures
         }
+        let queue = queueByApp.sorted(by: { $0.key < $1.key })
         text += "# HELP pgpush_queue_due Rows due now, per app (as of the last heartbeat).\n# TYPE pgpush_queue_due gauge\n"
         for (app, depth) in queue {
             text += "pgpush_queue_due{app=\(Self.label(app))} \(depth.due)\n"
@@ -231,6 +241,9 @@ final class WorkerMetrics: Sendable {
         }
         return text
     }
+
+    /// The queue gauges' label for the apps this worker does not serve.
+    static let unservedApps = "other"
 
     /// The figures of an app the queue_depth view has no row for.
     private static let emptyQueue: (due: Int, sending: Int, oldestDueSeconds: Double) = (0, 0, 0)

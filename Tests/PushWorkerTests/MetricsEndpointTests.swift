@@ -5,7 +5,7 @@ import FoundationNetworking
 #endif
 import PGPushTestSupport
 import Postgres
-import PushQueue
+@testable import PushQueue
 @testable import PushWorker
 import Testing
 
@@ -68,7 +68,19 @@ import Testing
         }
         metrics.recordHealth(app: "a", topic: nil, healthy: false)
         metrics.recordExpiredAtClaim(app: "b", count: 3)
+        // Apps nobody here serves are named by whoever inserted the rows: one "other" series.
+        metrics.recordQueueDepth([
+            "a": QueueDepth(due: 5, sending: 1, oldestDueSeconds: 2),
+            "x": QueueDepth(due: 7, sending: 0, oldestDueSeconds: 30),
+            "y": QueueDepth(due: 1, sending: 2, oldestDueSeconds: 90),
+        ])
         let after = metrics.render(connections: [:])
+        #expect(after.contains(#"pgpush_queue_due{app="a"} 5"#))
+        #expect(after.contains(#"pgpush_queue_due{app="b"} 0"#))
+        #expect(after.contains(#"pgpush_queue_due{app="other"} 8"#))
+        #expect(after.contains(#"pgpush_queue_sending{app="other"} 2"#))
+        #expect(after.contains(#"pgpush_queue_oldest_due_seconds{app="other"} 90.0"#))
+        #expect(!after.contains(#"app="x""#) && !after.contains(#"app="y""#))
         #expect(after.contains(#"pgpush_app_healthy{app="a",topic=""} 0"#))
         #expect(after.contains(#"pgpush_notifications_total{app="b",outcome="expired",reason=""} 3"#))
     }
