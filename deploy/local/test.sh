@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Runs every test: installs what is missing, builds, runs the suite, a quick
+# Runs every test: installs what is missing, checks the files in deploy/ with
+# operators' tools (check-deploy.sh, again on a worker's real /metrics after the
+# suite), builds, runs the suite, a quick
 # benchmark as a smoke test, the transport, queue, client and worker tests again
 # under AddressSanitizer and under ThreadSanitizer, then a short libFuzzer run of
 # every fuzz target. The tests start their own throwaway PostgreSQL cluster and
