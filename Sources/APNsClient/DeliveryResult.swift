@@ -56,7 +56,7 @@ public struct DeliveryResult: Sendable, Equatable {
 
 /// Why a request got no answer, and whether APNs may have acted on it.
 public struct DeliveryFailure: Error, Sendable, Equatable, CustomStringConvertible {
-    public enum Cause: String, Sendable, Equatable {
+    public enum Cause: String, CaseIterable, Sendable, Equatable {
         /// No connection could be opened within the request timeout.
         case couldNotConnect
         /// RST_STREAM REFUSED_STREAM, also after the client's own resends.

@@ -33,6 +33,8 @@ public final class Worker: Sendable {
     private let metrics: WorkerMetrics
     private let repeated: RepeatedWarnings
     private let metricsServer: MetricsServer?
+    /// Where the next heartbeat's count of rows finished in the database starts.
+    private let finishedRowsSince = Locked<String?>(nil)
     /// How often the worker holding the prune lock prunes (when PGPUSH_PRUNE_AFTER_DAYS is set).
     static let pruneEvery: Duration = .seconds(600)
     /// Claims never ask for more than this many rows at once.
@@ -54,7 +56,7 @@ public final class Worker: Sendable {
         listener = try QueueListener()
         doorbells = Dictionary(uniqueKeysWithValues: configuration.apps.map { ($0.name, Doorbell()) })
         health = Dictionary(uniqueKeysWithValues: configuration.apps.map { ($0.name, AppHealth()) })
-        let metrics = WorkerMetrics()
+        let metrics = WorkerMetrics(apps: configuration.apps.map(\.name))
         self.metrics = metrics
         metricsServer = try configuration.metricsAddress.map { address throws(ConfigurationError) in
             try MetricsServer(address: address) { path in Self.route(path, metrics: metrics, senders: senders) }
@@ -193,6 +195,7 @@ public final class Worker: Sendable {
                 }
                 if !result.expiredIDs.isEmpty {
                     log.info("expired_before_send", ["app": app.name, "count": result.expiredIDs.count])
+                    metrics.recordExpiredAtClaim(app: app.name, count: result.expiredIDs.count)
                 }
                 if !result.knownInvalidIDs.isEmpty {
                     log.info("known_invalid_tokens_skipped", ["app": app.name, "count": result.knownInvalidIDs.count,
@@ -323,6 +326,7 @@ public final class Worker: Sendable {
     static let environmentMismatch = "LikelyEnvironmentMismatch"
 
     private func reportHealth(app: String, topic: String? = nil, healthy: Bool, reason: String?) {
+        metrics.recordHealth(app: app, topic: topic, healthy: healthy)
         Task { [self] in
             do {
                 try await maintenance.run { queue in
@@ -395,8 +399,10 @@ public final class Worker: Sendable {
     private func heartbeat() async {
         let totals = statistics
         let record = self.record
+        let apps = configuration.apps.map(\.name)
+        let since = finishedRowsSince.withLock { $0 }
         do {
-            let (depth, registeredAgain) = try await maintenance.run { queue in
+            let (depth, finished, registeredAgain) = try await maintenance.run { queue in
                 // A deleted row would leave the worker invisible to status and to the rescue of
                 // dead workers' rows, for as long as it runs.
                 let registeredAgain = try !queue.heartbeat(totals)
@@ -404,10 +410,12 @@ public final class Worker: Sendable {
                     try queue.register(record)
                     _ = try queue.heartbeat(totals)
                 }
-                return (try queue.queueDepth(), registeredAgain)
+                return (try queue.queueDepth(), try queue.finishedRows(apps: apps, since: since), registeredAgain)
             }
             if registeredAgain { log.warning("worker_registered_again", ["why": "its row in pgpush.workers was gone"]) }
             metrics.recordQueueDepth(depth)
+            metrics.recordFinishedInDatabase(finished.counts)
+            finishedRowsSince.withLock { $0 = finished.upTo }
             repeated.recovered("heartbeat_failed")
         } catch {
             repeated.warning("heartbeat_failed", ["error": error])

@@ -1,9 +1,18 @@
+import APNsClient
 import Foundation
 import Locking
+import PGPushCore
 import PushQueue
 
 /// What the worker counts for Prometheus: outcomes by app and reason, send
-/// latency, queue depth as last seen. Written from many tasks; read per scrape.
+/// latency, queue depth as last seen, app and topic health. Written from many
+/// tasks; read per scrape.
+///
+/// Every label value comes from a bounded set, so that no tenant-made string can
+/// grow the number of series without limit: apps are the configured ones (the queue
+/// gauges sum every other app under "other"), reasons
+/// are the ones APNs documents or pgpush itself writes (others count as "other"),
+/// and topics are capped per app.
 final class WorkerMetrics: Sendable {
     /// Upper bounds of the latency histogram, in seconds.
     static let latencyBuckets: [Double] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
@@ -14,15 +23,65 @@ final class WorkerMetrics: Sendable {
         var reason: String
     }
 
+    struct HealthKey: Hashable {
+        var app: String
+        /// "" for the whole app.
+        var topic: String
+    }
+
+    /// Distinct topic labels kept per app; further topics share the label "other".
+    /// Topics come from rows (apns-topic), so without a cap a tenant could make one
+    /// series per row.
+    static let topicsPerApp = 16
+
+    /// Reasons that are label values as they are: APNs's documented reasons,
+    /// pgpush's validation reasons, the causes of a request without an answer (as
+    /// the `last_reason` column spells them), and the claim's own.
+    static let knownReasons: Set<String> = {
+        var reasons: Set<String> = ["", "KnownInvalidToken"]
+        reasons.formUnion(APNsReason.allCases.map(\.rawValue))
+        reasons.formUnion(ValidationFailure.Reason.allCases.map(\.rawValue))
+        reasons.formUnion(DeliveryFailure.Cause.allCases.map { $0.rawValue.prefix(1).uppercased() + $0.rawValue.dropFirst() })
+        return reasons
+    }()
+
+    /// The label value for a reason: itself when known, `HTTPnnn` for an answer
+    /// without a reason, "other" for anything else (an undocumented APNs string, a
+    /// GOAWAY's debug data).
+    static func reasonLabel(_ reason: String?) -> String {
+        let reason = reason ?? ""
+        if knownReasons.contains(reason) { return reason }
+        if reason.count == 7, reason.hasPrefix("HTTP"), reason.dropFirst(4).allSatisfy(\.isASCII), Int(reason.dropFirst(4)) != nil {
+            return reason
+        }
+        return "other"
+    }
+
     private struct State {
         var outcomes: [OutcomeKey: Int] = [:]
+        var health: [HealthKey: Bool] = [:]
+        /// Per app, the paused topics past the cap: "other" reads 0 while any is paused.
+        var pausedOverflowTopics: [String: Set<String>] = [:]
         var latencyCounts = [Int](repeating: 0, count: WorkerMetrics.latencyBuckets.count + 1)
         var latencySum = 0.0
         var queueDepth: [String: QueueDepth] = [:]
+        /// Per app and status (expired, cancelled): rows the database saw finish.
+        var finishedInDatabase: [OutcomeKey: Int] = [:]
         var lastDatabaseContact: ContinuousClock.Instant?
     }
 
-    private let state = Locked(State())
+    private let state: Locked<State>
+    /// The apps this worker serves: their queue and health series exist from the
+    /// start, at zero and healthy, so that an empty queue reads 0 rather than
+    /// vanishing (and an alert on it does not go quiet for lack of data).
+    private let apps: [String]
+
+    init(apps: [String]) {
+        self.apps = apps.sorted()
+        var initial = State()
+        for app in apps { initial.health[HealthKey(app: app, topic: "")] = true }
+        state = Locked(initial)
+    }
 
     func recordOutcome(app: String, _ outcome: Outcome) {
         let name: String
@@ -32,7 +91,7 @@ final class WorkerMetrics: Sendable {
         case .expired: name = "expired"
         case .retry(_, let counts): name = counts ? "retried" : "requeued"
         }
-        let key = OutcomeKey(app: app, outcome: name, reason: outcome.reason ?? "")
+        let key = OutcomeKey(app: app, outcome: name, reason: Self.reasonLabel(outcome.reason))
         state.withLock { $0.outcomes[key, default: 0] += 1 }
     }
 
@@ -40,6 +99,31 @@ final class WorkerMetrics: Sendable {
     func recordKnownInvalid(app: String, count: Int) {
         let key = OutcomeKey(app: app, outcome: "failed", reason: "KnownInvalidToken")
         state.withLock { $0.outcomes[key, default: 0] += count }
+    }
+
+    /// Rows the claim found past their expiration and finished as `expired` without a request.
+    func recordExpiredAtClaim(app: String, count: Int) {
+        let key = OutcomeKey(app: app, outcome: "expired", reason: "")
+        state.withLock { $0.outcomes[key, default: 0] += count }
+    }
+
+    /// What the worker wrote to `app_health`: the app (topic nil) or one topic paused or healthy.
+    func recordHealth(app: String, topic: String?, healthy: Bool) {
+        state.withLock { state in
+            let key = HealthKey(app: app, topic: topic ?? "")
+            let isOverflow = state.health[key] == nil && !key.topic.isEmpty
+                && state.health.keys.count(where: { $0.app == app && !$0.topic.isEmpty && $0.topic != "other" }) >= Self.topicsPerApp
+            guard isOverflow, let topic else {
+                state.health[key] = healthy
+                return
+            }
+            if healthy {
+                state.pausedOverflowTopics[app]?.remove(topic)
+            } else {
+                state.pausedOverflowTopics[app, default: []].insert(topic)
+            }
+            state.health[HealthKey(app: app, topic: "other")] = state.pausedOverflowTopics[app]?.isEmpty ?? true
+        }
     }
 
     func recordLatency(_ duration: Duration) {
@@ -57,6 +141,21 @@ final class WorkerMetrics: Sendable {
             state.lastDatabaseContact = .now
         }
     }
+
+    /// What the heartbeat counted in the database since the previous one: rows
+    /// cancelled by applications and rows other workers found expired.
+    func recordFinishedInDatabase(_ counts: [String: [String: Int]]) {
+        state.withLock { state in
+            for (app, statuses) in counts {
+                for (status, count) in statuses where Self.databaseStatuses.contains(status) {
+                    state.finishedInDatabase[OutcomeKey(app: app, outcome: status, reason: ""), default: 0] += count
+                }
+            }
+        }
+    }
+
+    /// The statuses `pgpush_queue_finished_total` counts: rows that end without a send.
+    static let databaseStatuses = ["cancelled", "expired"]
 
     func recordDatabaseContact() {
         state.withLock { $0.lastDatabaseContact = .now }
@@ -87,17 +186,45 @@ final class WorkerMetrics: Sendable {
         text += "pgpush_send_latency_seconds_bucket{le=\"+Inf\"} \(cumulative)\n"
         text += "pgpush_send_latency_seconds_sum \(snapshot.latencySum)\n"
         text += "pgpush_send_latency_seconds_count \(cumulative)\n"
+        // Served apps at zero when the view has no row for them (an empty queue). The
+        // view also lists apps this worker does not serve, named by whoever inserted
+        // the rows: those are summed under app="other" (oldest row: the oldest of them).
+        var queueByApp = Dictionary(uniqueKeysWithValues: apps.map { ($0, Self.emptyQueue) })
+        for (app, depth) in snapshot.queueDepth {
+            let label = queueByApp[app] == nil || app == Self.unservedApps ? Self.unservedApps : app
+            var figures = label == app ? Self.emptyQueue : queueByApp[label] ?? Self.emptyQueue
+            figures.due += depth.due
+            figures.sending += depth.sending
+            figures.oldestDueSeconds = max(figures.oldestDueSeconds, depth.oldestDueSeconds)
+            queueByApp[label] = figures
+        }
+        let queue = queueByApp.sorted(by: { $0.key < $1.key })
         text += "# HELP pgpush_queue_due Rows due now, per app (as of the last heartbeat).\n# TYPE pgpush_queue_due gauge\n"
-        for (app, depth) in snapshot.queueDepth.sorted(by: { $0.key < $1.key }) {
+        for (app, depth) in queue {
             text += "pgpush_queue_due{app=\(Self.label(app))} \(depth.due)\n"
         }
         text += "# HELP pgpush_queue_sending Rows being sent by any worker, per app.\n# TYPE pgpush_queue_sending gauge\n"
-        for (app, depth) in snapshot.queueDepth.sorted(by: { $0.key < $1.key }) {
+        for (app, depth) in queue {
             text += "pgpush_queue_sending{app=\(Self.label(app))} \(depth.sending)\n"
         }
         text += "# HELP pgpush_queue_oldest_due_seconds Age of the oldest due row, per app.\n# TYPE pgpush_queue_oldest_due_seconds gauge\n"
-        for (app, depth) in snapshot.queueDepth.sorted(by: { $0.key < $1.key }) {
+        for (app, depth) in queue {
             text += "pgpush_queue_oldest_due_seconds{app=\(Self.label(app))} \(depth.oldestDueSeconds)\n"
+        }
+        text += "# HELP pgpush_queue_finished_total Rows of the served apps that finished in the database as cancelled "
+            + "(pgpush.cancel) or expired (by any worker), counted by this worker's heartbeat since it started; "
+            + "every worker counts the same rows, so aggregate with max, not sum.\n"
+        text += "# TYPE pgpush_queue_finished_total counter\n"
+        for app in Set(apps).union(snapshot.finishedInDatabase.keys.map(\.app)).sorted() {
+            for status in Self.databaseStatuses {
+                let count = snapshot.finishedInDatabase[OutcomeKey(app: app, outcome: status, reason: "")] ?? 0
+                text += "pgpush_queue_finished_total{app=\(Self.label(app)),status=\(Self.label(status))} \(count)\n"
+            }
+        }
+        text += "# HELP pgpush_app_healthy 1 while this worker can send for the app (topic \"\") or the topic, 0 while paused.\n"
+        text += "# TYPE pgpush_app_healthy gauge\n"
+        for (key, healthy) in snapshot.health.sorted(by: { ($0.key.app, $0.key.topic) < ($1.key.app, $1.key.topic) }) {
+            text += "pgpush_app_healthy{app=\(Self.label(key.app)),topic=\(Self.label(key.topic))} \(healthy ? 1 : 0)\n"
         }
         text += "# HELP pgpush_apns_connections Live HTTP/2 connections to APNs, per app.\n# TYPE pgpush_apns_connections gauge\n"
         for (app, value) in connections.sorted(by: { $0.key < $1.key }) {
@@ -114,6 +241,12 @@ final class WorkerMetrics: Sendable {
         }
         return text
     }
+
+    /// The queue gauges' label for the apps this worker does not serve.
+    static let unservedApps = "other"
+
+    /// The figures of an app the queue_depth view has no row for.
+    private static let emptyQueue: (due: Int, sending: Int, oldestDueSeconds: Double) = (0, 0, 0)
 
     /// A quoted label value with `\`, `"` and newlines escaped.
     static func label(_ value: String) -> String {

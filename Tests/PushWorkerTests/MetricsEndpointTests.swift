@@ -5,7 +5,8 @@ import FoundationNetworking
 #endif
 import PGPushTestSupport
 import Postgres
-import PushWorker
+@testable import PushQueue
+@testable import PushWorker
 import Testing
 
 @Suite struct MetricsEndpointTests {
@@ -40,12 +41,111 @@ import Testing
         #expect(try await get(port, "/healthz").0 == 200)
         let (status, text) = try await get(port, "/metrics")
         #expect(status == 200)
+        // deploy/local/test.sh hands this scrape to `promtool check metrics`: the real
+        // output of a worker that delivered, failed and measured, not a sample.
+        if let dump = ProcessInfo.processInfo.environment["PGPUSH_METRICS_DUMP"], !dump.isEmpty {
+            try text.write(toFile: dump, atomically: true, encoding: .utf8)
+        }
         #expect(text.contains(#"pgpush_notifications_total{app="default",outcome="delivered",reason=""} 9"#))
         #expect(text.contains(#"pgpush_notifications_total{app="default",outcome="failed",reason="Unregistered"} 1"#))
         #expect(text.contains(#"pgpush_send_latency_seconds_count 10"#))
         #expect(text.contains(#"pgpush_apns_connections{app="default"}"#))
+        #expect(text.contains(#"pgpush_app_healthy{app="default",topic=""} 1"#))
+        #expect(text.contains(#"pgpush_queue_oldest_due_seconds{app="default"}"#))
         #expect(try await get(port, "/nope").0 == 404)
         worker.stop()
         try await running.value
+    }
+
+    @Test func servedAppsReadZeroAndHealthyBeforeTheirFirstRow() {
+        let metrics = WorkerMetrics(apps: ["b", "a"])
+        let text = metrics.render(connections: [:])
+        for app in ["a", "b"] {
+            #expect(text.contains("pgpush_queue_due{app=\"\(app)\"} 0\n"))
+            #expect(text.contains("pgpush_queue_sending{app=\"\(app)\"} 0\n"))
+            #expect(text.contains("pgpush_queue_oldest_due_seconds{app=\"\(app)\"} 0.0\n"))
+            #expect(text.contains("pgpush_app_healthy{app=\"\(app)\",topic=\"\"} 1\n"))
+        }
+        metrics.recordHealth(app: "a", topic: nil, healthy: false)
+        metrics.recordExpiredAtClaim(app: "b", count: 3)
+        // Apps nobody here serves are named by whoever inserted the rows: one "other" series.
+        metrics.recordQueueDepth([
+            "a": QueueDepth(due: 5, sending: 1, oldestDueSeconds: 2),
+            "x": QueueDepth(due: 7, sending: 0, oldestDueSeconds: 30),
+            "y": QueueDepth(due: 1, sending: 2, oldestDueSeconds: 90),
+        ])
+        let after = metrics.render(connections: [:])
+        #expect(after.contains(#"pgpush_queue_due{app="a"} 5"#))
+        #expect(after.contains(#"pgpush_queue_due{app="b"} 0"#))
+        #expect(after.contains(#"pgpush_queue_due{app="other"} 8"#))
+        #expect(after.contains(#"pgpush_queue_sending{app="other"} 2"#))
+        #expect(after.contains(#"pgpush_queue_oldest_due_seconds{app="other"} 90.0"#))
+        #expect(!after.contains(#"app="x""#) && !after.contains(#"app="y""#))
+        #expect(after.contains(#"pgpush_app_healthy{app="a",topic=""} 0"#))
+        #expect(after.contains(#"pgpush_notifications_total{app="b",outcome="expired",reason=""} 3"#))
+    }
+
+    @Test func reasonLabelsAreOnlyKnownReasons() {
+        #expect(WorkerMetrics.reasonLabel(nil) == "")
+        #expect(WorkerMetrics.reasonLabel("Unregistered") == "Unregistered")
+        #expect(WorkerMetrics.reasonLabel("InvalidPayload") == "InvalidPayload")
+        #expect(WorkerMetrics.reasonLabel("ConnectionLost") == "ConnectionLost")
+        #expect(WorkerMetrics.reasonLabel("KnownInvalidToken") == "KnownInvalidToken")
+        #expect(WorkerMetrics.reasonLabel("HTTP502") == "HTTP502")
+        #expect(WorkerMetrics.reasonLabel("HTTP5020") == "other")
+        #expect(WorkerMetrics.reasonLabel("NotAnAPNsReason") == "other")
+        #expect(WorkerMetrics.reasonLabel("Unregistered\"} 1\nfake 2") == "other")
+        let metrics = WorkerMetrics(apps: ["a"])
+        metrics.recordOutcome(app: "a", Outcome(id: 1, claimCount: 1, disposition: .failed, httpStatus: 400, reason: "tenant-made text"))
+        #expect(metrics.render(connections: [:]).contains(#"pgpush_notifications_total{app="a",outcome="failed",reason="other"} 1"#))
+    }
+
+    @Test func topicHealthSeriesAreCappedPerApp() {
+        let metrics = WorkerMetrics(apps: ["a"])
+        let topics = (0..<(WorkerMetrics.topicsPerApp + 4)).map { "com.example.t\($0)" }
+        for topic in topics { metrics.recordHealth(app: "a", topic: topic, healthy: false) }
+        var text = metrics.render(connections: [:])
+        let series = text.split(separator: "\n").filter { $0.hasPrefix("pgpush_app_healthy{app=\"a\",topic=\"com.") }
+        #expect(series.count == WorkerMetrics.topicsPerApp)
+        #expect(text.contains(#"pgpush_app_healthy{app="a",topic="other"} 0"#))
+        // "other" reads healthy only once every folded topic resumed.
+        for topic in topics.suffix(3) { metrics.recordHealth(app: "a", topic: topic, healthy: true) }
+        #expect(metrics.render(connections: [:]).contains(#"pgpush_app_healthy{app="a",topic="other"} 0"#))
+        metrics.recordHealth(app: "a", topic: topics[WorkerMetrics.topicsPerApp], healthy: true)
+        text = metrics.render(connections: [:])
+        #expect(text.contains(#"pgpush_app_healthy{app="a",topic="other"} 1"#))
+        #expect(text.contains(#"pgpush_app_healthy{app="a",topic="com.example.t0"} 0"#))
+    }
+
+    /// Cancelled rows never reach a worker's outcomes: the heartbeat counts them, and
+    /// expired ones, from the database, for the served apps only.
+    @Test func rowsFinishedInTheDatabaseAreCounted() throws {
+        let conninfo = try TestDatabase.migrated()
+        let database = try PostgresConnection(conninfo: conninfo)
+        let queue = NotificationQueue(connection: database, workerID: "metrics-worker")
+        #expect(try queue.finishedRows(apps: ["default"], since: nil).counts.isEmpty)
+        let ids = try database.query("SELECT pgpush.enqueue_many(device_tokens => $1, payload => '{}')",
+                                     [(1...3).map(WorkerEndToEndTests.token)])
+        #expect(ids.rowCount == 3)
+        let cancelled = try database.query("SELECT pgpush.cancel(array(SELECT id FROM pgpush.notifications ORDER BY id LIMIT 2))")
+        #expect(cancelled.rowCount == 2)
+        try database.query("""
+            UPDATE pgpush.notifications SET status = 'expired', finished_at = now()
+             WHERE status = 'queued'
+            """)
+        // Past the lag that lets finishing transactions commit before they are counted.
+        try database.query("UPDATE pgpush.notifications SET finished_at = finished_at - interval '1 minute'")
+        let finished = try queue.finishedRows(apps: ["default", "other"], since: "-infinity")
+        #expect(finished.counts == ["default": ["cancelled": 2, "expired": 1]])
+        #expect(try queue.finishedRows(apps: ["other"], since: "-infinity").counts.isEmpty)
+        #expect(try queue.finishedRows(apps: ["default"], since: finished.upTo).counts.isEmpty)
+
+        let metrics = WorkerMetrics(apps: ["default", "idle"])
+        metrics.recordFinishedInDatabase(finished.counts)
+        metrics.recordFinishedInDatabase(finished.counts)
+        let text = metrics.render(connections: [:])
+        #expect(text.contains(#"pgpush_queue_finished_total{app="default",status="cancelled"} 4"#))
+        #expect(text.contains(#"pgpush_queue_finished_total{app="default",status="expired"} 2"#))
+        #expect(text.contains(#"pgpush_queue_finished_total{app="idle",status="cancelled"} 0"#))
     }
 }

@@ -8,7 +8,7 @@ import Testing
 @Suite struct DeploymentManifestTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     static let python = "/usr/bin/python3"
-    /// Every variable SPEC §6 and the README document.
+    /// Every variable the worker reads (WorkerConfiguration) and the README documents.
     static let knownVariables: Set<String> = [
         "DATABASE_URL", "PGPUSH_APNS_ENV", "PGPUSH_APNS_URL", "PGPUSH_CA_FILE", "PGPUSH_TEAM_ID", "PGPUSH_KEY_ID",
         "PGPUSH_KEY_FILE", "PGPUSH_CERT_FILE", "PGPUSH_CERT_PASSWORD", "PGPUSH_TOPIC", "PGPUSH_CONNECTIONS",
@@ -33,7 +33,7 @@ import Testing
     @Test(.enabled(if: pythonWithYAML, "needs /usr/bin/python3 with PyYAML (Debian python3-yaml)"))
     func kubernetesManifestsAreWellFormedAndUseRealSettings() async throws {
         let documents = try await kubernetesDocuments()
-        #expect(documents.map { $0["kind"] as? String } == ["Job", "Deployment", "ScaledObject"])
+        #expect(documents.map { $0["kind"] as? String } == ["Job", "Deployment", "TriggerAuthentication", "ScaledObject"])
         for document in documents {
             #expect(document["apiVersion"] is String)
             #expect((document["metadata"] as? [String: Any])?["name"] is String)
@@ -52,7 +52,8 @@ import Testing
             }
         }
         // The autoscaler's query runs against the real schema.
-        let trigger = (((documents[2]["spec"] as? [String: Any])?["triggers"] as? [[String: Any]])?.first)?["metadata"] as? [String: Any]
+        let scaledObject = try #require(documents.first { $0["kind"] as? String == "ScaledObject" })
+        let trigger = (((scaledObject["spec"] as? [String: Any])?["triggers"] as? [[String: Any]])?.first)?["metadata"] as? [String: Any]
         let query = try #require(trigger?["query"] as? String)
         let database = try PostgresConnection(conninfo: try TestDatabase.migrated())
         #expect(try database.query(query).int(0, 0) == 0)
@@ -75,6 +76,7 @@ import Testing
         // The binary looks for migrations in share/pgpush/sql beside its bin/ folder.
         #expect(dockerfile.contains("/out/usr/local/bin/pgpush"))
         #expect(dockerfile.contains("/out/usr/local/share/pgpush/sql"))
-        #expect(dockerfile.contains("USER pgpush"))
+        // A numeric user, the one the Kubernetes pods run as.
+        #expect(dockerfile.contains("USER 10001:10001"))
     }
 }

@@ -1,18 +1,50 @@
 #!/usr/bin/env bash
-# Installs the Debian packages pgpush builds and tests with, when missing.
-# Needs root (or sudo) only when something is missing.
+# Installs the Debian packages pgpush builds and tests with, when missing, and the
+# tools deploy/local/check-deploy.sh runs: promtool (from Debian's prometheus
+# package) and kubernetes-validate (from PyPI), both under .build/deploy-tools.
+# Needs root (or sudo) only when a Debian package is missing.
 set -euo pipefail
+cd "$(dirname "$0")/../.."
 
-packages=(libpq-dev libnghttp2-dev libssl-dev pkg-config postgresql openssl nghttp2-client nghttp2-server python3-yaml)
+# systemd: systemd-analyze. python3-venv: the virtual environment kubernetes-validate
+# lives in (Debian's python3 refuses pip installs outside one).
+packages=(libpq-dev libnghttp2-dev libssl-dev pkg-config postgresql openssl nghttp2-client nghttp2-server python3-yaml
+          systemd python3-venv)
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
-
-echo "installing: ${missing[*]}" >&2
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq
-$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "installing: ${missing[*]}" >&2
+    $sudo apt-get update -qq
+    $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+tools=.build/deploy-tools
+mkdir -p "$tools/bin"
+
+# promtool only: installing Debian's prometheus package would also enable and start
+# a Prometheus server (its init script and unit), which a test machine must not get.
+# The package is downloaded with apt and only promtool is unpacked from it.
+if [ ! -x "$tools/bin/promtool" ]; then
+    echo "unpacking promtool from Debian's prometheus package into $tools/bin" >&2
+    download=$(mktemp -d)
+    (cd "$download" && { apt-get download -qq prometheus 2>/dev/null || { $sudo apt-get update -qq && apt-get download -qq prometheus; }; })
+    dpkg-deb --fsys-tarfile "$download"/prometheus_*.deb | tar -x -O ./usr/bin/promtool > "$tools/bin/promtool.partial"
+    chmod 755 "$tools/bin/promtool.partial"
+    mv "$tools/bin/promtool.partial" "$tools/bin/promtool"
+    rm -rf "$download"
+fi
+
+# kubernetes-validate, pinned: its bundled schemas decide what passes.
+kubernetes_validate_version=1.37.0
+if ! "$tools/venv/bin/kubernetes-validate" --version 2>/dev/null | grep -qF "$kubernetes_validate_version"; then
+    echo "installing kubernetes-validate $kubernetes_validate_version into $tools/venv" >&2
+    rm -rf "$tools/venv"
+    python3 -m venv "$tools/venv"
+    "$tools/venv/bin/pip" install -q --disable-pip-version-check "kubernetes-validate==$kubernetes_validate_version"
+    ln -sf ../venv/bin/kubernetes-validate "$tools/bin/kubernetes-validate"
+fi

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Runs every test: installs what is missing, builds, runs the suite, a quick
+# Runs every test: installs what is missing, checks the files in deploy/ with
+# operators' tools (check-deploy.sh, again on a worker's real /metrics after the
+# suite), builds, runs the suite, a quick
 # benchmark as a smoke test, the transport, queue, client and worker tests again
 # under AddressSanitizer and under ThreadSanitizer, then a short libFuzzer run of
 # every fuzz target. The tests start their own throwaway PostgreSQL cluster and
@@ -9,11 +11,19 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 deploy/local/install-dependencies.sh
+# The container, systemd, Kubernetes and Prometheus files, checked offline with the
+# tools operators use on them: seconds, before the long build.
+deploy/local/check-deploy.sh
 
 swift build --build-tests
+# MetricsEndpointTests writes its worker's /metrics scrape to this file, which
+# promtool then checks (deploy/local/check-deploy.sh --metrics).
+metrics_scrape=$(mktemp)
+trap 'rm -f "$metrics_scrape"' EXIT
 # The fault suite kills processes and restarts PostgreSQL; it runs after the rest so
 # that its load does not skew the timing-sensitive tests running beside it.
-swift test --skip-build --skip ReliabilityTests
+PGPUSH_METRICS_DUMP="$metrics_scrape" swift test --skip-build --skip ReliabilityTests
+deploy/local/check-deploy.sh --metrics "$metrics_scrape"
 swift test --skip-build --filter ReliabilityTests
 [ "${1:-}" = "--quick" ] && exit 0
 
