@@ -147,6 +147,17 @@ import Testing
         #expect(try schemaFingerprint(connection) == before)
     }
 
+    /// Run again by hand, 007 fails on nothing and changes nothing, whether or not the roles
+    /// of roles.sql exist (they belong to the cluster, so another test may have made them).
+    @Test func migration007RunsAgainWithoutError() throws {
+        let connection = try PostgresConnection(conninfo: try TestDatabase.migrated())
+        let migration = try #require(try Migration.load(directory: TestDatabase.sqlDirectory).first { $0.version == 7 })
+        let before = try schemaFingerprint(connection)
+        try connection.transaction { try connection.execute(script: migration.sql) }
+        try connection.transaction { try connection.execute(script: migration.sql) }
+        #expect(try schemaFingerprint(connection) == before)
+    }
+
     /// Run again by hand (the runner would skip it), 005 fails on nothing and changes nothing.
     @Test func migration005RunsAgainWithoutError() throws {
         let connection = try PostgresConnection(conninfo: try TestDatabase.migrated())
