@@ -140,6 +140,9 @@ BEGIN
         pgpush.cancel(bigint[]), pgpush.token_registered(text, text), pgpush.prune(interval, integer)
       FROM pgpush_app, pgpush_worker, pgpush_monitor;
     GRANT USAGE ON SCHEMA pgpush TO pgpush_app, pgpush_worker, pgpush_monitor;
+    -- `pgpush doctor` reports the schema version as whichever role it runs as.
+    REVOKE ALL ON pgpush.schema_migrations FROM pgpush_app, pgpush_worker, pgpush_monitor;
+    GRANT SELECT ON pgpush.schema_migrations TO pgpush_app, pgpush_worker, pgpush_monitor;
 
     GRANT SELECT ON pgpush.notifications, pgpush.delivery_errors, pgpush.invalid_tokens, pgpush.app_grants,
                     pgpush.queue_depth, pgpush.throughput, pgpush.error_breakdown

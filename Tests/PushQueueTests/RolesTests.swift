@@ -19,34 +19,30 @@ import Testing
         let suffix = String(UUID().uuidString.prefix(8).lowercased())
 
         init() throws {
-            conninfo = try TestDatabase.migrated()
-            owner = try PostgresConnection(conninfo: conninfo)
-            let roles = try String(contentsOfFile: TestDatabase.sqlDirectory + "/roles.sql", encoding: .utf8)
-            try owner.execute(script: roles)
-            try owner.execute(script: roles)   // safe to run again
-            app = try Self.login(owner: owner, conninfo: conninfo, suffix: suffix, name: "app", group: "pgpush_app", apps: ["default"])
-            worker = try Self.login(owner: owner, conninfo: conninfo, suffix: suffix, name: "worker", group: "pgpush_worker")
-            monitor = try Self.login(owner: owner, conninfo: conninfo, suffix: suffix, name: "monitor", group: "pgpush_monitor")
+            let conninfo = try TestDatabase.migrated()
+            let owner = try PostgresConnection(conninfo: conninfo)
+            self.conninfo = conninfo
+            self.owner = owner
+            try TestDatabase.applyRoles(owner)
+            try TestDatabase.applyRoles(owner)   // safe to run again
+            let suffix = suffix
+            func login(_ name: String, _ group: String, _ apps: [String] = []) throws -> PostgresConnection {
+                try PostgresConnection(conninfo: TestDatabase.login(owner, conninfo: conninfo, role: "login_\(name)_\(suffix)",
+                                                                    group: group, apps: apps))
+            }
+            app = try login("app", "pgpush_app", ["default"])
+            worker = try login("worker", "pgpush_worker")
+            monitor = try login("monitor", "pgpush_monitor")
         }
 
         /// A new LOGIN role in `group`, given `apps` with pgpush.grant_app, connected with its own conninfo.
         func login(_ name: String, group: String, apps: [String] = []) throws -> PostgresConnection {
-            try Self.login(owner: owner, conninfo: conninfo, suffix: suffix, name: name, group: group, apps: apps)
+            try PostgresConnection(conninfo: TestDatabase.login(owner, conninfo: conninfo, role: role(name), group: group, apps: apps))
         }
 
         /// The role's name: `login_<name>_<suffix>` (roles belong to the whole cluster, which
         /// every test database shares).
         func role(_ name: String) -> String { "login_\(name)_\(suffix)" }
-
-        private static func login(owner: PostgresConnection, conninfo: String, suffix: String, name: String, group: String,
-                                  apps: [String] = []) throws -> PostgresConnection {
-            let role = "login_\(name)_\(suffix)"
-            try owner.execute(script: "CREATE ROLE \(role) LOGIN IN ROLE \(group)")
-            for app in apps {
-                try owner.query("SELECT pgpush.grant_app($1, $2)", [role, app])
-            }
-            return try PostgresConnection(conninfo: conninfo.replacingOccurrences(of: "user=pgpush", with: "user=\(role)"))
-        }
     }
 
     private func expectDenied(_ connection: PostgresConnection, _ sql: String, _ parameters: [(any PostgresParameter)?] = [],
