@@ -277,6 +277,32 @@ import Testing
         #expect(try migrator.query("SELECT current_user").string(0, 0) == setup.role("migrator"))
     }
 
+    /// A database where the roles.sql of 001-005 ran takes 007: the old table-wide grants (the
+    /// monitor reading payloads, the worker updating any column) are replaced by 007 itself,
+    /// before anyone runs roles.sql again.
+    @Test func migration007ReplacesTheGrantsOfTheOldRolesScript() throws {
+        _ = try Setup()   // the group roles exist (they belong to the cluster)
+        let connection = try PostgresConnection(conninfo: try TestDatabase.empty())
+        let all = try Migration.load(directory: TestDatabase.sqlDirectory)
+        try MigrationRunner(migrations: all.filter { $0.version <= 6 }).migrate(connection)
+        // What the old roles.sql granted on the queue (its role membership is left out: roles
+        // are shared with the tests running beside this one).
+        try connection.execute(script: """
+            GRANT SELECT ON pgpush.notifications, pgpush.invalid_tokens TO pgpush_monitor;
+            GRANT SELECT, UPDATE ON pgpush.notifications TO pgpush_worker;
+            """)
+        try MigrationRunner(migrations: all).migrate(connection)
+        let privileges = try connection.query("""
+            SELECT has_column_privilege('pgpush_monitor', 'pgpush.notifications', 'payload', 'SELECT'),
+                   has_column_privilege('pgpush_monitor', 'pgpush.invalid_tokens', 'device_token', 'SELECT'),
+                   has_column_privilege('pgpush_worker', 'pgpush.notifications', 'payload', 'UPDATE'),
+                   has_column_privilege('pgpush_worker', 'pgpush.notifications', 'status', 'UPDATE'),
+                   has_column_privilege('pgpush_monitor', 'pgpush.notifications', 'status', 'SELECT'),
+                   (SELECT relrowsecurity FROM pg_class WHERE oid = 'pgpush.notifications'::regclass)
+            """)
+        #expect((0..<6).map { privileges.bool(0, $0) } == [false, false, false, true, true, true])
+    }
+
     /// Every SECURITY DEFINER function in the schema fixes its search_path, so a caller's own
     /// schema cannot put a function or table in front of the owner's.
     @Test func everySecurityDefinerFunctionFixesItsSearchPath() throws {
