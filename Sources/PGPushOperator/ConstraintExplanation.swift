@@ -52,6 +52,10 @@ public enum ConstraintExplanation {
             return "a value has the wrong form: \(error.message)"
         case "22003":
             return "a number is out of range: \(error.message)"
+        case "42501" where error.message.contains("row-level security"):
+            // sql/007_per_app_access.sql: an application role enqueues only for its granted apps.
+            return "this database role may not enqueue for that app: the owner grants it with "
+                + "SELECT pgpush.grant_app('<role>', '<app>')"
         default:
             return nil
         }
