@@ -1,48 +1,61 @@
--- Least-privilege roles for pgpush (optional; run after `pgpush migrate`, as
--- the schema owner or a superuser). Safe to run again.
+-- Least-privilege roles for pgpush. Run once after the first `pgpush migrate`,
+-- as a superuser (it creates roles and hands the schema to pgpush_owner).
+-- Safe to run again; running it again after a newer pgpush also replaces the
+-- grants of an older version.
 --
---   pgpush_app      applications: enqueue, cancel their rows, clear a re-registered token, read status and views
+--   pgpush_owner    owns schema pgpush and everything in it; `pgpush migrate`
+--                   runs as a login role that is a member of it
+--   pgpush_app      applications: enqueue, read and cancel the rows of the
+--                   apps pgpush.grant_app gave them, clear re-registered tokens
 --   pgpush_worker   `pgpush run`: claim, record outcomes, heartbeat, prune
---   pgpush_monitor  dashboards and `pgpush status`: read-only
+--   pgpush_monitor  dashboards and `pgpush status`: states, counts, reasons;
+--                   no payloads or device tokens
 --
--- They are group roles without LOGIN; grant them to login roles:
---   CREATE ROLE shop_backend LOGIN PASSWORD '…' IN ROLE pgpush_app;
+-- They are group roles without LOGIN; grant them to login roles, one group
+-- per login role:
+--   CREATE ROLE pgpush_migrator LOGIN PASSWORD '…' IN ROLE pgpush_owner;
+--   CREATE ROLE pgpush_run      LOGIN PASSWORD '…' IN ROLE pgpush_worker;
+--   CREATE ROLE shop_backend    LOGIN PASSWORD '…' IN ROLE pgpush_app;
+--   SELECT pgpush.grant_app('shop_backend', 'shop');   -- '*' for every app
+-- An application role without any grant sees and changes nothing.
 
 DO $$
 BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'pgpush_owner') THEN CREATE ROLE pgpush_owner NOLOGIN; END IF;
     IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'pgpush_app') THEN CREATE ROLE pgpush_app NOLOGIN; END IF;
     IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'pgpush_worker') THEN CREATE ROLE pgpush_worker NOLOGIN; END IF;
     IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'pgpush_monitor') THEN CREATE ROLE pgpush_monitor NOLOGIN; END IF;
+    -- Earlier versions made every application a monitor, which now reads
+    -- every app's rows: an application gets its own, narrower grants below.
+    IF pg_has_role('pgpush_app', 'pgpush_monitor', 'MEMBER') THEN REVOKE pgpush_monitor FROM pgpush_app; END IF;
 END
 $$;
 
-GRANT USAGE ON SCHEMA pgpush TO pgpush_app, pgpush_worker, pgpush_monitor;
+-- Everything in schema pgpush belongs to pgpush_owner, so that migrations run
+-- as it (not as the worker, which may not change the schema) and the
+-- SECURITY DEFINER functions run as the owner of the tables they change.
+-- Identity sequences follow their tables.
+ALTER SCHEMA pgpush OWNER TO pgpush_owner;
+DO $$
+DECLARE
+    object record;
+BEGIN
+    FOR object IN
+        SELECT c.oid::regclass AS name, c.relkind FROM pg_class c
+         WHERE c.relnamespace = 'pgpush'::regnamespace AND c.relkind IN ('r', 'p', 'v', 'm', 'S')
+           AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.classid = 'pg_class'::regclass AND d.objid = c.oid
+                              AND d.deptype IN ('a', 'i'))
+    LOOP
+        EXECUTE format('ALTER %s %s OWNER TO pgpush_owner',
+                       CASE object.relkind WHEN 'v' THEN 'VIEW' WHEN 'm' THEN 'MATERIALIZED VIEW'
+                                           WHEN 'S' THEN 'SEQUENCE' ELSE 'TABLE' END, object.name);
+    END LOOP;
+    FOR object IN SELECT p.oid::regprocedure AS name FROM pg_proc p WHERE p.pronamespace = 'pgpush'::regnamespace LOOP
+        EXECUTE format('ALTER ROUTINE %s OWNER TO pgpush_owner', object.name);
+    END LOOP;
+END
+$$;
 
--- Monitoring: the views and tables, read-only.
-GRANT SELECT ON pgpush.queue_depth, pgpush.throughput, pgpush.error_breakdown, pgpush.worker_health,
-                pgpush.app_health, pgpush.invalid_tokens, pgpush.workers, pgpush.delivery_errors,
-                pgpush.notifications
-   TO pgpush_monitor;
-
--- Applications: insert rows (directly or through enqueue), read everything a
--- monitor reads, cancel through pgpush.cancel, take a token registered again
--- off pgpush.invalid_tokens through pgpush.token_registered. No UPDATE or
--- DELETE: an application cannot mark a row delivered or erase its history.
-GRANT pgpush_monitor TO pgpush_app;
-GRANT INSERT (app, device_token, push_type, priority, topic, payload, collapse_id, expires_at, send_after,
-              idempotency_key, apns_id, deliver_once)
-   ON pgpush.notifications TO pgpush_app;
-GRANT EXECUTE ON FUNCTION pgpush.enqueue(text, jsonb, text, text, integer, text, text, timestamptz, timestamptz, text, boolean),
-                          pgpush.enqueue_many(text[], jsonb, text, text, integer, text, text, timestamptz, timestamptz, text, boolean),
-                          pgpush.cancel(bigint[]),
-                          pgpush.token_registered(text, text)
-   TO pgpush_app;
-
--- Workers: claim and update rows, record errors, tokens, health and
--- heartbeats, prune. No INSERT into the queue, no DDL.
-GRANT SELECT, UPDATE ON pgpush.notifications TO pgpush_worker;
-GRANT SELECT, INSERT ON pgpush.delivery_errors TO pgpush_worker;
-GRANT SELECT, INSERT, UPDATE ON pgpush.invalid_tokens TO pgpush_worker;
-GRANT SELECT, INSERT, UPDATE, DELETE ON pgpush.workers, pgpush.app_health TO pgpush_worker;
-GRANT SELECT ON pgpush.queue_depth, pgpush.throughput, pgpush.error_breakdown, pgpush.worker_health TO pgpush_worker;
-GRANT EXECUTE ON FUNCTION pgpush.prune(interval, integer) TO pgpush_worker;
+-- The grants and row-level security of the three groups: defined in
+-- sql/007_per_app_access.sql, where the comment says who may do what.
+SELECT pgpush.apply_role_privileges();

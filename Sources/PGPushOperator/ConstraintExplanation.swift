@@ -28,6 +28,14 @@ public enum ConstraintExplanation {
         "notifications_idempotency": "the app already has a notification with this idempotency key",
         "notifications_status_unknown": "the status is not one pgpush knows",
         "notifications_attempts_negative": "attempts cannot be negative",
+        // sql/006_input_rules.sql
+        "notifications_app_name_1_to_64_letters_digits_dot_dash":
+            "the app name must be 1 to 64 characters, each a letter, digit, '.', '_' or '-'",
+        "notifications_send_after_infinite": "send_after must be a finite time (not infinity or -infinity)",
+        "notifications_expires_at_infinite": "expires_at must be a finite time (not infinity or -infinity); leave it out for none",
+        "notifications_topic_control_character": "the topic contains a control character",
+        "notifications_collapse_id_control_character": "the collapse id contains a control character",
+        "notifications_payload_nested_deeper_than_64": "the payload nests objects and arrays more than 64 levels deep",
     ]
 
     /// A sentence for a database error an enqueue caused, or nil when it is not about the row
@@ -44,6 +52,10 @@ public enum ConstraintExplanation {
             return "a value has the wrong form: \(error.message)"
         case "22003":
             return "a number is out of range: \(error.message)"
+        case "42501" where error.message.contains("row-level security"):
+            // sql/007_per_app_access.sql: an application role enqueues only for its granted apps.
+            return "this database role may not enqueue for that app: the owner grants it with "
+                + "SELECT pgpush.grant_app('<role>', '<app>')"
         default:
             return nil
         }

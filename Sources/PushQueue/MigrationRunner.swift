@@ -8,6 +8,8 @@ import Postgres
 public struct MigrationRunner {
     /// Arbitrary but fixed: "pgpush" in ASCII, plus 1.
     static let advisoryLockKey: Int64 = 0x7067_7075_7368_0001
+    /// The role sql/roles.sql makes the owner of schema pgpush.
+    static let ownerRole = "pgpush_owner"
 
     public let migrations: [Migration]
 
@@ -21,8 +23,21 @@ public struct MigrationRunner {
         try connection.query("SELECT pg_advisory_lock($1)", [Self.advisoryLockKey])
         defer { _ = try? connection.query("SELECT pg_advisory_unlock($1)", [Self.advisoryLockKey]) }
 
+        // Once sql/roles.sql handed the schema to pgpush_owner, migrations run as that role
+        // (the connecting role is a member of it): what they create belongs to the owner like
+        // the rest, and the SECURITY DEFINER functions keep running as the tables' owner.
+        let becomesOwner = try connection.query("""
+            SELECT EXISTS (SELECT 1 FROM pg_namespace n
+                            WHERE n.nspname = 'pgpush' AND n.nspowner::regrole::text = $1
+                              AND current_user <> $1 AND pg_has_role(current_user, n.nspowner, 'MEMBER'))
+            """, [Self.ownerRole]).bool(0, 0) == true
+        if becomesOwner { try connection.query("SET ROLE pgpush_owner") }
+        defer { if becomesOwner { _ = try? connection.query("RESET ROLE") } }
+
+        // CREATE SCHEMA IF NOT EXISTS needs CREATE on the database even when the schema
+        // exists, which the owner role need not have: only create it when missing.
         try connection.execute(script: """
-            CREATE SCHEMA IF NOT EXISTS pgpush;
+            DO $$ BEGIN IF to_regnamespace('pgpush') IS NULL THEN CREATE SCHEMA pgpush; END IF; END $$;
             CREATE TABLE IF NOT EXISTS pgpush.schema_migrations (
                 version    integer PRIMARY KEY,
                 name       text        NOT NULL,

@@ -76,6 +76,8 @@ public final class NotificationQueue {
     /// `completeSQL`), rows as inserted: the probe lowers the row's token, which leaves the
     /// index usable. With `$5` false the planner drops the subquery altogether.
     /// Expiry wins over a dead token: such a row ends `expired` as before.
+    /// An infinite `expires_at` (rows from before migration 006 refused them) is sent without an
+    /// expiration instead of failing the whole claim with "cannot convert infinity to bigint".
     public static let claimSQL = """
         WITH due AS (
             SELECT n.id,
@@ -106,7 +108,8 @@ public final class NotificationQueue {
               FROM due
              WHERE n.id = due.id
             RETURNING n.id, n.status, n.claim_count, n.attempts, n.device_token, n.push_type, n.priority, n.topic,
-                      n.payload, n.collapse_id, floor(extract(epoch FROM n.expires_at))::bigint, n.apns_id,
+                      n.payload, n.collapse_id,
+                      CASE WHEN isfinite(n.expires_at) THEN floor(extract(epoch FROM n.expires_at))::bigint END, n.apns_id,
                       n.deliver_once, n.app
         ), refused AS (
             -- No attempt was made: `attempt` is the count of earlier ones, the status is null (no answer).

@@ -10,6 +10,10 @@ enum MigrateCommand {
         transaction, under an advisory lock: several processes may run it at once, and a
         second run changes nothing.
 
+        Run it as a login role in pgpush_owner (sql/roles.sql), which owns the schema; once
+        roles.sql has run, migrations run as pgpush_owner. The worker's role may not change
+        the schema.
+
         Flags:
           --database-url URL   libpq connection string or URI (default: $DATABASE_URL, then PG* variables)
           --sql-dir DIR        the migrations folder (default: $PGPUSH_SQL_DIR, share/pgpush/sql beside

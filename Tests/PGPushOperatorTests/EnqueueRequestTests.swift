@@ -101,5 +101,11 @@ import Testing
         #expect(ConstraintExplanation.explain(PostgresError(kind: .connection, message: "server closed the connection")) == nil)
         #expect(ConstraintExplanation.explain(PostgresError(kind: .server, message: "x", sqlState: "23514", constraint: "other_rule"))
                 == "the row breaks the rule other_rule (constraint other_rule)")
+        // An application role enqueueing for an app it was not granted (sql/007_per_app_access.sql).
+        let refused = PostgresError(kind: .server, message: "new row violates row-level security policy for table \"notifications\"",
+                                    sqlState: "42501", constraint: nil)
+        #expect(ConstraintExplanation.explain(refused)?.contains("pgpush.grant_app") == true)
+        #expect(ConstraintExplanation.explain(PostgresError(kind: .server, message: "permission denied for table notifications",
+                                                            sqlState: "42501", constraint: nil)) == nil)
     }
 }

@@ -387,6 +387,8 @@ import Testing
         #expect(held.int(0, 0) == 2)
     }
 
+    /// Control characters in topic and collapse id are refused at INSERT since migration 006
+    /// (BadInputTests); quotes and SQL in them and in the payload still travel as data.
     @Test func hostileRowContentNeverBreaksTheClaimForOthers() throws {
         let conninfo = try TestDatabase.migrated()
         let connection = try PostgresConnection(conninfo: conninfo)
@@ -394,12 +396,12 @@ import Testing
             INSERT INTO pgpush.notifications (device_token, payload, topic, collapse_id, push_type, priority)
             VALUES ($1, $2::jsonb, $3, $4, 'alert', 1)
             """, [Self.token, #"{"aps":{"alert":"'); DROP TABLE pgpush.notifications; --\u0001?\u001b[31m"},"n":1e400}"#,
-                  "com.example\u{7}\r\n'; SELECT 1", "\u{1b}[2J"])
+                  "com.example'; SELECT 1 --", "[2J\"'--"])
         _ = try insert(connection, count: 2)
         let claimed = try NotificationQueue(connection: connection, workerID: "w1").claim(app: "default", limit: 10, lease: .seconds(30))
         #expect(claimed.claimed.count == 3)
-        #expect(claimed.claimed[0].notification.topic == "com.example\u{7}\r\n'; SELECT 1")
-        #expect(claimed.claimed[0].notification.collapseID == "\u{1b}[2J")
+        #expect(claimed.claimed[0].notification.topic == "com.example'; SELECT 1 --")
+        #expect(claimed.claimed[0].notification.collapseID == "[2J\"'--")
     }
 }
 

@@ -101,6 +101,63 @@ import Testing
         #expect(try connection.query("SELECT pgpush.token_registered('shop', upper($1))", [token]).bool(0, 0) == true)
     }
 
+    /// Rows that 001-005 accepted and 006 refuses: the migration keeps them, queue_depth no
+    /// longer fails on them, and the claim takes them again. Before 006, queue_depth failed with
+    /// "cannot subtract infinite timestamps" and the claim of app news with "cannot convert
+    /// infinity to bigint"; with the rules but without the repair, every claim of an app with
+    /// such a row failed on the rule (a NOT VALID rule still checks updates).
+    @Test func migration006KeepsOldRowsTheNewRulesRefuseAndTheViewsSurviveThem() throws {
+        let connection = try PostgresConnection(conninfo: try TestDatabase.empty())
+        let all = try Migration.load(directory: TestDatabase.sqlDirectory)
+        try MigrationRunner(migrations: all.filter { $0.version <= 5 }).migrate(connection)
+        let token = BadInputTests.token
+        try connection.query("SELECT pgpush.enqueue(device_token => $1, payload => '{}', app => 'shop', send_after => '-infinity')", [token])
+        try connection.query("SELECT pgpush.enqueue(device_token => $1, payload => '{}', app => 'news', expires_at => 'infinity')", [token])
+        try connection.query("SELECT pgpush.enqueue(device_token => $1, payload => '{}', app => E'bad\nname')", [token])
+        // Deep enough to need the exact depth count, shallow enough for 005's size check.
+        try connection.query("SELECT pgpush.enqueue(device_token => $1, payload => $2::jsonb, app => 'deep')",
+                             [token, BadInputTests.nested(depth: 100)])
+
+        #expect(try MigrationRunner(migrations: all).migrate(connection) == all.map(\.version).filter { $0 > 5 })
+        let unvalidated = try connection.query("""
+            SELECT conname FROM pg_constraint WHERE conrelid = 'pgpush.notifications'::regclass AND NOT convalidated ORDER BY 1
+            """)
+        // The infinite times were given their finite meaning, so those rules hold for every row;
+        // the rows that cannot be sent ended failed and keep the other two rules NOT VALID.
+        #expect((0..<unvalidated.rowCount).compactMap { unvalidated.string($0, 0) } == [
+            "notifications_app_name_1_to_64_letters_digits_dot_dash", "notifications_payload_nested_deeper_than_64",
+        ])
+        #expect(try connection.query("SELECT count(*) FROM pgpush.notifications").int(0, 0) == 4)
+        let failed = try connection.query("""
+            SELECT n.app FROM pgpush.notifications n JOIN pgpush.delivery_errors e ON e.notification_id = n.id
+             WHERE n.status = 'failed' AND n.last_reason = 'BrokeInputRules' AND e.reason = 'BrokeInputRules' ORDER BY 1
+            """)
+        #expect((0..<failed.rowCount).compactMap { failed.string($0, 0) } == ["bad\nname", "deep"])
+
+        let depth = try connection.query("SELECT due, oldest_due_seconds >= 0 AND oldest_due_seconds < 3600 FROM pgpush.queue_depth WHERE app = 'shop'")
+        #expect(depth.int(0, 0) == 1 && depth.bool(0, 1) == true)
+        let queue = NotificationQueue(connection: connection, workerID: "w")
+        let claimed = try queue.claim(app: "news", limit: 10, lease: .seconds(30)).claimed
+        #expect(claimed.count == 1 && claimed.first?.notification.expiration == nil)
+
+        // Run again by hand, 006 changes nothing and fails on nothing.
+        let migration = try #require(all.first { $0.version == 6 })
+        let before = try schemaFingerprint(connection)
+        try connection.transaction { try connection.execute(script: migration.sql) }
+        #expect(try schemaFingerprint(connection) == before)
+    }
+
+    /// Run again by hand, 007 fails on nothing and changes nothing, whether or not the roles
+    /// of roles.sql exist (they belong to the cluster, so another test may have made them).
+    @Test func migration007RunsAgainWithoutError() throws {
+        let connection = try PostgresConnection(conninfo: try TestDatabase.migrated())
+        let migration = try #require(try Migration.load(directory: TestDatabase.sqlDirectory).first { $0.version == 7 })
+        let before = try schemaFingerprint(connection)
+        try connection.transaction { try connection.execute(script: migration.sql) }
+        try connection.transaction { try connection.execute(script: migration.sql) }
+        #expect(try schemaFingerprint(connection) == before)
+    }
+
     /// Run again by hand (the runner would skip it), 005 fails on nothing and changes nothing.
     @Test func migration005RunsAgainWithoutError() throws {
         let connection = try PostgresConnection(conninfo: try TestDatabase.migrated())
@@ -161,7 +218,31 @@ import Testing
          "notifications_liveactivity_priority_must_be_5_or_10"),
         ("device_token, payload, push_type, priority", [token, #"{"aps":{}}"#, "location", "1"],
          "notifications_location_priority_must_be_5_or_10"),
+        // sql/006_input_rules.sql. Before it, every one of these rows was accepted.
+        ("device_token, payload, app", [token, #"{"aps":{}}"#, "shop\n"], "notifications_app_name_1_to_64_letters_digits_dot_dash"),
+        ("device_token, payload, app", [token, #"{"aps":{}}"#, "sh'op"], "notifications_app_name_1_to_64_letters_digits_dot_dash"),
+        ("device_token, payload, app", [token, #"{"aps":{}}"#, "\u{1B}[31mshop"], "notifications_app_name_1_to_64_letters_digits_dot_dash"),
+        ("device_token, payload, app", [token, #"{"aps":{}}"#, String(repeating: "a", count: 65)],
+         "notifications_app_name_1_to_64_letters_digits_dot_dash"),
+        // What failed pg_notify with "payload string too long" before.
+        ("device_token, payload, app", [token, #"{"aps":{}}"#, String(repeating: "a", count: 10_000)],
+         "notifications_app_name_1_to_64_letters_digits_dot_dash"),
+        ("device_token, payload, send_after", [token, #"{"aps":{}}"#, "-infinity"], "notifications_send_after_infinite"),
+        ("device_token, payload, send_after", [token, #"{"aps":{}}"#, "infinity"], "notifications_send_after_infinite"),
+        ("device_token, payload, expires_at", [token, #"{"aps":{}}"#, "infinity"], "notifications_expires_at_infinite"),
+        ("device_token, payload, topic", [token, #"{"aps":{}}"#, "com.example\r\nx-evil: 1"], "notifications_topic_control_character"),
+        ("device_token, payload, topic", [token, #"{"aps":{}}"#, "com.example\u{9B}31m"], "notifications_topic_control_character"),
+        ("device_token, payload, collapse_id", [token, #"{"aps":{}}"#, "a\u{7F}b"], "notifications_collapse_id_control_character"),
+        ("device_token, payload, collapse_id", [token, #"{"aps":{}}"#, "a\tb"], "notifications_collapse_id_control_character"),
+        ("device_token, payload", [token, nested(depth: 65)], "notifications_payload_nested_deeper_than_64"),
+        // 10,000 levels: the size rule used to recurse on it until "stack depth limit exceeded".
+        ("device_token, payload", [token, nested(depth: 10_000)], "notifications_payload_nested_deeper_than_64"),
     ]
+
+    /// A JSON object nesting `depth` levels: the object, then arrays.
+    static func nested(depth: Int) -> String {
+        "{\"a\":" + String(repeating: "[", count: depth - 1) + String(repeating: "]", count: depth - 1) + "}"
+    }
 
     @Test(arguments: 0..<cases.count)
     func invalidInsertIsRejectedByNamedConstraint(index: Int) throws {
@@ -190,6 +271,28 @@ import Testing
                                  [Self.token, row.payload, row.pushType, row.priority])
         }
         #expect(try connection.query("SELECT count(*) FROM pgpush.notifications").int(0, 0) == accepted.count)
+    }
+
+    /// The limits of 006 let the largest allowed values in.
+    @Test func inputRulesLetTheirLimitsIn() throws {
+        let connection = try PostgresConnection(conninfo: try TestDatabase.migrated())
+        let accepted: [(app: String, payload: String, topic: String?, collapseID: String?)] = [
+            (String(repeating: "A", count: 64), #"{"aps":{}}"#, nil, nil),
+            ("shop.eu_2-b", Self.nested(depth: 64), "com.example.app", "coll-1 é"),
+            ("x", #"{"aps":{"alert":"tab\tnewline\n"}}"#, "com.example.app.voip", String(repeating: "c", count: 64)),
+        ]
+        for row in accepted {
+            try connection.query("""
+                INSERT INTO pgpush.notifications (device_token, app, payload, topic, collapse_id, expires_at, send_after)
+                VALUES ($1, $2, $3, $4, $5, now() + interval '1 day', now())
+                """, [Self.token, row.app, row.payload, row.topic, row.collapseID])
+        }
+        #expect(try connection.query("SELECT count(*) FROM pgpush.notifications").int(0, 0) == accepted.count)
+        let depths = try connection.query("""
+            SELECT pgpush.jsonb_nesting_depth('1', 64), pgpush.jsonb_nesting_depth('{}', 64),
+                   pgpush.jsonb_nesting_depth('{"a":[1,{"b":[]}],"c":2}', 64), pgpush.jsonb_nesting_depth($1::jsonb, 64)
+            """, [Self.nested(depth: 10_000)])
+        #expect([depths.int(0, 0), depths.int(0, 1), depths.int(0, 2), depths.int(0, 3)] == [0, 1, 4, 65])
     }
 
     @Test func payloadLimitCountsCompactBytesNotJsonbText() throws {

@@ -163,6 +163,47 @@ import Testing
         try await running.value
     }
 
+    /// The worker logged in as a member of pgpush_worker only (sql/roles.sql), and the rows
+    /// enqueued by a member of pgpush_app granted the app: the worker's column grants and
+    /// row-level security cover everything it writes (claims, deliveries, error rows, an invalid
+    /// token, heartbeats, app health, deregistering). As the superuser none of this is checked.
+    @Test func runsWithOnlyTheWorkerRole() async throws {
+        let unregistered = Self.token(910_001), flaky = Self.token(910_002)
+        var faults = FaultPlan()
+        faults.unregisteredTokens = [unregistered]
+        faults.scripts = [flaky: [try ScriptedAnswer(parsing: "503")]]
+        let harness = try Harness(faults: faults)
+        defer { harness.stop() }
+        let conninfo = try TestDatabase.migrated()
+        let database = try PostgresConnection(conninfo: conninfo)
+        try TestDatabase.applyRoles(database)
+        let suffix = UUID().uuidString.prefix(8).lowercased()
+        let application = try PostgresConnection(conninfo: TestDatabase.login(
+            database, conninfo: conninfo, role: "e2e_app_\(suffix)", group: "pgpush_app", apps: ["default"]))
+        let workerConninfo = try TestDatabase.login(database, conninfo: conninfo, role: "e2e_worker_\(suffix)", group: "pgpush_worker")
+        try application.query("SELECT pgpush.enqueue_many(device_tokens => $1, payload => '{\"aps\":{\"alert\":\"hi\"}}')",
+                               [(1...20).map(Self.token) + [unregistered, flaky]])
+
+        var configuration = WorkerConfiguration(databaseURL: workerConninfo, apps: [harness.app], workerID: "role-worker")
+        configuration.apps[0].retry = Self.fastRetries()
+        configuration.pollInterval = .milliseconds(50)
+        let worker = try Worker(configuration: configuration, senders: try APNsSenderFactory.makeSenders(for: [harness.app]),
+                                log: Log(minimum: .warning))
+        let running = Task { try await worker.run() }
+        try await Self.waitUntilFinished(database)
+        worker.stop()
+        try await running.value
+
+        #expect(try Self.counts(database, "SELECT status, count(*) FROM pgpush.notifications GROUP BY 1") == ["delivered": 21, "failed": 1])
+        #expect(try Self.counts(database, "SELECT reason, count(*) FROM pgpush.delivery_errors GROUP BY 1")
+                == ["ServiceUnavailable": 1, "Unregistered": 1])
+        #expect(try database.query("SELECT count(*) FROM pgpush.invalid_tokens").int(0, 0) == 1)
+        #expect(try database.query("SELECT healthy FROM pgpush.app_health WHERE app = 'default'").bool(0, 0) == true)
+        #expect(try database.query("SELECT count(*) FROM pgpush.workers").int(0, 0) == 0)
+        // The application reads its outcomes.
+        #expect(try application.query("SELECT count(*) FROM pgpush.notifications WHERE status = 'delivered'").int(0, 0) == 21)
+    }
+
     @Test func stopReturnsUnsentRowsAndExitsCleanly() async throws {
         // One connection at 20/s and a backlog of 400: most rows are still queued when the stop comes.
         let harness = try Harness(faults: FaultPlan(), ratePerConnection: 20, connections: 1)

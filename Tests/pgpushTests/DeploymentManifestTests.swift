@@ -63,9 +63,17 @@ import Testing
 
     @Test func systemdUnitAndContainerRunRealCommands() throws {
         let unit = try String(contentsOf: Self.root.appendingPathComponent("deploy/systemd/pgpush.service"), encoding: .utf8)
+        let migrateUnit = try String(contentsOf: Self.root.appendingPathComponent("deploy/systemd/pgpush-migrate.service"),
+                                     encoding: .utf8)
         let executions = unit.split(separator: "\n").filter { $0.hasPrefix("ExecStart") }
-        #expect(executions.count == 2)
-        for line in executions {
+        // The worker's role may not change the schema: migrations run in their own unit, with
+        // the owner's credentials in their own file.
+        #expect(executions == ["ExecStart=/usr/local/bin/pgpush run"])
+        #expect(unit.contains("Requires=pgpush-migrate.service"))
+        let migrations = migrateUnit.split(separator: "\n").filter { $0.hasPrefix("ExecStart") }
+        #expect(migrations == ["ExecStart=/usr/local/bin/pgpush migrate"])
+        #expect(migrateUnit.contains("EnvironmentFile=/etc/pgpush/migrate.env"))
+        for line in executions + migrations {
             let words = line.split(separator: "=", maxSplits: 1).last?.split(separator: " ") ?? []
             #expect(words.first == "/usr/local/bin/pgpush")
             #expect(words.dropFirst().first.map { Self.commands.contains(String($0)) } == true, "\(line)")
