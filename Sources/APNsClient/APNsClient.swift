@@ -204,6 +204,7 @@ public final class APNsClient: Sendable {
             if case .shutDown = attempt {
                 return .failure(DeliveryFailure(processing: .notProcessed, cause: .clientShutDown, detail: "APNs client is shut down"))
             }
+            if case .tokenRefused = attempt { continue }
             if Task.isCancelled {
                 if case .rateLimited = attempt { pool.resignRateSleeper() }
                 return .failure(DeliveryFailure(processing: .notProcessed, cause: .clientShutDown,
@@ -224,7 +225,7 @@ public final class APNsClient: Sendable {
             case .unavailable(let generation, let rateLimited):
                 if rateLimited && rateWaitBegan == nil { rateWaitBegan = now }
                 await pool.waitForChange(after: generation, until: deadline)
-            case .leased, .shutDown:
+            case .leased, .shutDown, .tokenRefused:
                 break
             }
         }

@@ -143,7 +143,9 @@ struct TLSVerificationTests {
 
     @Test("nothing listening: connect fails at once")
     func refusedConnect() async throws {
-        let port = try freePort()
+        // Held bound while connecting: a port only found free could be taken by another test's server.
+        let (descriptor, port) = try boundSocket()
+        defer { close(descriptor) }
         let error = try await connectError(host: "127.0.0.1", port: port, configuration: try clientConfiguration())
         guard case .connectFailed(let detail) = error else {
             Issue.record("expected a connect failure, got \(String(describing: error))")

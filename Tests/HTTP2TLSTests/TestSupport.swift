@@ -66,8 +66,15 @@ final class ServerReference: Sendable {
 
 /// A free TCP port on 127.0.0.1 (bound, then released) for external servers.
 func freePort() throws -> Int {
+    let (fd, port) = try boundSocket()
+    close(fd)
+    return port
+}
+
+/// A TCP socket bound to a free loopback port and not listening: a connect to it is refused
+/// for as long as it stays open, and no other test can take the port meanwhile.
+func boundSocket() throws -> (descriptor: Int32, port: Int) {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(fd) }
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)
     address.sin_addr.s_addr = inet_addr("127.0.0.1")
@@ -76,8 +83,11 @@ func freePort() throws -> Int {
     let status = withUnsafeMutablePointer(to: &address) { pointer in
         pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
     }
-    guard status else { throw TestSetupError(message: "cannot find a free port") }
-    return Int(UInt16(bigEndian: address.sin_port))
+    guard status else {
+        close(fd)
+        throw TestSetupError(message: "cannot find a free port")
+    }
+    return (fd, Int(UInt16(bigEndian: address.sin_port)))
 }
 
 /// Waits until something accepts TCP connections on 127.0.0.1:port (an external server starting up).

@@ -138,34 +138,6 @@ import Testing
         return found
     }
 
-    /// APNs refuses a JWT for good while a backlog is sending. Requests that waited through
-    /// the refusal carry the renewed JWT, and every connection that carried the refused one
-    /// is replaced: a refusal costs each such connection at most the request it had out,
-    /// no connection sees two JWTs, and no row counts an attempt for it. Before, 300 rows
-    /// cost 120 refusals, 241 connections and 78 TooManyProviderTokenUpdates.
-    @Test func aJWTRefusedForGoodCostsEachConnectionOneRequest() async throws {
-        var faults = FaultPlan()
-        faults.staleProviderTokensAfterRequests = 60
-        // 20/s per connection: each connection has one request out at a time, so the requests
-        // already written when the refusal arrives are one per connection, the unavoidable cost.
-        let harness = try Harness(faults: faults, ratePerConnection: 20, connections: 2)
-        defer { harness.stop() }
-        let conninfo = try TestDatabase.migrated()
-        let database = try PostgresConnection(conninfo: conninfo)
-        try AnswerHandlingTests.enqueue(database, tokens: (1...300).map(Self.token))
-        let running = try AnswerHandlingTests.start(harness.app, conninfo)
-        try await WorkerEndToEndTests.waitUntilFinished(database, timeout: .seconds(120))
-        try await running.stop()
-        let report = harness.simulator.report()
-        #expect(try WorkerEndToEndTests.counts(database, "SELECT status, count(*) FROM pgpush.notifications GROUP BY 1")
-                == ["delivered": 300])
-        #expect(try database.query("SELECT count(*) FROM pgpush.notifications WHERE attempts <> 1").int(0, 0) == 0)
-        #expect(report.count(reason: "ExpiredProviderToken") >= 1)
-        #expect(report.count(reason: "ExpiredProviderToken") <= 2, "at most one refusal per connection that carried the JWT")
-        #expect(report.count(reason: "TooManyProviderTokenUpdates") == 0)
-        #expect(report.connectionsOpened <= 4, "two connections, each replaced once: \(report.connectionsOpened)")
-    }
-
     /// A JWT refused although it was signed moments before (a clock an hour off, a revoked
     /// key) is a credential problem: the app is paused with a reason that says what to
     /// check, its rows stay queued, and the worker does not sign and resend in a loop.

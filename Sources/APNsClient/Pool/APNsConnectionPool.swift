@@ -42,6 +42,9 @@ final class APNsConnectionPool: Sendable {
         var lastConnectError: String?
         var activeRequests = 0
         var idleWaiters: [CheckedContinuation<Void, Never>] = []
+        /// The last provider token APNs refused: a request that read it just before the
+        /// renewal must not take it to a fresh connection.
+        var refusedJWT: String?
     }
 
     let endpoint: APNsEndpoint
@@ -123,6 +126,7 @@ final class APNsConnectionPool: Sendable {
             let now = clock.now
             if wasRateSleeper { state.rateSleeperActive = false }
             if state.shuttingDown { return (.shutDown, nil) }
+            if let token, token.jwt == state.refusedJWT { return (.tokenRefused, nil) }
             var best: (slot: Int, start: ContinuousClock.Instant, load: Int, avoided: Bool)?
             for index in state.slots.indices {
                 let slot = state.slots[index]
@@ -298,7 +302,8 @@ final class APNsConnectionPool: Sendable {
     /// it, each request written with it would be refused too.
     func retireConnections(carrying jwt: String) {
         let carrying = state.withLock { state -> [(slot: Int, connection: HTTP2ClientConnection)] in
-            state.slots.indices.compactMap { index in
+            state.refusedJWT = jwt
+            return state.slots.indices.compactMap { index in
                 guard let connection = state.slots[index].connection, state.slots[index].token?.jwt == jwt else { return nil }
                 return (index, connection)
             }
