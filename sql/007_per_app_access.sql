@@ -104,6 +104,20 @@ ALTER VIEW pgpush.queue_depth SET (security_invoker = true);
 ALTER VIEW pgpush.throughput SET (security_invoker = true);
 ALTER VIEW pgpush.error_breakdown SET (security_invoker = true);
 
+-- Apps with due rows that no live worker serves: they would wait for ever, and an
+-- autoscaler counting them would add workers that cannot send them either. Read with
+-- the owner's rights (it joins pgpush.workers), so it is for monitors and workers only:
+-- it names every app.
+CREATE OR REPLACE VIEW pgpush.unserved_apps AS
+SELECT n.app, count(*) AS due,
+       coalesce(extract(epoch FROM now() - min(n.send_after)), 0) AS oldest_due_seconds
+  FROM pgpush.notifications n
+ WHERE n.status = 'queued' AND n.send_after <= now()
+   AND NOT EXISTS (SELECT 1 FROM pgpush.workers w
+                    WHERE w.heartbeat_at >= now() - interval '30 seconds' AND n.app = ANY (w.apps))
+ GROUP BY n.app;
+COMMENT ON VIEW pgpush.unserved_apps IS 'Apps with due notifications that no live worker serves (heartbeat in the last 30 s).';
+
 -- The privileges of the three roles of roles.sql and the row-level security
 -- that goes with them, made again from scratch on every call (REVOKE ALL
 -- first, DROP POLICY IF EXISTS), so that running it twice, or after an older
@@ -132,7 +146,7 @@ DECLARE
 BEGIN
     REVOKE ALL ON pgpush.notifications, pgpush.delivery_errors, pgpush.invalid_tokens, pgpush.workers,
                   pgpush.app_health, pgpush.app_grants, pgpush.queue_depth, pgpush.throughput,
-                  pgpush.error_breakdown, pgpush.worker_health
+                  pgpush.error_breakdown, pgpush.worker_health, pgpush.unserved_apps
       FROM pgpush_app, pgpush_worker, pgpush_monitor;
     REVOKE ALL ON FUNCTION
         pgpush.enqueue(text, jsonb, text, text, integer, text, text, timestamptz, timestamptz, text, boolean),
@@ -164,7 +178,9 @@ BEGIN
     GRANT SELECT, INSERT ON pgpush.invalid_tokens TO pgpush_worker;
     GRANT UPDATE (reason, apple_timestamp, last_seen, times_seen) ON pgpush.invalid_tokens TO pgpush_worker;
     GRANT SELECT, INSERT, UPDATE, DELETE ON pgpush.workers, pgpush.app_health TO pgpush_worker;
-    GRANT SELECT ON pgpush.queue_depth, pgpush.throughput, pgpush.error_breakdown, pgpush.worker_health TO pgpush_worker;
+    GRANT SELECT ON pgpush.queue_depth, pgpush.throughput, pgpush.error_breakdown, pgpush.worker_health,
+                    pgpush.unserved_apps
+       TO pgpush_worker;
     GRANT EXECUTE ON FUNCTION pgpush.prune(interval, integer) TO pgpush_worker;
 
     GRANT SELECT (id, app, push_type, priority, topic, status, attempts, claim_count, last_status, last_reason,
@@ -176,7 +192,7 @@ BEGIN
     GRANT SELECT (app, reason, apple_timestamp, first_seen, last_seen, times_seen)
        ON pgpush.invalid_tokens TO pgpush_monitor;
     GRANT SELECT ON pgpush.workers, pgpush.app_health, pgpush.queue_depth, pgpush.throughput,
-                    pgpush.error_breakdown, pgpush.worker_health
+                    pgpush.error_breakdown, pgpush.worker_health, pgpush.unserved_apps
        TO pgpush_monitor;
 
     FOREACH tab IN ARRAY ARRAY['notifications', 'delivery_errors', 'invalid_tokens'] LOOP

@@ -97,6 +97,14 @@ public struct StatusSnapshot: Sendable, Equatable, Codable {
     public var invalidTokens: [InvalidTokenCount]
     public var workers: [WorkerState]
     public var apps: [AppState]
+    /// Apps with due rows that no live worker serves (empty when the reader may not see them).
+    public var unservedApps: [UnservedApp] = []
+
+    public struct UnservedApp: Sendable, Equatable, Codable {
+        public var app: String
+        public var due: Int
+        public var oldestDueSeconds: Double
+    }
 
     /// Age of the oldest row due now over every app shown (0 when none is waiting).
     public var oldestDueSeconds: Double { queue.map(\.oldestDueSeconds).max() ?? 0 }
@@ -187,14 +195,26 @@ public struct StatusSnapshot: Sendable, Equatable, Codable {
                      reason: appRows.string(row, 2), since: appRows.string(row, 3) ?? "", workerID: appRows.string(row, 4))
         }
 
+        // Monitors and workers may read pgpush.unserved_apps; an application role may not
+        // (it names every app), and its status simply has no such section.
+        var unserved: [UnservedApp] = []
+        if try connection.query("SELECT has_table_privilege('pgpush.unserved_apps', 'SELECT')").bool(0, 0) == true {
+            let rows = try connection.query("""
+                SELECT app, due, oldest_due_seconds FROM pgpush.unserved_apps WHERE $1::text IS NULL OR app = $1 ORDER BY app
+                """, filter)
+            unserved = (0..<rows.rowCount).map { row in
+                UnservedApp(app: rows.string(row, 0) ?? "", due: rows.int(row, 1) ?? 0,
+                            oldestDueSeconds: rounded(rows.double(row, 2) ?? 0))
+            }
+        }
         return StatusSnapshot(takenAt: now, app: app, queue: queue, throughput: throughput, errors: errors,
-                              invalidTokens: invalidTokens, workers: workers, apps: apps)
+                              invalidTokens: invalidTokens, workers: workers, apps: apps, unservedApps: unserved)
     }
 
     private static func rounded(_ value: Double) -> Double { (value * 10).rounded() / 10 }
 
     private enum CodingKeys: String, CodingKey {
-        case takenAt, app, queue, throughput, errors, invalidTokens, workers, apps
+        case takenAt, app, queue, throughput, errors, invalidTokens, workers, apps, unservedApps
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -207,6 +227,7 @@ public struct StatusSnapshot: Sendable, Equatable, Codable {
         try container.encode(invalidTokens, forKey: .invalidTokens)
         try container.encode(workers, forKey: .workers)
         try container.encode(apps, forKey: .apps)
+        try container.encode(unservedApps, forKey: .unservedApps)
     }
 
     /// The `--json` form: one object, snake_case keys, stable key order.

@@ -4,7 +4,7 @@ import Foundation
 extension StatusSnapshot {
     public func rendered() -> String {
         var sections: [String] = []
-        let scope = app.map { "app \($0)" } ?? "all apps"
+        let scope = app.map { "app \(TerminalText.escaped($0))" } ?? "all apps"
         sections.append("pgpush status — \(scope), \(takenAt)\n" + headline())
 
         var depth = TextTable(headers: ["app", "due", "scheduled", "sending", "oldest due"])
@@ -44,6 +44,11 @@ extension StatusSnapshot {
                              row.workerID ?? ""])
         }
         sections.append("Apps (pgpush.app_health)\n" + appTable.rendered())
+        if !unservedApps.isEmpty {
+            var unservedTable = TextTable(headers: ["app", "due", "oldest due"])
+            for row in unservedApps { unservedTable.append([row.app, "\(row.due)", Self.age(row.oldestDueSeconds)]) }
+            sections.append("Apps no live worker serves: their rows wait (pgpush.unserved_apps)\n" + unservedTable.rendered())
+        }
         return sections.joined(separator: "\n\n")
     }
 
@@ -56,7 +61,10 @@ extension StatusSnapshot {
         line += " · workers: \(alive) alive" + (workers.count > alive ? ", \(workers.count - alive) silent" : "")
         let unhealthy = apps.filter { !$0.healthy }
         line += unhealthy.isEmpty ? " · apps: all healthy"
-            : " · unhealthy: " + unhealthy.map { "\($0.app) (\($0.reason ?? "?"))" }.joined(separator: ", ")
+            : " · unhealthy: " + unhealthy.map { TerminalText.escaped("\($0.app) (\($0.reason ?? "?"))") }.joined(separator: ", ")
+        if !unservedApps.isEmpty {
+            line += " · not served: " + unservedApps.map { TerminalText.escaped("\($0.app) (\($0.due) due)") }.joined(separator: ", ")
+        }
         return line
     }
 

@@ -2,7 +2,8 @@
 ///
 /// Columns holding numbers are right-aligned so digits line up; everything else is
 /// left-aligned. Cells longer than `maximumCellWidth` are cut with an ellipsis so one
-/// long reason cannot push the table off the screen.
+/// long reason cannot push the table off the screen; control characters are shown as
+/// escapes (`TerminalText`), never sent to the terminal.
 public struct TextTable: Sendable {
     public var headers: [String]
     public var rows: [[String]]
@@ -35,8 +36,9 @@ public struct TextTable: Sendable {
         return ([line(headers.map(clip)), rule] + cells.map(line)).joined(separator: "\n")
     }
 
-    private func clip(_ value: String) -> String {
-        value.count <= maximumCellWidth ? value : String(value.prefix(maximumCellWidth - 1)) + "…"
+    private func clip(_ raw: String) -> String {
+        let value = TerminalText.escaped(raw)
+        return value.count <= maximumCellWidth ? value : String(value.prefix(maximumCellWidth - 1)) + "…"
     }
 
     private static func looksNumeric(_ value: String) -> Bool {

@@ -90,4 +90,10 @@ extension NotificationQueue {
         }
         return depth
     }
+
+    /// Due rows of apps no live worker serves, and how many such apps.
+    public func unservedDue() throws -> (due: Int, apps: Int) {
+        let result = try connection.query("SELECT coalesce(sum(due), 0)::bigint, count(*) FROM pgpush.unserved_apps")
+        return (result.int(0, 0) ?? 0, result.int(0, 1) ?? 0)
+    }
 }

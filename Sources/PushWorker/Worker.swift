@@ -402,7 +402,7 @@ public final class Worker: Sendable {
         let apps = configuration.apps.map(\.name)
         let since = finishedRowsSince.withLock { $0 }
         do {
-            let (depth, finished, registeredAgain) = try await maintenance.run { queue in
+            let (depth, unserved, finished, registeredAgain) = try await maintenance.run { queue in
                 // A deleted row would leave the worker invisible to status and to the rescue of
                 // dead workers' rows, for as long as it runs.
                 let registeredAgain = try !queue.heartbeat(totals)
@@ -410,10 +410,11 @@ public final class Worker: Sendable {
                     try queue.register(record)
                     _ = try queue.heartbeat(totals)
                 }
-                return (try queue.queueDepth(), try queue.finishedRows(apps: apps, since: since), registeredAgain)
+                return (try queue.queueDepth(), try queue.unservedDue(), try queue.finishedRows(apps: apps, since: since),
+                        registeredAgain)
             }
             if registeredAgain { log.warning("worker_registered_again", ["why": "its row in pgpush.workers was gone"]) }
-            metrics.recordQueueDepth(depth)
+            metrics.recordQueueDepth(depth, unserved: unserved)
             metrics.recordFinishedInDatabase(finished.counts)
             finishedRowsSince.withLock { $0 = finished.upTo }
             repeated.recovered("heartbeat_failed")

@@ -65,6 +65,8 @@ final class WorkerMetrics: Sendable {
         var latencyCounts = [Int](repeating: 0, count: WorkerMetrics.latencyBuckets.count + 1)
         var latencySum = 0.0
         var queueDepth: [String: QueueDepth] = [:]
+        /// Due rows of apps no live worker serves, and how many such apps (pgpush.unserved_apps).
+        var unserved = (due: 0, apps: 0)
         /// Per app and status (expired, cancelled): rows the database saw finish.
         var finishedInDatabase: [OutcomeKey: Int] = [:]
         var lastDatabaseContact: ContinuousClock.Instant?
@@ -135,9 +137,10 @@ final class WorkerMetrics: Sendable {
         }
     }
 
-    func recordQueueDepth(_ depth: [String: QueueDepth]) {
+    func recordQueueDepth(_ depth: [String: QueueDepth], unserved: (due: Int, apps: Int)) {
         state.withLock { state in
             state.queueDepth = depth
+            state.unserved = unserved
             state.lastDatabaseContact = .now
         }
     }
@@ -211,6 +214,11 @@ final class WorkerMetrics: Sendable {
         for (app, depth) in queue {
             text += "pgpush_queue_oldest_due_seconds{app=\(Self.label(app))} \(depth.oldestDueSeconds)\n"
         }
+        // No app label: the apps are named by whoever inserted the rows, in any number.
+        text += "# HELP pgpush_unserved_due Rows due for apps that no live worker serves (pgpush.unserved_apps).\n"
+            + "# TYPE pgpush_unserved_due gauge\npgpush_unserved_due \(snapshot.unserved.due)\n"
+        text += "# HELP pgpush_unserved_apps Apps with due rows that no live worker serves.\n"
+            + "# TYPE pgpush_unserved_apps gauge\npgpush_unserved_apps \(snapshot.unserved.apps)\n"
         text += "# HELP pgpush_queue_finished_total Rows of the served apps that finished in the database as cancelled "
             + "(pgpush.cancel) or expired (by any worker), counted by this worker's heartbeat since it started; "
             + "every worker counts the same rows, so aggregate with max, not sum.\n"

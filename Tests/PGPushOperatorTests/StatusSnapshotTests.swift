@@ -42,7 +42,8 @@ import Testing
         let database = try Self.seeded()
         let data = try StatusSnapshot.load(from: database).jsonData()
         let object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
-        #expect(Set(object.keys) == ["taken_at", "app", "queue", "throughput", "errors", "invalid_tokens", "workers", "apps"])
+        #expect(Set(object.keys) == ["taken_at", "app", "queue", "throughput", "errors", "invalid_tokens", "workers", "apps",
+                                     "unserved_apps"])
         #expect(object["app"] is NSNull)
 
         let queue = try #require(object["queue"] as? [[String: Any]])
@@ -117,5 +118,47 @@ extension StatusSnapshot {
             copy.workers[index].secondsSinceHeartbeat = other.workers[index].secondsSinceHeartbeat
         }
         return copy
+    }
+}
+
+/// Text a row put in the database reaches the operator's terminal escaped.
+@Suite struct StatusTerminalTextTests {
+    @Test func controlCharactersFromTheDatabaseAreShownAsEscapes() throws {
+        let database = try PostgresConnection(conninfo: try TestDatabase.migrated())
+        // Tables without the notifications' input rules still hold what a writer put there.
+        try database.query("""
+            INSERT INTO pgpush.app_health (app, healthy, reason) VALUES ($1, false, $2)
+            """, ["evil\u{1B}[2J", "\u{1B}[31mred\u{07}\nline"])
+        try database.query("""
+            INSERT INTO pgpush.delivery_errors (notification_id, app, device_token, attempt, status, reason)
+            VALUES (1, 'shop', 'aa01', 1, 400, $1)
+            """, ["Bad\u{9B}31m"])
+        let text = try StatusSnapshot.load(from: database, app: nil).rendered()
+        #expect(!text.unicodeScalars.contains { $0.value == 0x1B || $0.value == 0x07 || $0.value == 0x9B })
+        #expect(text.contains("evil\\e[2J"))
+        #expect(text.contains("\\e[31mred\\u{7}\\nline"))
+        #expect(text.contains("Bad\\u{9b}31m"))
+    }
+}
+
+/// Rows of an app no live worker serves wait for ever: the view, status and the worker's
+/// metrics say so.
+@Suite struct UnservedAppsTests {
+    @Test func appsNoLiveWorkerServesAreListed() throws {
+        let database = try PostgresConnection(conninfo: try TestDatabase.migrated())
+        try database.execute(script: """
+            INSERT INTO pgpush.notifications (app, device_token, payload) VALUES
+                ('shop', 'aa01', '{}'), ('ghost', 'bb01', '{}'), ('ghost', 'bb02', '{}'), ('gone', 'cc01', '{}');
+            INSERT INTO pgpush.workers (id, host, pid, version, apps) VALUES ('w1', 'h', 1, 'v', '{shop}');
+            INSERT INTO pgpush.workers (id, host, pid, version, apps, heartbeat_at)
+                VALUES ('w2', 'h', 2, 'v', '{gone}', now() - interval '5 minutes');
+            """)
+        let view = try database.query("SELECT app, due FROM pgpush.unserved_apps ORDER BY app")
+        #expect((0..<view.rowCount).map { "\(view.string($0, 0) ?? "")=\(view.int($0, 1) ?? 0)" } == ["ghost=2", "gone=1"])
+        let snapshot = try StatusSnapshot.load(from: database)
+        #expect(snapshot.unservedApps.map(\.app) == ["ghost", "gone"])
+        let text = snapshot.rendered()
+        #expect(text.contains("not served: ghost (2 due), gone (1 due)"))
+        #expect(text.contains("pgpush.unserved_apps"))
     }
 }

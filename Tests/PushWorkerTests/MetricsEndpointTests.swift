@@ -73,7 +73,7 @@ import Testing
             "a": QueueDepth(due: 5, sending: 1, oldestDueSeconds: 2),
             "x": QueueDepth(due: 7, sending: 0, oldestDueSeconds: 30),
             "y": QueueDepth(due: 1, sending: 2, oldestDueSeconds: 90),
-        ])
+        ], unserved: (due: 8, apps: 2))
         let after = metrics.render(connections: [:])
         #expect(after.contains(#"pgpush_queue_due{app="a"} 5"#))
         #expect(after.contains(#"pgpush_queue_due{app="b"} 0"#))
@@ -82,6 +82,7 @@ import Testing
         #expect(after.contains(#"pgpush_queue_oldest_due_seconds{app="other"} 90.0"#))
         #expect(!after.contains(#"app="x""#) && !after.contains(#"app="y""#))
         #expect(after.contains(#"pgpush_app_healthy{app="a",topic=""} 0"#))
+        #expect(after.contains("pgpush_unserved_due 8\n") && after.contains("pgpush_unserved_apps 2\n"))
         #expect(after.contains(#"pgpush_notifications_total{app="b",outcome="expired",reason=""} 3"#))
     }
 
