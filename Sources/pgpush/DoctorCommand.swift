@@ -1,6 +1,7 @@
 import APNsClient
 import Foundation
 import HTTP2TLS
+import PGPushCore
 import Postgres
 import PushQueue
 import PushWorker
@@ -14,18 +15,37 @@ enum DoctorCommand {
           - each app's credentials: the p8 key (readable, P-256, not readable by others) or the
             certificate (password, key match, days until it expires);
           - the database: connection, server version, migrations applied;
-          - APNs: a TLS + HTTP/2 handshake with each app's endpoint (certificate verified).
+          - APNs: a TLS + HTTP/2 handshake with each app's endpoint (certificate verified);
+          - APNs credentials: one alert push per app to a made-up device token, 56 zeros then
+            d0c7d0c7, sent with apns-expiration 0. APNs answers 400 BadDeviceToken when the key
+            (key id, team id) or certificate and the topic are good, 403 (InvalidProviderToken,
+            BadCertificate, ...) when they are not; no device ever gets it.
         Secrets never appear in the output.
 
-        Takes every flag of `pgpush run` (see pgpush run --help).
+        Takes every flag of `pgpush run` (see pgpush run --help), and:
+          --no-check-apns     do not send the push above (where no outbound push is wanted)
+          --check-apns        send it (the default)
         Exit code: 0 when nothing failed (warnings allowed), 1 otherwise, 2 for a configuration error.
 
         Examples:
           pgpush doctor
           pgpush doctor --config /etc/pgpush/apps.json
+          pgpush doctor --no-check-apns
         """
 
+    static let flags = RunCommand.flags.union(["check-apns", "no-check-apns"])
+    static let switches: Set<String> = ["help", "check-apns", "no-check-apns"]
+
+    /// The device token of the credentials check. APNs issues tokens as opaque random
+    /// bytes, so one that is 28 zero bytes followed by a marker is in practice never a device's; the
+    /// marker ("d0c7", doctor) makes it easy to find in a simulator's log or a capture.
+    static let madeUpDeviceToken = String(repeating: "0", count: 56) + "d0c7d0c7"
+
     static func run(_ arguments: Arguments) throws -> Int32 {
+        if arguments.isSet("check-apns") && arguments.isSet("no-check-apns") {
+            throw UsageError("--check-apns and --no-check-apns contradict each other: give one")
+        }
+        let asksAPNs = !arguments.isSet("no-check-apns")
         var flags: [String: String] = [:]
         for flag in RunCommand.flags { if let value = arguments.value(flag) { flags[flag] = value } }
         var report = DoctorReport()
@@ -44,7 +64,16 @@ enum DoctorCommand {
         _ = try blockOn {
             for app in configuration.apps {
                 var check = DoctorReport()
-                await checkEndpoint(app, into: &check)
+                let reachable = await checkEndpoint(app, into: &check)
+                if !asksAPNs {
+                    check.warn("app \(app.name): APNs credentials",
+                               "not asked (--no-check-apns): credentials and topic are unconfirmed")
+                } else if reachable {
+                    await checkCredentialsWithAPNs(app, into: &check)
+                } else {
+                    // Without a connection the push would only wait out the request timeout.
+                    check.fail("app \(app.name): APNs credentials", "not asked: APNs is unreachable (above)")
+                }
                 endpointChecks.withLock { $0.append(check) }
             }
         }
@@ -102,7 +131,9 @@ enum DoctorCommand {
         }
     }
 
-    static func checkEndpoint(_ app: AppConfiguration, into report: inout DoctorReport) async {
+    /// Returns whether the handshake succeeded.
+    @discardableResult
+    static func checkEndpoint(_ app: AppConfiguration, into report: inout DoctorReport) async -> Bool {
         let subject = "app \(app.name): APNs"
         do {
             let endpoint = try app.apnsURL.map { url throws in try APNsEndpoint(baseURL: url) }
@@ -120,8 +151,89 @@ enum DoctorCommand {
             let elapsed = ContinuousClock.now - started
             connection.close()
             report.ok(subject, "TLS + HTTP/2 with \(endpoint) in \(elapsed.formatted(.units(allowed: [.milliseconds])))")
+            return true
         } catch {
             report.fail(subject, "\(error)")
+            return false
+        }
+    }
+
+    /// A handshake needs no JWT, and APNs takes any client certificate at the handshake
+    /// before judging it: only an answer to a push says whether the credentials and topic
+    /// are good. The push goes to `madeUpDeviceToken`, so no device ever receives it.
+    static func checkCredentialsWithAPNs(_ app: AppConfiguration, into report: inout DoctorReport) async {
+        let subject = "app \(app.name): APNs credentials"
+        var probe = app
+        probe.connections = 1  // one request needs one connection
+        let client: APNsClient
+        let request: APNsRequest
+        do {
+            client = try APNsSenderFactory.makeClient(for: probe)
+            let method: AuthenticationMethod = if case .token = app.authentication { .token } else { .certificate }
+            // deliverOnce sends apns-expiration 0: should APNs ever take it, it stores nothing.
+            request = try PushNotification(id: 0, app: app.name, deviceToken: madeUpDeviceToken,
+                                           payload: Array(#"{"aps":{"alert":"pgpush doctor"}}"#.utf8), deliverOnce: true)
+                .validated(bundleID: app.bundleID, authentication: method)
+        } catch {
+            report.fail(subject, "not asked: \(error)")
+            return
+        }
+        let result = await client.send(request)
+        let connectError = client.lastConnectError
+        await client.shutdown(timeout: .seconds(2))
+        let verdict = verdict(on: result, app: app, topic: request.topic, connectError: connectError)
+        if verdict.passed { report.ok(subject, verdict.detail) } else { report.fail(subject, verdict.detail) }
+    }
+
+    /// What APNs's answer to the made-up token says about the app's credentials and topic.
+    static func verdict(on result: DeliveryResult, app: AppConfiguration, topic: String,
+                        connectError: String?) -> (passed: Bool, detail: String) {
+        let accepted = "APNs accepted the credentials for topic \(topic)"
+        if let failure = result.failure {
+            // A connection ended by GOAWAY carries APNs's reason: a 403 one is a credential verdict.
+            if let reason = failure.apnsReason.flatMap(APNsReason.init(rawValue:)), reason.status == 403 {
+                return (false, refusedCredentials(reason.rawValue, app: app, how: "closed the connection (GOAWAY)"))
+            }
+            var detail = "no answer from APNs: \(failure)"
+            if failure.cause == .couldNotConnect, let connectError { detail += " (last connect error: \(connectError))" }
+            if case .certificate = app.authentication {
+                detail += "; a refused TLS handshake means APNs does not take the certificate: check PGPUSH_CERT_FILE "
+                    + "and that it is for the \(app.environment.rawValue) environment"
+            }
+            return (false, detail)
+        }
+        let status = result.status ?? 0
+        let reason = result.reason ?? ""
+        switch (status, APNsReason(rawValue: reason)) {
+        case (200..<300, _):
+            return (true, "\(accepted) (the endpoint took even a made-up token, as a simulator may)")
+        case (400, .badDeviceToken?):
+            return (true, "\(accepted) (a made-up token was refused as BadDeviceToken, as expected)")
+        case (_, .deviceTokenNotForTopic?), (_, .topicDisallowed?), (_, .badTopic?), (_, .missingTopic?):
+            return (false, "APNs refused topic \(topic) (\(reason)): the credentials do not cover it; check the bundle id "
+                + "(PGPUSH_TOPIC / --topic) and that the key's team or the certificate is the app's")
+        case (403, _):
+            return (false, refusedCredentials(reason.isEmpty ? "403 without a reason" : reason, app: app, how: "answered 403"))
+        default:
+            return (false, "APNs answered \(status) \(reason) to a made-up token instead of 400 BadDeviceToken: "
+                + "the credentials are unconfirmed")
+        }
+    }
+
+    /// The refusal, and which settings to check for it; never the JWT or the key.
+    static func refusedCredentials(_ reason: String, app: AppConfiguration, how: String) -> String {
+        switch app.authentication {
+        case .token(let teamID, let keyID, let keyFile):
+            var hint = "check that key \(keyID) (PGPUSH_KEY_ID) belongs to team \(teamID) (PGPUSH_TEAM_ID), "
+                + "that \(keyFile) (PGPUSH_KEY_FILE) is that key and that it is enabled for APNs"
+            if reason.hasPrefix("BadEnvironmentKey") {
+                hint = "key \(keyID) is not enabled for the \(app.environment.rawValue) environment: "
+                    + "enable it for APNs in that environment or change PGPUSH_APNS_ENV"
+            }
+            return "APNs \(how) with \(reason): it refused the provider token; \(hint)"
+        case .certificate(let file, _):
+            return "APNs \(how) with \(reason): it refused the certificate; check that \(file) (PGPUSH_CERT_FILE) "
+                + "is the app's APNs certificate, not revoked, and for the \(app.environment.rawValue) environment (PGPUSH_APNS_ENV)"
         }
     }
 }

@@ -24,7 +24,7 @@ let commands = [
     Command(name: "run", summary: "the worker: send queued notifications to APNs, record every outcome",
             help: RunCommand.help, flags: RunCommand.flags, run: RunCommand.run),
     Command(name: "doctor", summary: "check configuration, credentials, database and APNs reachability",
-            help: DoctorCommand.help, flags: RunCommand.flags, run: DoctorCommand.run),
+            help: DoctorCommand.help, flags: DoctorCommand.flags, switches: DoctorCommand.switches, run: DoctorCommand.run),
     Command(name: "prune", summary: "delete finished notifications and old error rows past a retention",
             help: PruneCommand.help, flags: PruneCommand.flags, run: PruneCommand.run),
     Command(name: "enqueue", summary: "add notifications to the queue (pgpush.enqueue / enqueue_many)",

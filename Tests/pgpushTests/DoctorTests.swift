@@ -1,0 +1,109 @@
+import APNsSimulator
+import Foundation
+import HTTP2TLS
+import PGPushTestSupport
+import Testing
+
+/// `pgpush doctor` asking APNs (here the simulator, which checks JWTs against the key it
+/// was given) whether the app's credentials and topic are good, as the real binary does it.
+@Suite(.enabled(if: ChildProcess.pgpushBinary != nil, "the pgpush binary is built by `swift build` before the tests"))
+struct DoctorTests {
+    let binary = ChildProcess.pgpushBinary ?? "pgpush"
+
+    /// The made-up device token doctor sends (documented in `pgpush doctor --help`).
+    static let madeUpToken = String(repeating: "0", count: 56) + "d0c7d0c7"
+
+    func doctor(_ extra: [String] = [], _ simulated: CommandLineTests.Simulated,
+                overriding: [String: String] = [:]) async throws -> (code: Int32?, output: String) {
+        // A key readable by others is only a warning, but keep the output about APNs.
+        chmod(simulated.environment["PGPUSH_KEY_FILE"] ?? "", 0o600)
+        let child = try ChildProcess(binary, ["doctor"] + extra,
+                                     environment: simulated.environment.merging(overriding) { $1 })
+        let code = await child.wait(timeout: .seconds(60))
+        return (code, child.output)
+    }
+
+    /// A p8 key the simulator was never told about: what a key of another team looks like to APNs.
+    static func foreignKey(in directory: URL) throws -> String {
+        let path = directory.appendingPathComponent("OtherTeamAuthKey.p8").path
+        try ES256PrivateKey.generate().writePKCS8(toFile: path)
+        chmod(path, 0o600)
+        return path
+    }
+
+    /// Neither the JWT (base64url JSON, so it starts with "eyJ") nor the key may be printed.
+    static func expectNoSecrets(_ output: String) {
+        #expect(!output.contains("eyJ"), "a JWT in the output: \(output)")
+        #expect(!output.lowercased().contains("bearer"), "an authorization header in the output: \(output)")
+        #expect(!output.contains("PRIVATE KEY"), "key material in the output: \(output)")
+    }
+
+    @Test func theRightKeyIsAcceptedByAPNs() async throws {
+        let simulated = try CommandLineTests.Simulated(conninfo: try TestDatabase.migrated())
+        defer { simulated.stop() }
+        let result = try await doctor([], simulated)
+        #expect(result.code == 0, "\(result.output)")
+        #expect(result.output.contains("✔ app default: APNs credentials: APNs accepted the credentials for topic com.example.app"),
+                "\(result.output)")
+        #expect(!result.output.contains("✘"), "\(result.output)")
+        Self.expectNoSecrets(result.output)
+        // One request, to the made-up token, and nothing else.
+        #expect(simulated.simulator.report().totalRequests == 1)
+    }
+
+    /// What the real APNs answers a made-up token when the credentials are good.
+    @Test func badDeviceTokenForTheMadeUpTokenMeansTheCredentialsAreGood() async throws {
+        var faults = FaultPlan()
+        faults.scripts = [Self.madeUpToken: [try ScriptedAnswer(parsing: "BadDeviceToken")]]
+        let simulated = try CommandLineTests.Simulated(conninfo: try TestDatabase.migrated(), faults: faults)
+        defer { simulated.stop() }
+        let result = try await doctor(["--check-apns"], simulated)
+        #expect(result.code == 0, "\(result.output)")
+        #expect(result.output.contains("✔ app default: APNs credentials: APNs accepted the credentials for topic com.example.app"),
+                "\(result.output)")
+        #expect(result.output.contains("refused as BadDeviceToken, as expected"), "\(result.output)")
+        Self.expectNoSecrets(result.output)
+    }
+
+    /// The defect this check exists for: a key APNs does not know (another team's, or a
+    /// revoked one) used to pass doctor, because a TLS + HTTP/2 handshake needs no JWT.
+    @Test func aKeyAPNsDoesNotKnowFailsNamingInvalidProviderToken() async throws {
+        let simulated = try CommandLineTests.Simulated(conninfo: try TestDatabase.migrated())
+        defer { simulated.stop() }
+        let result = try await doctor([], simulated, overriding: ["PGPUSH_KEY_FILE": try Self.foreignKey(in: simulated.directory)])
+        #expect(result.code == 1, "\(result.output)")
+        #expect(result.output.contains("✘ app default: APNs credentials"), "\(result.output)")
+        #expect(result.output.contains("InvalidProviderToken"), "\(result.output)")
+        #expect(result.output.contains("KEY1234567") && result.output.contains("TEAM123456"), "\(result.output)")
+        // The handshake still succeeds: it is the answer that tells.
+        #expect(result.output.contains("✔ app default: APNs: TLS + HTTP/2"), "\(result.output)")
+        Self.expectNoSecrets(result.output)
+    }
+
+    @Test func aTopicTheCredentialsDoNotCoverIsNamed() async throws {
+        let simulated = try CommandLineTests.Simulated(conninfo: try TestDatabase.migrated())
+        defer { simulated.stop() }
+        let result = try await doctor([], simulated, overriding: ["PGPUSH_TOPIC": "com.example.other"])
+        #expect(result.code == 1, "\(result.output)")
+        #expect(result.output.contains("✘ app default: APNs credentials"), "\(result.output)")
+        #expect(result.output.contains("com.example.other"), "\(result.output)")
+        Self.expectNoSecrets(result.output)
+    }
+
+    @Test func noCheckAPNsSendsNothing() async throws {
+        let simulated = try CommandLineTests.Simulated(conninfo: try TestDatabase.migrated())
+        defer { simulated.stop() }
+        // Even a key APNs would refuse passes: nothing is asked.
+        let result = try await doctor(["--no-check-apns"], simulated,
+                                      overriding: ["PGPUSH_KEY_FILE": try Self.foreignKey(in: simulated.directory)])
+        #expect(result.code == 0, "\(result.output)")
+        #expect(result.output.contains("✔ app default: APNs: TLS + HTTP/2"), "\(result.output)")
+        #expect(result.output.contains("not asked (--no-check-apns)"), "\(result.output)")
+        #expect(!result.output.contains("InvalidProviderToken"), "\(result.output)")
+        #expect(simulated.simulator.report().totalRequests == 0)
+        Self.expectNoSecrets(result.output)
+
+        let both = try await doctor(["--check-apns", "--no-check-apns"], simulated)
+        #expect(both.code == 2, "\(both.output)")
+    }
+}
