@@ -58,6 +58,9 @@ import Testing
         let database = try PostgresConnection(conninfo: try TestDatabase.migrated())
         #expect(try database.query(query).int(0, 0) == 0)
         try database.query("SELECT pgpush.enqueue_many(device_tokens => $1, payload => '{}')", [[String(repeating: "ab", count: 32), String(repeating: "cd", count: 32)]])
+        // No live worker serves app "default" yet: more workers of this Deployment would not help.
+        #expect(try database.query(query).int(0, 0) == 0)
+        try database.query("INSERT INTO pgpush.workers (id, host, pid, version, apps) VALUES ('w', 'h', 1, 'v', '{default}')")
         #expect(try database.query(query).int(0, 0) == 2)
     }
 
