@@ -7,7 +7,7 @@ import Testing
 
 /// The client against a fake APNs over real TLS and HTTP/2 on loopback. Serialized: the
 /// rate test measures arrival times, which a parallel test would disturb.
-@Suite("APNs client over TLS + HTTP/2", .serialized, .timeLimit(.minutes(1)))
+@Suite("APNs client over TLS + HTTP/2", .serialized, .timeLimit(.minutes(5)))
 struct ClientDeliveryTests {
     @Test("requests are answered 200 across several connections; apns-id and apns-unique-id come back")
     func spreadsOverConnections() async throws {

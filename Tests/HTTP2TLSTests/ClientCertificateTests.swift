@@ -10,7 +10,7 @@ private let identityAvailable: Bool = {
 @Suite("TLS client certificates")
 struct ClientCertificateTests {
     @Test("a client identity is presented and its subject reaches the handler", .enabled(if: identityAvailable),
-          .timeLimit(.minutes(1)))
+          .timeLimit(.minutes(5)))
     func clientIdentity() async throws {
         let certificates = try TestCertificates.get()
         let server = try makeServer(ClosureHandler { request, responder in

@@ -87,7 +87,7 @@ struct ConcurrencyTests {
         #expect(connection.status.peerMaxConcurrentStreams == limit)
     }
 
-    @Test("a raised stream limit is picked up by the connection", .timeLimit(.minutes(1)))
+    @Test("a raised stream limit is picked up by the connection", .timeLimit(.minutes(5)))
     func limitRaisedLater() async throws {
         let connectionID = Locked<Int?>(nil)
         let server = try makeServer(ClosureHandler(onOpen: { info in connectionID.withLock { $0 = info.id } },

@@ -21,7 +21,7 @@ struct InteropTests {
     }
 
     @Test("our client talks to nghttpd (echo of POST bodies, 404 for a missing file)",
-          .enabled(if: Tool.path("nghttpd") != nil), .timeLimit(.minutes(1)))
+          .enabled(if: Tool.path("nghttpd") != nil), .timeLimit(.minutes(5)))
     func clientAgainstNghttpd() async throws {
         let certificates = try TestCertificates.get()
         let port = try freePort()

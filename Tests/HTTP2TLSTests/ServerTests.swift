@@ -107,7 +107,7 @@ struct ServerTests {
         #expect(subjects.value == [nil])
     }
 
-    @Test("in require mode a client without certificate is turned away before any request", .timeLimit(.minutes(1)))
+    @Test("in require mode a client without certificate is turned away before any request", .timeLimit(.minutes(5)))
     func requireModeWithoutCertificate() async throws {
         let certificates = try TestCertificates.get()
         let server = try makeServer(echoHandler, clientCertificates: .require(trustedCAFile: certificates.caFile))
@@ -132,7 +132,7 @@ struct ServerTests {
     }
 
     @Test("a verified client certificate's subject is shown to the handler", .enabled(if: Tool.path("openssl") != nil),
-          .timeLimit(.minutes(1)))
+          .timeLimit(.minutes(5)))
     func clientCertificateSubject() async throws {
         let certificates = try TestCertificates.get()
         let opened = AsyncStream<ServerConnectionInfo>.makeStream()
@@ -151,7 +151,7 @@ struct ServerTests {
     }
 
     @Test("clients without ALPN h2 or below TLS 1.2 are turned away", .enabled(if: Tool.path("openssl") != nil),
-          .timeLimit(.minutes(1)),
+          .timeLimit(.minutes(5)),
           arguments: [["-alpn", "http/1.1"], [], ["-tls1_1", "-cipher", "DEFAULT@SECLEVEL=0", "-alpn", "h2"]])
     func refusedClients(options: [String]) async throws {
         let server = try makeServer(echoHandler)
