@@ -40,9 +40,14 @@ func makeServer(_ handler: any HTTP2ServerHandler, maxConcurrentStreams: Int = 1
     return try HTTP2Server(configuration: configuration, handler: handler)
 }
 
+/// A request deadline of ten minutes unless a test sets its own: a test's task may resume
+/// many seconds after the event it waited for (ThreadSanitizer beside the whole suite), and
+/// a request it holds on purpose must end by what the test does, not by the default 10 s.
 func clientConfiguration(trusting caFile: String? = nil) throws -> HTTP2ClientConfiguration {
     let certificates = try TestCertificates.get()
-    return HTTP2ClientConfiguration(tls: try ClientTLSContext(extraCAFile: caFile ?? certificates.caFile))
+    var configuration = HTTP2ClientConfiguration(tls: try ClientTLSContext(extraCAFile: caFile ?? certificates.caFile))
+    configuration.requestTimeout = .seconds(600)
+    return configuration
 }
 
 func request(_ index: Int) -> HTTP2Request {
