@@ -1,4 +1,4 @@
--- pgpush schema, part 3: views an operator queries directly (SPEC §5).
+-- pgpush schema, part 3: views an operator queries directly.
 -- Each reads only what its partial indexes cover, so it stays cheap with
 -- millions of finished rows in the table.
 

@@ -20,7 +20,7 @@ public struct APNsClientStatistics: Sendable, Equatable {
     public var connectFailures = 0
     /// Connections currently taking requests.
     public var liveConnections = 0
-    /// Connections whose rate is currently lowered because 429s spread (SPEC §4).
+    /// Connections whose rate is currently lowered because 429s spread.
     public var throttledConnections = 0
 
     public init() {}

@@ -2,7 +2,7 @@ import Foundation
 import HTTP2TLS
 import Locking
 
-/// An APNs look-alike over real TLS + HTTP/2 (SPEC §7), for tests, the demo, the
+/// An APNs look-alike over real TLS + HTTP/2, for tests, the demo, the
 /// benchmark and `pgpush mock-apns`.
 ///
 /// ```swift
@@ -54,7 +54,7 @@ public final class APNsSimulator: Sendable {
             serverConfiguration.port = configuration.port
             switch configuration.authentication {
             case .token:
-                // APNs allows one stream until a request with a valid JWT (apns-reference §7).
+                // APNs allows one stream until a request with a valid JWT.
                 serverConfiguration.maxConcurrentStreams = 1
             case .certificate(let trustedCAFile):
                 serverConfiguration.maxConcurrentStreams = configuration.maxConcurrentStreams

@@ -1,5 +1,5 @@
 /// Counts arrivals in a sliding one-second window and remembers the largest count,
-/// so a report can say "at most N requests in any one second" (SPEC §9).
+/// so a report can say "at most N requests in any one second".
 public struct OneSecondWindow: Sendable {
     private static let window: UInt64 = 1_000_000_000
     /// Arrival times in nanoseconds (the kernel's receive time where the socket gives one,

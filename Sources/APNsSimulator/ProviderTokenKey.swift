@@ -1,7 +1,7 @@
 import HTTP2TLS
 
 /// What the simulator checks a provider token (JWT) against: the team, the key id and
-/// the public half of the `.p8` key (apns-reference §5).
+/// the public half of the `.p8` key.
 public struct ProviderTokenKey: Sendable {
     public var teamID: String
     public var keyID: String

@@ -1,7 +1,7 @@
 import Foundation
 import PGPushCore
 
-/// The provider-token state of one connection (apns-reference §5, §7): which JWT the
+/// The provider-token state of one connection: which JWT the
 /// connection uses and since when. A different valid JWT within 20 minutes of the
 /// previous one is refused with 429 TooManyProviderTokenUpdates; a repeated JWT is
 /// not verified again, only its age is checked.

@@ -1,7 +1,7 @@
 import Foundation
 import PGPushCore
 
-/// Checks one `authorization: bearer <JWT>` value the way APNs does (apns-reference §5):
+/// Checks one `authorization: bearer <JWT>` value the way APNs does:
 /// ES256 only, `kid` and `iss` must name the configured key and team, the raw r‖s
 /// signature must verify, and `iat` may be at most one hour old.
 public struct ProviderTokenVerifier: Sendable {

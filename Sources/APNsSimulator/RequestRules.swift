@@ -2,7 +2,7 @@ import Foundation
 import HTTP2TLS
 import PGPushCore
 
-/// The request rules of APNs' `/3/device` endpoint (apns-reference §1–§3), as pure
+/// The request rules of APNs' `/3/device` endpoint, as pure
 /// functions: route first (405, 404, 400 MissingDeviceToken), then — after the caller
 /// has checked authentication — headers, device token and payload. The per-type
 /// facts (topic suffixes, priorities, payload limits) come from `PushType`.

@@ -2,7 +2,7 @@ import Foundation
 import PGPushCore
 
 /// The HTTP answer the simulator gives to one request: a status, and for errors the
-/// JSON reason (plus the invalidation time on a 410), as APNs sends them (apns-reference §4).
+/// JSON reason (plus the invalidation time on a 410), as APNs sends them.
 /// A refusal is also the failure value of the rule checks, hence `Error`.
 public struct SimulatorAnswer: Error, Sendable, Equatable, CustomStringConvertible {
     public var status: Int

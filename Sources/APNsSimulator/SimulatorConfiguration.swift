@@ -12,7 +12,7 @@ public struct SimulatorConfiguration: Sendable {
         case files(certificateChain: String, privateKey: String)
     }
 
-    /// How clients prove who they are (apns-reference §5, §6).
+    /// How clients prove who they are.
     public enum Authentication: Sendable {
         /// JWT provider tokens checked against this key. The connection allows one
         /// stream until the first valid JWT, as APNs does.

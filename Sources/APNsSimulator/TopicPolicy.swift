@@ -1,6 +1,6 @@
 import PGPushCore
 
-/// Which `apns-topic` values a connection may use (apns-reference §2, §6).
+/// Which `apns-topic` values a connection may use.
 ///
 /// Judgement calls, since Apple does not say which reason each mismatch gets:
 /// a topic of another app is 400 DeviceTokenNotForTopic (the token belongs to the

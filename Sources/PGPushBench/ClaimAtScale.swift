@@ -2,7 +2,7 @@ import Foundation
 import Postgres
 import PushQueue
 
-/// The claim query against a table full of history (SPEC §9): the same claims timed with
+/// The claim query against a table full of history: the same claims timed with
 /// no finished rows and again after `finishedRows` finished rows were added, and the plan
 /// PostgreSQL picks. The claim reads the partial index of queued rows only, so finished
 /// rows should cost it nothing.

@@ -1,6 +1,6 @@
 import Foundation
 
-/// The targets of SPEC §9 and the benchmark issue, checked against what was measured.
+/// The performance targets (BENCHMARKS.md), checked against what was measured.
 enum TargetEvaluation {
     static func evaluate(_ report: BenchReport) -> [TargetCheck] {
         var checks: [TargetCheck] = []

@@ -1,7 +1,7 @@
 import Foundation
 
-/// The JSON body of an APNs error answer, `{"reason": "...", "timestamp": ms}`
-/// (apns-reference §4). The same JSON can arrive as GOAWAY debug data.
+/// The JSON body of an APNs error answer, `{"reason": "...", "timestamp": ms}`.
+/// The same JSON can arrive as GOAWAY debug data.
 ///
 /// Parsed with pgpush's own scanner: the bytes come from the network, so any
 /// input must give a result or nil, never a crash.

@@ -1,4 +1,4 @@
-/// The three `apns-priority` values APNs accepts (apns-reference §2); any other
+/// The three `apns-priority` values APNs accepts; any other
 /// value is answered with 400 BadPriority, so it cannot be represented here.
 public enum APNsPriority: Int, CaseIterable, Sendable, Comparable {
     /// Power first: never wakes the device.

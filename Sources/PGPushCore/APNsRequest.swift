@@ -1,6 +1,6 @@
 import Foundation
 
-/// A validated notification in the shape APNs wants (apns-reference §1, §2):
+/// A validated notification in the shape APNs wants:
 /// `POST /3/device/<token>` with its headers and compact JSON body.
 ///
 /// The JWT is not part of it: one token is shared by many requests and replaced

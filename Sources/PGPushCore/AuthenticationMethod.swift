@@ -1,4 +1,4 @@
-/// How an app authenticates to APNs (apns-reference §5, §6). Validation needs it
+/// How an app authenticates to APNs. Validation needs it
 /// because some push types are refused on certificate connections.
 public enum AuthenticationMethod: Sendable, Equatable {
     /// A provider token (ES256 JWT from a .p8 key), sent in `authorization`.

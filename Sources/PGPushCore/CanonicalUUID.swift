@@ -1,7 +1,7 @@
 import Foundation
 
-/// The canonical lowercase 8-4-4-4-12 text of a UUID, which `apns-id` requires
-/// (apns-reference §2), built from the bytes directly: every request sends one,
+/// The canonical lowercase 8-4-4-4-12 text of a UUID, which `apns-id` requires,
+/// built from the bytes directly: every request sends one,
 /// and `uuidString.lowercased()` formats and then copies the text again.
 extension UUID {
     public var lowercasedString: String {

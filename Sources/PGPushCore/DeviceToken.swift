@@ -1,9 +1,9 @@
 /// A device token as APNs wants it in `:path`: lowercase hex of the bytes the app
-/// received at registration (apns-reference §1).
+/// received at registration.
 ///
 /// The length is deliberately not fixed: 64 hex digits is common, but 108 and 160
 /// have been seen and Apple says not to assume a size. Any even length from 2 to
-/// 400 digits is accepted (SPEC §2).
+/// 400 digits is accepted.
 public struct DeviceToken: Hashable, Sendable, CustomStringConvertible {
     public static let maximumLength = 400
 

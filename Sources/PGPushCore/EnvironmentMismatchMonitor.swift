@@ -1,10 +1,10 @@
 /// Watches an app's recent answers for the sign of a wrong environment.
 ///
 /// A sandbox token sent to production (or the reverse) is answered 400
-/// `BadDeviceToken`, exactly like a dead token (apns-reference §1, §8). One
+/// `BadDeviceToken`, exactly like a dead token. One
 /// such answer says nothing; when most of an app's recent answers are
 /// `BadDeviceToken`, the likelier story is that the app talks to the wrong
-/// environment, and the operator should hear it (SPEC §4: app health).
+/// environment, and the operator should hear it (app health).
 public struct EnvironmentMismatchMonitor: Sendable {
     public enum Verdict: Equatable, Sendable {
         case unchanged

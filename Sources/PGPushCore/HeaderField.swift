@@ -3,8 +3,7 @@
 /// `neverIndex` marks values that change with every request (`:path`, `apns-id`,
 /// `apns-expiration`, `apns-collapse-id`): adding them to APNs's small HPACK
 /// dynamic table would only evict the values worth keeping (the JWT, the topic,
-/// the push type). The HTTP/2 layer maps it to `NGHTTP2_NV_FLAG_NO_INDEX`
-/// (apns-reference §2 "HPACK").
+/// the push type). The HTTP/2 layer maps it to `NGHTTP2_NV_FLAG_NO_INDEX`.
 public struct HeaderField: Equatable, Sendable, CustomStringConvertible {
     /// Lowercase, as HTTP/2 requires.
     public let name: String

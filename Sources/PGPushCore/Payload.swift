@@ -1,10 +1,10 @@
 /// A notification body ready to send: valid JSON, a top-level object, compact,
-/// within its push type's size limit (apns-reference §3; SPEC §2).
+/// within its push type's size limit.
 ///
 /// - Compact means no insignificant whitespace; strings and numbers stay exactly
 ///   as written, so the size APNs measures is the size checked here.
 /// - A background push must carry `"aps": {"content-available": 1}` and no
-///   `alert`, `badge` or `sound` (apns-reference §3: "send no alert, badge or sound
+///   `alert`, `badge` or `sound` ("send no alert, badge or sound
 ///   with it"). Such a push is rejected rather than silently sent, because APNs
 ///   may accept it and then throttle or drop it on the device (§2 [Unconfirmed]).
 public struct Payload: Equatable, Sendable {

@@ -1,7 +1,7 @@
 import Foundation
 
-/// One row of `pgpush.notifications` as the worker reads it, not yet validated
-/// (SPEC §2). Fields hold what the row says, so that anything SQL could not
+/// One row of `pgpush.notifications` as the worker reads it, not yet validated.
+/// Fields hold what the row says, so that anything SQL could not
 /// reject becomes a `ValidationFailure` with a stable `last_reason` instead of
 /// an APNs request that is bound to fail.
 ///
@@ -49,10 +49,10 @@ public struct PushNotification: Equatable, Sendable {
 }
 
 extension PushNotification {
-    /// Largest `apns-collapse-id` APNs accepts, in UTF-8 bytes (apns-reference §2).
+    /// Largest `apns-collapse-id` APNs accepts, in UTF-8 bytes.
     public static let maximumCollapseIDLength = 64
 
-    /// Applies every rule APNs would check (apns-reference §2, §3) and returns the
+    /// Applies every rule APNs would check and returns the
     /// request to send.
     ///
     /// Topic: an explicit topic is used exactly as given, even without the push

@@ -1,5 +1,5 @@
 /// The `apns-push-type` values and the per-type rules pgpush enforces before
-/// spending an APNs request (apns-reference §2 "Push types and topic suffixes", §3 size).
+/// spending an APNs request.
 ///
 /// - Topic: APNs expects `<bundle id><suffix>`; `mdm` uses the UID from the MDM
 ///   certificate, which no bundle id can produce, so it needs an explicit topic.

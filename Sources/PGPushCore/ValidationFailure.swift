@@ -1,8 +1,7 @@
 /// Why a notification cannot be sent, found before spending an APNs request
-/// (SPEC §2: "what only the worker can tell becomes status `failed` with a clear
+/// ("what only the worker can tell becomes status `failed` with a clear
 /// `last_reason`"). Where APNs has a reason for the same fault, the same spelling
-/// is used so `last_reason` reads alike whether pgpush or APNs caught it
-/// (apns-reference §4).
+/// is used so `last_reason` reads alike whether pgpush or APNs caught it.
 public struct ValidationFailure: Error, Equatable, Sendable, CustomStringConvertible {
     /// Stable strings for the `last_reason` column; public API, never renamed.
     public enum Reason: String, CaseIterable, Sendable {

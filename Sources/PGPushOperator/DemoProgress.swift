@@ -12,7 +12,7 @@ public struct DemoProgress: Sendable, Equatable {
 
     public func count(_ status: String) -> Int { counts[status] ?? 0 }
 
-    /// Every row is in a final status (SPEC §3: nothing stays queued or sending).
+    /// Every row is in a final status (nothing stays queued or sending).
     public var isFinished: Bool { total > 0 && count("queued") == 0 && count("sending") == 0 }
 
     /// `  1.6s  queued 12  sending 30  delivered 180  failed 1  expired 1   (222/233 finished)`

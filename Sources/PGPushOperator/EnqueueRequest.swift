@@ -2,7 +2,7 @@ import Foundation
 import Postgres
 
 /// What `pgpush enqueue` inserts: one payload for one or more device tokens, with
-/// every column of SPEC §2 an application may set. Built from the command's flags;
+/// every column of `pgpush.notifications` an application may set. Built from the command's flags;
 /// the database stays the judge of the row (its CHECK constraints), so this only
 /// checks what it must interpret itself (times, numbers, which payload flag).
 public struct EnqueueRequest: Sendable, Equatable {

@@ -2,7 +2,7 @@ import Foundation
 import Postgres
 
 /// What `pgpush status` shows, read only from the monitoring views and tables of
-/// migrations 001–003 (SPEC §5), so it works against any pgpush database.
+/// migrations 001–003, so it works against any pgpush database.
 /// Encodes to the one JSON object of `pgpush status --json` (snake_case keys).
 public struct StatusSnapshot: Sendable, Equatable, Codable {
     public struct QueueDepth: Sendable, Equatable, Codable {

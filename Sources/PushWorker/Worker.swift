@@ -4,7 +4,7 @@ import PGPushCore
 import PushQueue
 import Synchronization
 
-/// `pgpush run`: claims rows, sends them, writes outcomes (SPEC §3, §4).
+/// `pgpush run`: claims rows, sends them, writes outcomes.
 ///
 /// Per app, one claim loop keeps about one second of sending capacity in
 /// flight; each row is validated, sent and decided in a child task; outcomes

@@ -4,7 +4,7 @@ import PushQueue
 
 enum BenchCommand {
     static let help = """
-        pgpush bench — end-to-end benchmark (SPEC §9): database, transport, worker, latency, faults, memory, history
+        pgpush bench — end-to-end benchmark: database, transport, worker, latency, faults, memory, history
 
         Runs against a throwaway embedded PostgreSQL (or DATABASE_URL) and the APNs simulator
         (`pgpush mock-apns`, a separate process with a generated key). The worker is `pgpush run`

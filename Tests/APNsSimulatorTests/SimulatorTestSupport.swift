@@ -21,7 +21,7 @@ let testSigningKey: Result<ES256PrivateKey, CredentialError> = Result { () throw
 
 func signingKey() throws -> ES256PrivateKey { try testSigningKey.get() }
 
-/// A compact ES256 JWT as APNs expects it (apns-reference §5), with every part adjustable.
+/// A compact ES256 JWT as APNs expects it, with every part adjustable.
 func makeJWT(key: ES256PrivateKey? = nil, keyID: String = testKeyID, teamID: String = testTeamID,
              issuedAt: Date = Date(), algorithm: String = "ES256") throws -> String {
     let header = Base64URL.encode(#"{"alg":"\#(algorithm)","kid":"\#(keyID)"}"#)

@@ -6,7 +6,7 @@ import Postgres
 import PushWorker
 import Testing
 
-/// SPEC §4 end to end: what reaches APNs for each push type, and how each answer is handled
+/// The delivery rules end to end: what reaches APNs for each push type, and how each answer is handled
 /// with the default retry policy, checked at the simulator and in the table.
 @Suite struct WorkerDeliveryRulesTests {
     typealias Harness = WorkerEndToEndTests.Harness

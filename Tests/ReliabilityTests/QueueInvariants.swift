@@ -2,7 +2,7 @@ import Foundation
 import Postgres
 import Testing
 
-/// The "nothing is lost" invariants (SPEC §3), checked against the table and
+/// The "nothing is lost" invariants, checked against the table and
 /// the simulator after a fault scenario has settled. One function, so every
 /// scenario is judged by the same rules; `violations` reads as a list of
 /// broken rules with example rows.

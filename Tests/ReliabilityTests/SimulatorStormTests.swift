@@ -21,8 +21,8 @@ extension Reliability {
             var requestTimeout: Duration?
             /// Start the worker first and the simulator this much later.
             var simulatorStartsAfter: Duration?
-            /// Rows that must end `delivered`: faults beyond the retry budget (SPEC §4:
-            /// three retries after no answer) rightly end rows as `failed`.
+            /// Rows that must end `delivered`: faults beyond the retry budget
+            /// (three retries after no answer) rightly end rows as `failed`.
             var minimumDelivered = 0.9
             /// A worker bug this storm shows; those rules are a known issue until it is fixed.
             var knownBug: QueueInvariants.KnownBug?
@@ -34,7 +34,7 @@ extension Reliability {
         static let storms: [Storm] = [
             Storm(name: "GOAWAY every 40 streams", faults: FaultPlanning.plan { $0.goAwayAfterStreams = 40 }),
             // Each drop loses the whole burst in flight on that connection (about 45 requests),
-            // so rows meeting four drops in a row fail with ConnectionLost, as SPEC §4 says.
+            // so rows meeting four drops in a row fail with ConnectionLost, as the README's answer table says.
             Storm(name: "connection dropped every 30 streams", faults: FaultPlanning.plan { $0.dropAfterStreams = 30 },
                   minimumDelivered: 0.3),
             Storm(name: "503 storm (30% of answers)", faults: FaultPlanning.plan {

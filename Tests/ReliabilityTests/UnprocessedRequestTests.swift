@@ -7,7 +7,7 @@ import Testing
 extension Reliability {
     /// Pinned down with scripted answers (the bug the storms first found): requests APNs
     /// certainly never processed (REFUSED_STREAM) must not spend attempts
-    /// (SPEC §4) and must never end a row `failed` without a recorded error.
+    /// and must never end a row `failed` without a recorded error.
     @Suite struct UnprocessedRequestTests {
         @Test func refusedStreamsSpendNoAttemptsAndFailuresAreRecorded() async throws {
             let refusedThrice = Backlog.token(1), refusedForever = Backlog.token(2)

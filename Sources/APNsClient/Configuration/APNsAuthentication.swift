@@ -1,7 +1,7 @@
 import HTTP2TLS
 import PGPushCore
 
-/// How an app proves itself to APNs (apns-reference §5, §6).
+/// How an app proves itself to APNs.
 public enum APNsAuthentication: Sendable {
     /// `authorization: bearer <jwt>` from a cache shared by every connection of the key,
     /// so a JWT is signed once per ~50 minutes however many connections there are.

@@ -6,7 +6,7 @@ import HTTP2TLS
 public struct APNsClientConfiguration: Sendable {
     /// The app's name in the queue (`notifications.app`); used in logs and errors.
     public var appName: String
-    /// The bundle id: the topic base (SPEC §2), e.g. `com.example.app`.
+    /// The bundle id: the topic base, e.g. `com.example.app`.
     public var bundleID: String
     public var endpoint: APNsEndpoint
     public var authentication: APNsAuthentication

@@ -1,7 +1,7 @@
 import Foundation
 
 /// Where APNs requests go: Apple's production or sandbox host, or a base URL override
-/// such as `https://127.0.0.1:2197` for the simulator (SPEC §6, apns-reference §1).
+/// such as `https://127.0.0.1:2197` for the simulator.
 public struct APNsEndpoint: Sendable, Hashable, CustomStringConvertible {
     public enum Environment: String, Sendable, CaseIterable {
         case production

@@ -1,7 +1,7 @@
 /// Delay before reconnecting after failed connection attempts: `initial` doubling up to
 /// `maximum`, each delay drawn uniformly from its upper half ("equal jitter"), so that
 /// many workers restarted together do not reconnect in lockstep, and no delay is near zero
-/// (Apple treats rapid connect/disconnect as a possible attack, apns-reference §7).
+/// (Apple treats rapid connect/disconnect as a possible attack).
 public struct ReconnectBackoff: Sendable, Equatable {
     public var initial: Duration
     public var maximum: Duration

@@ -6,7 +6,7 @@ import Locking
 /// Each slot has a keeper task that connects, waits until the connection stops taking
 /// requests (GOAWAY, close, or retired after an auth error), and connects again: at once
 /// after a healthy connection, otherwise after the reconnect backoff with jitter. The
-/// transport resolves DNS afresh at each connect (apns-reference §1).
+/// transport resolves DNS afresh at each connect.
 ///
 /// Requests wait here, not in the transport's queue, until a connection has a free stream
 /// and rate to spare, then go to the connection that can send soonest, then to the least
@@ -14,7 +14,7 @@ import Locking
 final class APNsConnectionPool: Sendable {
     /// A connection that answered, or lived this long, counts as healthy: its successor
     /// connects without backoff. One that died younger and silent counts as a failure, so
-    /// a server that accepts and drops connections is not hammered (apns-reference §7).
+    /// a server that accepts and drops connections is not hammered.
     static let healthyLifetime: Duration = .seconds(10)
 
     private struct Waiter {

@@ -1,4 +1,4 @@
-/// One connection's send rate: at most N requests in any window of a second (SPEC §4),
+/// One connection's send rate: at most N requests in any window of a second,
 /// and, within it, starts paced evenly, one every window/N.
 ///
 /// The pacing is what makes the cap hold where APNs counts, on arrival. The second-window
@@ -14,7 +14,7 @@
 /// intervals behind; the rate does not sag with every delay. Starts never run ahead of
 /// the schedule, so a backlog leaves evenly spaced. The hard cap, as the server counts,
 /// is the transport's `SubmitWindow` (1.0002 s); this pacer's window is longer, 1.004 s
-/// (99.6% of the cap; SPEC §9 asks for 99%), so that a request the transport held back
+/// (99.6% of the cap; the target is 99%), so that a request the transport held back
 /// (it counts a request late when its answer is late) and the ones a window after it
 /// get back onto the schedule by about 4 ms a window instead of carrying the delay on.
 struct ConnectionRate: Sendable {

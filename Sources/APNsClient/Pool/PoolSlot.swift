@@ -28,7 +28,7 @@ struct PoolSlot {
 
     /// How many streams the current connection may have open: the server's
     /// MAX_CONCURRENT_STREAMS (1 until its SETTINGS arrive) under our own cap, and just 1
-    /// on a token connection until its first answer (apns-reference §7). Requests beyond it
+    /// on a token connection until its first answer. Requests beyond it
     /// wait in the pool rather than in the transport's queue, so that a request leaves for
     /// the wire at the instant its rate limiter gave it; queued in the transport, it would
     /// go out later in a burst that APNs could count as more than the rate in one second.

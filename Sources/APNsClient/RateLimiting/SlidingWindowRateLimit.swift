@@ -1,4 +1,4 @@
-/// At most `limit` sends in any one-second window (SPEC §4), as a pure value with the time
+/// At most `limit` sends in any one-second window, as a pure value with the time
 /// passed in, so its arithmetic is testable without a clock.
 ///
 /// It remembers the start instants of the last sends. A send may start once the

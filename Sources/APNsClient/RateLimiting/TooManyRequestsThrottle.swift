@@ -1,4 +1,4 @@
-/// Slows a connection down when 429 TooManyRequests spread over its answers (SPEC §4).
+/// Slows a connection down when 429 TooManyRequests spread over its answers.
 ///
 /// Apple publishes no request rate, and a 429 is about one device token; but when more
 /// than `threshold` of the last `sample` answers on a connection are 429s, the pressure is
