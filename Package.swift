@@ -35,7 +35,7 @@ let package = Package(
         .target(name: "APNsClient", dependencies: ["PGPushCore", "HTTP2TLS", "Locking"]),
         .target(name: "PushQueue", dependencies: ["PGPushCore", "Postgres"]),
         .target(name: "APNsSimulator", dependencies: ["PGPushCore", "HTTP2TLS", "Locking"]),
-        .target(name: "PushWorker", dependencies: ["PGPushCore", "PushQueue", "APNsClient", "Postgres", "CShims", "Locking"]),
+        .target(name: "PushWorker", dependencies: ["PGPushCore", "PushQueue", "APNsClient", "HTTP2TLS", "Postgres", "CShims", "Locking"]),
         // What operators see: the demo scenario, status snapshots, enqueue requests and their errors.
         .target(name: "PGPushOperator", dependencies: [
             "PGPushCore", "Postgres", "PushQueue", "PushWorker", "APNsSimulator", "HTTP2TLS", "Locking",

@@ -31,8 +31,11 @@ public final class APNsClient: Sendable {
         let tls: ClientTLSContext
         do {
             switch configuration.authentication {
-            case .token: tls = try ClientTLSContext(extraCAFile: configuration.extraCAFile)
-            case .certificate(let identity): tls = try ClientTLSContext(extraCAFile: configuration.extraCAFile, identity: identity)
+            case .token:
+                tls = try ClientTLSContext(extraCAFile: configuration.extraCAFile, keyLog: configuration.tlsKeyLog)
+            case .certificate(let identity):
+                tls = try ClientTLSContext(extraCAFile: configuration.extraCAFile, identity: identity,
+                                           keyLog: configuration.tlsKeyLog)
             }
         } catch {
             throw APNsClientConfigurationError(setting: "TLS (PGPUSH_CA_FILE / PGPUSH_CERT_FILE)", error.description,

@@ -2,19 +2,25 @@ import COpenSSL
 import CShims
 
 /// The OpenSSL client context shared by connections: TLS 1.2+, ALPN h2, peer verification
-/// against the system trust store plus an optional extra CA file, optional client identity.
-/// There is deliberately no way to turn verification off.
+/// against the system trust store plus an optional extra CA file, optional client identity,
+/// optionally its secrets written to a key log. There is deliberately no way to turn
+/// verification off.
 ///
 /// `@unchecked Sendable`: the SSL_CTX is immutable after `init`; OpenSSL allows SSL_new from any thread.
 public final class ClientTLSContext: @unchecked Sendable {
     let context: OpaquePointer
+    /// Held here because the SSL_CTX points at it without retaining it.
+    private let keyLog: TLSKeyLog?
 
-    public init(extraCAFile: String? = nil, identity: ClientIdentity? = nil) throws(TLSConfigurationError) {
+    public init(extraCAFile: String? = nil, identity: ClientIdentity? = nil,
+                keyLog: TLSKeyLog? = nil) throws(TLSConfigurationError) {
         ERR_clear_error()
         guard let method = TLS_client_method(), let context = SSL_CTX_new(method) else {
             throw .cannotCreateContext(OpenSSLErrors.describe("SSL_CTX_new"))
         }
         self.context = context
+        self.keyLog = keyLog
+        keyLog?.install(into: context)
         _ = pgpush_SSL_CTX_set_min_proto_version(context, TLS1_2_VERSION)
         _ = SSL_CTX_set_options(context, pgpush_SSL_OP_ALL() | pgpush_SSL_OP_NO_COMPRESSION()
             | pgpush_SSL_OP_NO_RENEGOTIATION() | pgpush_SSL_OP_IGNORE_UNEXPECTED_EOF())

@@ -23,6 +23,7 @@ public enum TLSConfigurationError: Error, Sendable, Equatable, CustomStringConve
     case cannotLoadPrivateKey(String)
     case keyDoesNotMatchCertificate(String)
     case clientIdentity(String)
+    case keyLog(String)
 
     public var description: String {
         switch self {
@@ -32,6 +33,7 @@ public enum TLSConfigurationError: Error, Sendable, Equatable, CustomStringConve
         case .cannotLoadPrivateKey(let text): return "cannot load private key: \(text)"
         case .keyDoesNotMatchCertificate(let text): return "private key does not match certificate: \(text)"
         case .clientIdentity(let text): return "cannot install client identity: \(text)"
+        case .keyLog(let text): return "TLS key log (SSLKEYLOGFILE): \(text)"
         }
     }
 }

@@ -5,15 +5,18 @@ import HTTP2TLS
 /// Builds one `APNsClient` per configured app: loads its key or certificate
 /// and checks them before the worker connects anywhere.
 public enum APNsSenderFactory {
-    public static func makeSenders(for apps: [AppConfiguration], now: Date = Date()) throws(ConfigurationError) -> [String: any NotificationSender] {
+    /// `keyLog`: every client's TLS secrets go there (`SSLKEYLOGFILE`); nil: nowhere.
+    public static func makeSenders(for apps: [AppConfiguration], keyLog: TLSKeyLog? = nil,
+                                   now: Date = Date()) throws(ConfigurationError) -> [String: any NotificationSender] {
         var senders: [String: any NotificationSender] = [:]
         for app in apps {
-            senders[app.name] = try makeClient(for: app, now: now)
+            senders[app.name] = try makeClient(for: app, keyLog: keyLog, now: now)
         }
         return senders
     }
 
-    public static func makeClient(for app: AppConfiguration, now: Date = Date()) throws(ConfigurationError) -> APNsClient {
+    public static func makeClient(for app: AppConfiguration, keyLog: TLSKeyLog? = nil,
+                                  now: Date = Date()) throws(ConfigurationError) -> APNsClient {
         let label = "app \"\(app.name)\""
         let endpoint: APNsEndpoint
         do {
@@ -46,6 +49,7 @@ public enum APNsSenderFactory {
         var configuration = APNsClientConfiguration(appName: app.name, bundleID: app.bundleID, endpoint: endpoint,
                                                     authentication: authentication)
         configuration.extraCAFile = app.caFile
+        configuration.tlsKeyLog = keyLog
         configuration.connections = app.connections
         configuration.ratePerConnection = app.ratePerConnection == 0 ? nil : app.ratePerConnection
         do {

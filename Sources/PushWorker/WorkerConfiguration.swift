@@ -72,6 +72,9 @@ public struct WorkerConfiguration: Sendable {
     public var pruneAfter: Duration?
     /// `HOST:PORT` of the Prometheus / health endpoint; nil: none.
     public var metricsAddress: String?
+    /// `SSLKEYLOGFILE`: where the TLS secrets of every APNs connection are appended, so a
+    /// capture of the traffic can be read (Wireshark). Environment only, never a default.
+    public var tlsKeyLogFile: String?
 
     public init(databaseURL: String, apps: [AppConfiguration], workerID: String) {
         self.databaseURL = databaseURL
@@ -162,6 +165,7 @@ public struct WorkerConfiguration: Sendable {
             configuration.drainTimeout = .seconds(try integer(value, setting: "PGPUSH_DRAIN_SECONDS"))
         }
         configuration.metricsAddress = setting("metrics-addr", "PGPUSH_METRICS_ADDR")
+        if let path = environment["SSLKEYLOGFILE"], !path.isEmpty { configuration.tlsKeyLogFile = path }
         if let value = setting("prune-after-days", "PGPUSH_PRUNE_AFTER_DAYS") {
             let days = try integer(value, setting: "PGPUSH_PRUNE_AFTER_DAYS")
             configuration.pruneAfter = days > 0 ? .seconds(days * 86_400) : nil

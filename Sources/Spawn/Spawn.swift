@@ -29,9 +29,23 @@ public enum Spawn {
             variables.sorted { $0.key < $1.key }.map { strdup("\($0.key)=\($0.value)") } + [nil]
         }
         defer { (argv + (envp ?? [])).forEach { free($0) } }
+        // The child starts with no signal blocked and the usual signals at their defaults:
+        // a thread of a test runner or of Dispatch may block or ignore some, and a child
+        // inheriting that would never see the SIGTERM meant to stop it.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var noSignals = sigset_t()
+        sigemptyset(&noSignals)
+        posix_spawnattr_setsigmask(&attributes, &noSignals)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for number in [SIGHUP, SIGINT, SIGQUIT, SIGPIPE, SIGTERM, SIGUSR1, SIGUSR2, SIGCHLD] { sigaddset(&defaults, number) }
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
         var pid: pid_t = 0
-        let result = envp.map { posix_spawn(&pid, executable, &actions, nil, argv, $0) }
-            ?? posix_spawn(&pid, executable, &actions, nil, argv, environ)
+        let result = envp.map { posix_spawn(&pid, executable, &actions, &attributes, argv, $0) }
+            ?? posix_spawn(&pid, executable, &actions, &attributes, argv, environ)
         guard result == 0 else { throw SpawnError("could not start \(executable): \(String(cString: strerror(result)))") }
         return pid
     }

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import HTTP2TLS
 import Locking
 import PushWorker
 import Synchronization
@@ -47,6 +48,12 @@ enum RunCommand {
           --prune-after-days N      [PGPUSH_PRUNE_AFTER_DAYS] delete rows finished longer ago (off by default;
                                     one worker at a time prunes, every 10 minutes)
 
+        Environment only:
+          SSLKEYLOGFILE=FILE        append the TLS secrets of every APNs connection to FILE (the key log
+                                    format Wireshark reads), to read a capture of the traffic. For debugging
+                                    only: whoever reads FILE can decrypt it. Off unless set; the log warns
+                                    at start while it is on.
+
         Signals: SIGTERM or SIGINT stops claiming, lets requests in flight finish, writes every
         outcome, returns unsent rows to the queue and exits 0. A second signal exits at once
         (exit code 1); leases return whatever was left.
@@ -74,13 +81,24 @@ enum RunCommand {
         } catch {
             throw UsageError(error.description)
         }
+        let keyLog: TLSKeyLog?
+        do {
+            keyLog = try configuration.tlsKeyLogFile.map { path throws(TLSConfigurationError) in try TLSKeyLog(path: path) }
+        } catch {
+            throw UsageError(error.description)
+        }
         let senders: [String: any NotificationSender]
         do {
-            senders = try APNsSenderFactory.makeSenders(for: configuration.apps)
+            senders = try APNsSenderFactory.makeSenders(for: configuration.apps, keyLog: keyLog)
         } catch {
             throw UsageError(error.description)
         }
         let log = Log()
+        if let keyLog {
+            log.warning("tls_key_log", ["file": keyLog.path, "problem": "SSLKEYLOGFILE is set: the TLS secrets of every "
+                + "APNs connection are written to this file, and whoever can read it can decrypt the traffic; "
+                + "unset it once you are done debugging"])
+        }
         for app in configuration.apps {
             for warning in CredentialFilePermissions.warnings(for: app) { log.warning("credential_file_permissions", ["app": app.name, "problem": warning]) }
         }

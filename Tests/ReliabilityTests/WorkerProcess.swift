@@ -91,12 +91,14 @@ struct WorkerLauncher {
     private let idPrefix: String
     private var started = 0
 
+    /// `extra`: more variables for every worker (they win over the defaults here).
     init(binary: String, harness: SimulatorHarness, conninfo: String, connections: Int, ratePerConnection: Int,
-         idPrefix: String) {
+         idPrefix: String, extra: [String: String] = [:]) {
         var environment = harness.workerEnvironment(connections: connections, ratePerConnection: ratePerConnection)
         environment["DATABASE_URL"] = conninfo
         environment["PGPUSH_LEASE_SECONDS"] = "5"
         environment["PGPUSH_DRAIN_SECONDS"] = "5"
+        environment.merge(extra) { $1 }
         self.binary = binary
         self.environment = environment
         directory = harness.directory

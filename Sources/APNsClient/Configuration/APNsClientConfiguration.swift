@@ -13,6 +13,8 @@ public struct APNsClientConfiguration: Sendable {
     /// Extra PEM trust anchors, added to the system trust store (never replacing
     /// verification): the simulator's CA in tests and the demo.
     public var extraCAFile: String?
+    /// Where the connections' TLS secrets are appended for reading a capture; nil: nowhere.
+    public var tlsKeyLog: TLSKeyLog?
     /// HTTP/2 connections kept open for this app.
     public var connections: Int = 4
     /// Requests per second per connection, over any one-second window; nil or 0: no cap

@@ -1,0 +1,81 @@
+import APNsSimulator
+import Foundation
+import PGPushTestSupport
+import Postgres
+import Testing
+
+extension Reliability {
+    /// The rate cap where APNs counts it: at the wire. Several `pgpush run` processes,
+    /// each with several connections, drain a backlog at the cap while tcpdump captures
+    /// loopback and tshark decrypts it with the workers' `SSLKEYLOGFILE`. No connection
+    /// may carry more than the cap in any one-second window, wherever the window starts,
+    /// and each must carry at least 99% of it while it has work, from its second second on
+    /// (its first holds the start: one request alone until APNs has answered the JWT, the
+    /// worker's first claims).
+    ///
+    /// Eight processes of four connections on two cores is the load under which counting
+    /// at submission was seen to let 101–106 requests through in a second at the wire.
+    @Suite struct WireRateCapTests {
+        static let workers = 8
+        static let connections = 4
+        static let ratePerConnection = 100
+
+        @Test(.enabled(if: WorkerProcess.binary != nil, WorkerProcess.missingBinary),
+              .enabled(if: WireCapture.available || WireCapture.required, WireCapture.unavailable))
+        func noConnectionExceedsTheCapAtTheWire() async throws {
+            let binary = try #require(WorkerProcess.binary, WorkerProcess.missingBinary)
+            let seconds = ReliabilityMode.pick(ci: 6, long: 30)
+            let rows = Self.workers * Self.connections * Self.ratePerConnection * seconds
+            let harness = try SimulatorHarness(faults: FaultPlan())
+            defer { harness.removeFiles() }
+            try harness.start()
+            let conninfo = try TestDatabase.migrated()
+            let database = try PostgresConnection(conninfo: conninfo)
+            try Backlog.enqueue(database, count: rows)
+
+            let keyLog = harness.directory.appendingPathComponent("tls-keys.log").path
+            let capture = try await WireCapture.start(port: harness.port,
+                                                      file: harness.directory.appendingPathComponent("wire.pcap").path)
+            var launcher = WorkerLauncher(binary: binary, harness: harness, conninfo: conninfo, connections: Self.connections,
+                                          ratePerConnection: Self.ratePerConnection, idPrefix: "wire",
+                                          extra: ["SSLKEYLOGFILE": keyLog])
+            let workers = try (0..<Self.workers).map { _ in try launcher.launch() }
+            let settled = await Backlog.waitUntilSettled(conninfo: conninfo, timeout: .seconds(Double(seconds) * 20 + 60))
+            for worker in workers { worker.signal(SIGTERM) }
+            for worker in workers { await worker.wait() }
+            let dropped = try await capture.stop()
+            #expect(settled, "rows still open; last worker log:\n\(workers.last?.logTail() ?? "")")
+            #expect(dropped == 0, "tcpdump dropped \(dropped) packets: the capture is incomplete")
+
+            // The key log is opt-in and announced: each worker said so at start.
+            for worker in workers {
+                let log = try String(contentsOfFile: worker.logFile, encoding: .utf8)
+                #expect(log.contains("tls_key_log") && log.contains(keyLog), "no key-log warning in \(worker.logFile)")
+            }
+            let attributes = try FileManager.default.attributesOfItem(atPath: keyLog)
+            #expect((attributes[.posixPermissions] as? Int) == 0o600, "the key log must be readable by its owner only")
+
+            let requests = try capture.requests(keyLog: keyLog)
+            let delivered = try Backlog.count(database, "status = 'delivered'")
+            // Every request decrypted and seen: one per delivered row, nothing retried here.
+            #expect(requests.values.reduce(0) { $0 + $1.count } == delivered, "requests seen at the wire vs rows delivered")
+            #expect(delivered == rows)
+            #expect(requests.count == Self.workers * Self.connections, "connections seen at the wire")
+
+            // While every connection still had work: up to the first one's last request.
+            let end = requests.values.compactMap(\.last).min() ?? 0
+            var summary: [String] = []
+            for (stream, times) in requests.sorted(by: { $0.key < $1.key }) {
+                let rate = WireRate(times: times, end: end)
+                summary.append("\(stream): max \(rate.busiestSecond), windows \(rate.windows)")
+                #expect(rate.busiestSecond <= Self.ratePerConnection,
+                        "connection \(stream) carried \(rate.busiestSecond) requests in one second at the wire")
+                #expect(rate.windows.count >= seconds / 2, "connection \(stream) had too few whole seconds of work: \(rate.windows)")
+                #expect(rate.steadyMean >= Double(Self.ratePerConnection) * 0.99,
+                        "connection \(stream) used \(rate.steadyMean)/s of \(Self.ratePerConnection)/s: \(rate.windows)")
+            }
+            print("reliability[wire] \(Self.workers) workers × \(Self.connections) connections, \(rows) rows:\n  "
+                  + summary.joined(separator: "\n  "))
+        }
+    }
+}
