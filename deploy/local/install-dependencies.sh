@@ -6,7 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-# systemd: systemd-analyze. python3-venv: the virtual environment kubernetes-validate
+# systemd: systemd-analyze. python3-yaml: YAML for the tests and check-compose.py.
+# python3-venv: the virtual environment kubernetes-validate
 # lives in (Debian's python3 refuses pip installs outside one).
 packages=(libpq-dev libnghttp2-dev libssl-dev pkg-config postgresql openssl nghttp2-client nghttp2-server python3-yaml
           systemd python3-venv)
