@@ -24,6 +24,12 @@ public final class PostgresResult {
         return Int(String(cString: text)) ?? 0
     }
 
+    /// The name of column `index` (nil when out of range).
+    public func columnName(_ index: Int) -> String? {
+        guard index >= 0, index < columnCount, let name = PQfname(handle, Int32(index)) else { return nil }
+        return String(cString: name)
+    }
+
     public func columnIndex(_ name: String) -> Int? {
         let index = PQfnumber(handle, name)
         return index < 0 ? nil : Int(index)

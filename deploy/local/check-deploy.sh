@@ -11,13 +11,22 @@
 #     skips (KEDA's custom resources, references, pod security) passes
 #     deploy/local/check-kubernetes.py;
 #   - the Prometheus alert rules pass `promtool check rules` and their unit tests
-#     (`promtool test rules`).
+#     (`promtool test rules`);
+#   - the Grafana dashboard parses and every panel, target and variable reads one
+#     of its two data source inputs (deploy/local/check-grafana.py; its SQL runs in
+#     GrafanaDashboardTests).
+#   - the Compose file's structure: depends_on targets and conditions, declared
+#     volumes, bind-mounted files, health checks (deploy/local/check-compose.py).
 # With --metrics FILE it checks a worker's real /metrics scrape instead (test.sh
 # has MetricsEndpointTests write one): `promtool check metrics`, and every pgpush_
-# metric the alert rules use is in it.
+# metric the alert rules and the dashboard's Prometheus queries use is in it.
+# With --compose BINARY (test.sh, after the build) it checks that every Compose
+# service running the pgpush image passes a command, flags and DATABASE_URL/PGPUSH_*
+# variables that the binary's --help names.
 # The tools come from deploy/local/install-dependencies.sh.
 #   deploy/local/check-deploy.sh
 #   deploy/local/check-deploy.sh --metrics FILE
+#   deploy/local/check-deploy.sh --compose .build/debug/pgpush
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 tools=.build/deploy-tools
@@ -36,8 +45,22 @@ if [ "${1:-}" = "--metrics" ]; then
         base=$(echo "$metric" | sed -E 's/_(bucket|sum|count)$//')
         grep -qE "^# TYPE ($metric|$base) " "$scrape" || { echo "check-deploy.sh: the alert rules use $metric, which the worker does not export" >&2; missing=1; }
     done
+    # A dashboard panel on a metric the worker never exports would stay empty.
+    dashboard_metrics=$(python3 deploy/local/check-grafana.py --metric-names deploy/grafana/pgpush.json)
+    [ -n "$dashboard_metrics" ] || { echo "check-deploy.sh: no pgpush_ metric found in the dashboard's Prometheus queries" >&2; exit 1; }
+    for metric in $dashboard_metrics; do
+        base=$(echo "$metric" | sed -E 's/_(bucket|sum|count)$//')
+        grep -qE "^# TYPE ($metric|$base) " "$scrape" || { echo "check-deploy.sh: the Grafana dashboard uses $metric, which the worker does not export" >&2; missing=1; }
+    done
     [ "$missing" -eq 0 ] || exit 1
-    echo "worker /metrics: ok" >&2
+    echo "worker /metrics: ok (alert rules and dashboard)" >&2
+    exit 0
+fi
+
+if [ "${1:-}" = "--compose" ]; then
+    binary=${2:?"usage: check-deploy.sh --compose PGPUSH_BINARY"}
+    echo "== Compose: each service passes pgpush only commands, flags and variables the built binary knows ==" >&2
+    python3 deploy/local/check-compose.py deploy/compose/compose.yaml "$binary"
     exit 0
 fi
 
@@ -140,4 +163,11 @@ unexpected=$(echo "$report" | grep -v '^INFO ' \
 echo "== Prometheus: the alert rules parse, and each alert fires on the series it is meant for ==" >&2
 "$tools/bin/promtool" check rules deploy/prometheus/pgpush-alerts.yaml >&2
 "$tools/bin/promtool" test rules deploy/prometheus/pgpush-alerts.test.yaml >&2
+echo "== Compose: services, depends_on, volumes and health checks ==" >&2
+# Only the structure here: the pgpush commands, flags and variables need the built
+# binary, which does not exist yet; test.sh runs --compose after the build.
+python3 deploy/local/check-compose.py deploy/compose/compose.yaml
+
+echo "== Grafana: the dashboard parses and each panel reads one of its two data source inputs ==" >&2
+python3 deploy/local/check-grafana.py deploy/grafana/pgpush.json
 echo "deploy checks passed" >&2

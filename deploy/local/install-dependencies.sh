@@ -6,9 +6,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-# systemd: systemd-analyze. python3-venv: the virtual environment kubernetes-validate
-# lives in (Debian's python3 refuses pip installs outside one). tcpdump and tshark: the
-# wire test captures loopback traffic and decrypts it (WireRateCapTests).
+# systemd: systemd-analyze. python3-yaml: YAML for the tests and check-compose.py.
+# python3-venv: the virtual environment kubernetes-validate lives in (Debian's python3
+# refuses pip installs outside one). tcpdump and tshark: the wire test captures loopback
+# traffic and decrypts it (WireRateCapTests).
 packages=(libpq-dev libnghttp2-dev libssl-dev pkg-config postgresql openssl nghttp2-client nghttp2-server python3-yaml
           systemd python3-venv tcpdump tshark)
 missing=()

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test: installs what is missing, checks the files in deploy/ with
-# operators' tools (check-deploy.sh, again on a worker's real /metrics after the
-# suite), builds, runs the suite, a quick
+# operators' tools (check-deploy.sh; the Compose file again against the built
+# binary, and a worker's real /metrics after the suite), builds, runs the suite, a quick
 # benchmark as a smoke test, the transport, queue, client and worker tests again
 # under AddressSanitizer and under ThreadSanitizer, then a short libFuzzer run of
 # every fuzz target. The tests start their own throwaway PostgreSQL cluster and
@@ -16,6 +16,8 @@ deploy/local/install-dependencies.sh
 deploy/local/check-deploy.sh
 
 swift build --build-tests
+# The Compose file's pgpush commands, flags and variables, against the binary just built.
+deploy/local/check-deploy.sh --compose "$(swift build --show-bin-path)/pgpush"
 # MetricsEndpointTests writes its worker's /metrics scrape to this file, which
 # promtool then checks (deploy/local/check-deploy.sh --metrics).
 metrics_scrape=$(mktemp)
