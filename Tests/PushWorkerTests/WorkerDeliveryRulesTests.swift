@@ -212,7 +212,11 @@ import Testing
         // more. The tolerance absorbs that without hiding a missing limiter (which would
         // show all 1,000 requests in one second). Exact figures on a quiet machine: `pgpush bench`.
         #expect(report.maxRequestsPerConnectionPerSecond <= cap + cap / 4)
-        #expect(report.maxRequestsPerConnectionPerSecond >= cap * 99 / 100, "sustained rate under a backlog")
+        // The lower bound only catches a limiter that throttles far below its cap: beside
+        // the whole suite on two busy cores the worker itself may fall behind. Utilisation
+        // is measured exactly, at the wire and with the fault suite running alone, by
+        // WireRateCapTests (≥ 99% of the cap per connection).
+        #expect(report.maxRequestsPerConnectionPerSecond >= cap / 2, "sustained rate under a backlog")
     }
 }
 
