@@ -76,7 +76,9 @@ struct RateCapTests {
         let spans = (0..<(received.count - Self.limit)).map { received[$0 + Self.limit] - received[$0] }
         #expect(spans.allSatisfy { $0 >= 1_000_000_000 }, "more than the cap reached the server in one second")
         // Counted only from the write, a request would wait 25 ms more than its window:
-        // every span at least 1.025 s. An answer tells the window it was received sooner.
-        #expect(spans.min().map { $0 < 1_015_000_000 } == true, "spans \(spans)")
+        // every span at least 1.025 s. An answer tells the window it was received sooner,
+        // so some span is shorter; how much shorter depends on when this busy machine lets
+        // the I/O thread submit (SubmitWindowTests checks the arithmetic exactly).
+        #expect(spans.min().map { $0 < 1_025_000_000 } == true, "spans \(spans)")
     }
 }
