@@ -13,7 +13,8 @@ public final class EmbeddedPostgres: Sendable {
     public let directory: String
     public let port: Int
     private let binDirectory: String
-    private let runAsUser: String?
+    /// The OS user the server runs as (`postgres` when this process is root), nil: this one.
+    public let runAsUser: String?
     private let watchdogPID: Int32
 
     public var dataDirectory: String { directory + "/data" }
@@ -169,5 +170,5 @@ public final class EmbeddedPostgres: Sendable {
 
 public struct EmbeddedPostgresError: Error, CustomStringConvertible, Sendable {
     public let description: String
-    init(_ description: String) { self.description = description }
+    public init(_ description: String) { self.description = description }
 }

@@ -9,6 +9,17 @@ import PushQueue
 public enum TestDatabase {
     public static let cluster: Result<EmbeddedPostgres, any Error> = Result { try EmbeddedPostgres.start() }
 
+    /// `PGPUSH_TEST_POOLER=pgbouncer`: every connection string handed out goes through a
+    /// PgBouncer in transaction pooling mode in front of the cluster (test.sh runs the
+    /// worker, queue and fault suites so once more). Superuser work on the cluster itself
+    /// (creating databases and roles, restarts) still goes to it directly.
+    public static let throughPooler = ProcessInfo.processInfo.environment["PGPUSH_TEST_POOLER"] == "pgbouncer"
+
+    /// The PgBouncer in front of `cluster`, started on first use.
+    public static let pooler: Result<EmbeddedPgBouncer, any Error> = Result {
+        try EmbeddedPgBouncer.start(in: try cluster.get())
+    }
+
     /// The repository's `sql/` folder.
     public static let sqlDirectory: String = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
@@ -16,8 +27,21 @@ public enum TestDatabase {
 
     /// An empty database; returns its connection string.
     public static func empty() throws -> String {
-        let name = "t_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(20)
-        return try cluster.get().createDatabase(String(name))
+        throughPooler ? try emptyBehindPooler().pooled : try cluster.get().createDatabase(newName())
+    }
+
+    private static func newName() -> String {
+        String("t_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(20))
+    }
+
+    /// A connection string that keeps its session: `conninfo` itself, or, through the
+    /// pooler, the cluster directly (same database and user). What LISTEN needs, and what
+    /// a worker's `listenDatabaseURL` is in production behind PgBouncer.
+    public static func session(_ conninfo: String) throws -> String {
+        guard throughPooler else { return conninfo }
+        let pooler = try pooler.get(), cluster = try cluster.get()
+        return conninfo.replacingOccurrences(of: "host=\(pooler.directory) port=\(pooler.port)",
+                                             with: "host=\(cluster.directory) port=\(cluster.port)")
     }
 
     /// Roles belong to the whole cluster, which every test database shares: two tests creating
@@ -39,7 +63,23 @@ public enum TestDatabase {
         for app in apps {
             try admin.query("SELECT pgpush.grant_app($1, $2)", [role, app])
         }
+        if throughPooler { try pooler.get().allow(user: role) }
         return conninfo.replacingOccurrences(of: "user=pgpush ", with: "user=\(role) ")
+    }
+
+    /// A migrated database reached both through the PgBouncer in front of the cluster
+    /// (started on first use) and directly.
+    public static func migratedBehindPooler() throws -> (pooled: String, direct: String) {
+        let (pooled, direct) = try emptyBehindPooler()
+        try MigrationRunner(migrations: Migration.load(directory: sqlDirectory)).migrate(PostgresConnection(conninfo: direct))
+        return (pooled, direct)
+    }
+
+    /// An empty database reached both through the PgBouncer and directly.
+    public static func emptyBehindPooler() throws -> (pooled: String, direct: String) {
+        let name = newName()
+        let direct = try cluster.get().createDatabase(name)
+        return (try pooler.get().conninfo(database: name), direct)
     }
 
     /// A database with every migration applied; returns its connection string.

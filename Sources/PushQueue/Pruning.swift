@@ -6,19 +6,26 @@ extension NotificationQueue {
 
     /// Deletes finished rows (and error rows) older than `olderThan`, in
     /// batches of short transactions; returns how many notifications went.
-    /// When `onlyIfLeader`, returns nil without pruning if another process holds the prune lock.
+    /// When `onlyIfLeader`, returns nil without pruning if another process is pruning now.
+    ///
+    /// The leader's lock is transaction-level, taken again for each batch: through a
+    /// transaction pooler a session lock would stay on whichever server connection took
+    /// it, held long after this process stopped.
     public func prune(olderThan: Duration, batchSize: Int = 5000, onlyIfLeader: Bool = false) throws -> Int? {
-        if onlyIfLeader {
-            let leader = try connection.query("SELECT pg_try_advisory_lock($1)", [Self.pruneLockKey])
-            guard leader.bool(0, 0) == true else { return nil }
-        }
-        defer {
-            if onlyIfLeader { _ = try? connection.query("SELECT pg_advisory_unlock($1)", [Self.pruneLockKey]) }
-        }
         var total = 0
         while true {
-            let result = try connection.query("SELECT pgpush.prune(make_interval(secs => $1), $2)", [olderThan.seconds, batchSize])
-            let deleted = result.int(0, 0) ?? 0
+            let deleted: Int? = try connection.transaction {
+                if onlyIfLeader {
+                    let leader = try connection.query("SELECT pg_try_advisory_xact_lock($1)", [Self.pruneLockKey])
+                    guard leader.bool(0, 0) == true else { return nil }
+                }
+                let result = try connection.query("SELECT pgpush.prune(make_interval(secs => $1), $2)",
+                                                  [olderThan.seconds, batchSize])
+                return result.int(0, 0) ?? 0
+            }
+            // Another worker holds the lock: it prunes; this one stops (it was leader for
+            // the batches before, if any, and those are done).
+            guard let deleted else { return total == 0 ? nil : total }
             total += deleted
             if deleted < batchSize { return total }
         }

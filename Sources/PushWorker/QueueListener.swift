@@ -2,6 +2,7 @@ import CShims
 import Synchronization
 import Foundation
 import Postgres
+import PushQueue
 
 /// Listens for `pgpush_queued` on a connection and thread of its own, and
 /// rings the doorbell of the app each notification names.
@@ -9,6 +10,12 @@ import Postgres
 /// LISTEN needs a connection that waits in poll(); sharing one with queries
 /// would delay either. Reconnects with backoff when PostgreSQL goes away, and
 /// then rings every app, since rows may have arrived while it was deaf.
+///
+/// Each connection is first checked: a notification sent through the worker's own
+/// database connection string must arrive. Through a transaction pooler it does not
+/// (`ConnectionPooling`), and listening there would only scatter notifications over
+/// other clients; the listener then says so once and stops, and the worker finds new
+/// rows by polling.
 final class QueueListener: Sendable {
     static let channel = "pgpush_queued"
 
@@ -25,9 +32,24 @@ final class QueueListener: Sendable {
 
     deinit { close(wakeDescriptor) }
 
-    func start(conninfo: String, log: Log, onQueued: @escaping @Sendable (String) -> Void, onReconnect: @escaping @Sendable () -> Void) {
+    /// Where to listen and how the check's notification is sent.
+    struct Source: Sendable {
+        /// The connection string LISTEN uses.
+        let listenConninfo: String
+        /// The setting it came from, for the log.
+        let setting: String
+        /// The worker's own database connection string: the check's NOTIFY goes through it.
+        let notifyConninfo: String
+        /// How often the worker polls without wake-ups, for the log.
+        let pollInterval: Duration
+    }
+
+    /// How long a check's notification may take: far longer than any real session needs.
+    static let checkTimeout: Duration = .seconds(10)
+
+    func start(_ source: Source, log: Log, onQueued: @escaping @Sendable (String) -> Void, onReconnect: @escaping @Sendable () -> Void) {
         let thread = Thread { [self] in
-            run(conninfo: conninfo, log: log, onQueued: onQueued, onReconnect: onReconnect)
+            run(source, log: log, onQueued: onQueued, onReconnect: onReconnect)
             finished.ring()
         }
         thread.name = "pgpush-listen"
@@ -42,13 +64,18 @@ final class QueueListener: Sendable {
         if started.load(ordering: .sequentiallyConsistent) { await finished.wait(timeout: .seconds(5)) }
     }
 
-    private func run(conninfo: String, log: Log, onQueued: @Sendable (String) -> Void, onReconnect: @Sendable () -> Void) {
+    private func run(_ source: Source, log: Log, onQueued: @Sendable (String) -> Void, onReconnect: @Sendable () -> Void) {
         var connection: PostgresConnection?
         var backoff = Duration.milliseconds(100)
         while !stopped.load(ordering: .sequentiallyConsistent) {
             do {
                 if connection == nil {
-                    let fresh = try PostgresConnection(conninfo: conninfo)
+                    let fresh = try PostgresConnection(conninfo: source.listenConninfo)
+                    guard try ConnectionPooling.deliversNotifications(to: fresh, from: source.notifyConninfo,
+                                                                      timeout: Self.checkTimeout, wakeDescriptor: wakeDescriptor) else {
+                        if !stopped.load(ordering: .sequentiallyConsistent) { warnNoWakeUps(source, log: log) }
+                        return
+                    }
                     try fresh.listen(Self.channel)
                     connection = fresh
                     backoff = .milliseconds(100)
@@ -65,6 +92,19 @@ final class QueueListener: Sendable {
                 backoff = min(backoff * 2, .seconds(5))
             }
         }
+    }
+
+    private func warnNoWakeUps(_ source: Source, log: Log) {
+        let seconds = Double(source.pollInterval.components.seconds)
+            + Double(source.pollInterval.components.attoseconds) / 1e18
+        var advice = "set PGPUSH_LISTEN_DATABASE_URL to a direct (session) connection to the same database"
+        if source.setting == "PGPUSH_LISTEN_DATABASE_URL" { advice = "point it at PostgreSQL itself, not at a pooler" }
+        log.warning("wakeups_not_delivered", [
+            "setting": source.setting,
+            "problem": "a NOTIFY did not reach a LISTEN made through \(source.setting) within "
+                + "\(Self.checkTimeout.components.seconds) s: a transaction pooler (PgBouncer with pool_mode=transaction) "
+                + "stands in between. New rows are found by polling every \(seconds) s instead; for immediate wake-ups, \(advice)",
+        ])
     }
 
     /// Sleeps unless `stop()` writes the eventfd first.

@@ -101,7 +101,11 @@ public final class Worker: Sendable {
 
     public func run() async throws {
         try await register()
-        listener.start(conninfo: configuration.databaseURL, log: log,
+        let wakeUps = QueueListener.Source(
+            listenConninfo: configuration.listenDatabaseURL ?? configuration.databaseURL,
+            setting: configuration.listenDatabaseURL == nil ? "DATABASE_URL" : "PGPUSH_LISTEN_DATABASE_URL",
+            notifyConninfo: configuration.databaseURL, pollInterval: configuration.pollInterval)
+        listener.start(wakeUps, log: log,
                        onQueued: { [doorbells] app in doorbells[app]?.ring() },
                        onReconnect: { [doorbells] in doorbells.values.forEach { $0.ring() } })
         log.info("worker_started", ["worker": configuration.workerID, "apps": configuration.apps.map(\.name).joined(separator: ",")])

@@ -56,6 +56,9 @@ public struct AppConfiguration: Sendable, Equatable {
 /// Everything `pgpush run` needs, validated before anything connects.
 public struct WorkerConfiguration: Sendable {
     public var databaseURL: String
+    /// A direct (session) connection to the same database, used only for LISTEN, when
+    /// `databaseURL` goes through a transaction pooler; nil: LISTEN uses `databaseURL`.
+    public var listenDatabaseURL: String?
     public var apps: [AppConfiguration]
     public var workerID: String
     /// How long a claim holds a row before another worker may take it back.
@@ -163,6 +166,14 @@ public struct WorkerConfiguration: Sendable {
         }
         if let value = setting("drain-seconds", "PGPUSH_DRAIN_SECONDS") ?? file.drainSeconds.map(String.init) {
             configuration.drainTimeout = .seconds(try integer(value, setting: "PGPUSH_DRAIN_SECONDS"))
+        }
+        if let listen = setting("listen-database-url", "PGPUSH_LISTEN_DATABASE_URL"), !listen.isEmpty {
+            do {
+                try ConnectionString.validate(listen)
+            } catch {
+                throw ConfigurationError("PGPUSH_LISTEN_DATABASE_URL is not a valid libpq connection string or URI: \(error)")
+            }
+            configuration.listenDatabaseURL = listen
         }
         configuration.metricsAddress = setting("metrics-addr", "PGPUSH_METRICS_ADDR")
         if let path = environment["SSLKEYLOGFILE"], !path.isEmpty { configuration.tlsKeyLogFile = path }

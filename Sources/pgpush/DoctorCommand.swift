@@ -15,6 +15,9 @@ enum DoctorCommand {
           - each app's credentials: the p8 key (readable, P-256, not readable by others) or the
             certificate (password, key match, days until it expires);
           - the database: connection, server version, migrations applied;
+          - wake-ups: whether a NOTIFY reaches the worker's LISTEN (not through a transaction
+            pooler such as PgBouncer: then PGPUSH_LISTEN_DATABASE_URL), and whether DATABASE_URL
+            goes through such a pooler;
           - APNs: a TLS + HTTP/2 handshake with each app's endpoint (certificate verified);
           - APNs credentials: one alert push per app to a made-up device token, 56 zeros then
             d0c7d0c7, sent with apns-expiration 0. APNs answers 400 BadDeviceToken when the key
@@ -60,6 +63,7 @@ enum DoctorCommand {
         }
         for app in configuration.apps { checkCredentials(app, into: &report) }
         checkDatabase(configuration.databaseURL, into: &report)
+        checkWakeUps(configuration, into: &report)
         let endpointChecks = Locked(DoctorReport())
         _ = try blockOn {
             for app in configuration.apps {
@@ -128,6 +132,33 @@ enum DoctorCommand {
             }
         } catch {
             report.fail("database", "\(error)")
+        }
+    }
+
+    /// Whether new rows wake the worker at once (NOTIFY reaches its LISTEN), and what a
+    /// transaction pooler in front of the database means for it.
+    static func checkWakeUps(_ configuration: WorkerConfiguration, into report: inout DoctorReport) {
+        let pooled = (try? ConnectionPooling.sharesBackends(configuration.databaseURL)) ?? false
+        if pooled {
+            report.ok("connection pooling", "DATABASE_URL goes through a transaction pooler (two sessions were served by one "
+                      + "server backend): claims, outcomes, migrate and prune work through it (pgpush keeps no session state "
+                      + "across transactions); LISTEN does not")
+        }
+        let setting = configuration.listenDatabaseURL == nil ? "DATABASE_URL" : "PGPUSH_LISTEN_DATABASE_URL"
+        do {
+            let listening = try PostgresConnection(conninfo: configuration.listenDatabaseURL ?? configuration.databaseURL)
+            if try ConnectionPooling.deliversNotifications(to: listening, from: configuration.databaseURL, timeout: .seconds(5)) {
+                report.ok("wake-ups", "a NOTIFY reaches a LISTEN through \(setting): new rows wake the worker at once")
+            } else {
+                let advice = configuration.listenDatabaseURL == nil
+                    ? "set PGPUSH_LISTEN_DATABASE_URL to a direct (session) connection to the same database"
+                    : "point PGPUSH_LISTEN_DATABASE_URL at PostgreSQL itself, not at a pooler"
+                report.warn("wake-ups", "a NOTIFY did not reach a LISTEN through \(setting) within 5 s (a transaction "
+                            + "pooler?): the worker finds new rows by polling every second instead; for immediate "
+                            + "wake-ups, \(advice)")
+            }
+        } catch {
+            report.fail("wake-ups", "\(setting): \(error)")
         }
     }
 

@@ -16,6 +16,9 @@ enum RunCommand {
         Flags (environment variable in brackets). --topic to --skip-known-invalid-tokens describe
         the app named by --app; a --config file sets them for each app it lists:
           --database-url URL        [DATABASE_URL]  libpq connection string or URI (PG* variables also work)
+          --listen-database-url URL [PGPUSH_LISTEN_DATABASE_URL] a direct (session) connection to the same
+                                    database, for LISTEN only, when DATABASE_URL goes through a transaction
+                                    pooler such as PgBouncer (without it the worker polls, and says so)
           --config FILE             [PGPUSH_CONFIG] JSON file listing apps (see README)
           --app NAME                [PGPUSH_APP]    the app the single-app settings describe (default: default)
           --topic BUNDLE_ID         [PGPUSH_TOPIC]
@@ -66,7 +69,7 @@ enum RunCommand {
         """
 
     static let flags: Set<String> = [
-        "help", "database-url", "config", "app", "topic", "apns-env", "apns-url", "ca-file", "team-id", "key-id",
+        "help", "database-url", "listen-database-url", "config", "app", "topic", "apns-env", "apns-url", "ca-file", "team-id", "key-id",
         "key-file", "cert-file", "connections", "rate-per-connection", "lease-seconds", "drain-seconds", "worker-id",
         "prune-after-days", "metrics-addr", "retry-server-errors", "retry-delay-min-seconds", "retry-delay-max-seconds",
         "retry-429-base-seconds", "retry-429-max-delay-seconds", "retry-429-max-attempts", "skip-known-invalid-tokens",

@@ -460,11 +460,12 @@ import Testing
         #expect(try queue.prune(olderThan: .seconds(7 * 86_400), batchSize: 10) == 25)
         #expect(try connection.query("SELECT count(*) FROM pgpush.notifications").int(0, 0) == 2)
 
-        // Only one process prunes at a time.
-        let other = NotificationQueue(connection: try PostgresConnection(conninfo: conninfo), workerID: "other")
-        try other.connection.query("SELECT pg_advisory_lock($1)", [Int64(0x7067_7075_7368_0002)])
-        #expect(try queue.prune(olderThan: .zero, onlyIfLeader: true) == nil)
-        try other.connection.query("SELECT pg_advisory_unlock($1)", [Int64(0x7067_7075_7368_0002)])
+        // Only one process prunes at a time: another one's prune transaction holds the lock.
+        let other = try PostgresConnection(conninfo: conninfo)
+        try other.transaction {
+            try other.query("SELECT pg_advisory_xact_lock($1)", [Int64(0x7067_7075_7368_0002)])
+            #expect(try queue.prune(olderThan: .zero, onlyIfLeader: true) == nil)
+        }
         #expect(try queue.prune(olderThan: .zero, onlyIfLeader: true) == 1)
     }
 }

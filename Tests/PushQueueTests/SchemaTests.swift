@@ -387,7 +387,7 @@ import Testing
 
     @Test func insertWakesListenersOncePerStatementPerApp() throws {
         let conninfo = try TestDatabase.migrated()
-        let listener = try PostgresConnection(conninfo: conninfo)
+        let listener = try PostgresConnection(conninfo: try TestDatabase.session(conninfo))
         let app = try PostgresConnection(conninfo: conninfo)
         try listener.listen("pgpush_queued")
         try app.query("""

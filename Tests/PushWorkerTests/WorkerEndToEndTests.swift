@@ -145,6 +145,8 @@ import Testing
         let conninfo = try TestDatabase.migrated()
         let database = try PostgresConnection(conninfo: conninfo)
         var configuration = WorkerConfiguration(databaseURL: conninfo, apps: [harness.app], workerID: "notify-worker")
+        // Through a transaction pooler LISTEN needs a session connection of its own.
+        if TestDatabase.throughPooler { configuration.listenDatabaseURL = try TestDatabase.session(conninfo) }
         // Polling so rare that only NOTIFY can explain a quick delivery.
         configuration.pollInterval = .seconds(600)
         let worker = try Worker(configuration: configuration, senders: try APNsSenderFactory.makeSenders(for: [harness.app]),

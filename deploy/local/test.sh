@@ -27,6 +27,12 @@ trap 'rm -f "$metrics_scrape"' EXIT
 PGPUSH_METRICS_DUMP="$metrics_scrape" swift test --skip-build --skip ReliabilityTests
 deploy/local/check-deploy.sh --metrics "$metrics_scrape"
 swift test --skip-build --filter ReliabilityTests
+echo "== worker, queue, migrate, prune and multi-worker tests again, through PgBouncer in transaction pooling mode ==" >&2
+# Every connection string the tests hand out goes through a PgBouncer (pool_mode =
+# transaction) in front of the test cluster; LISTEN gets a session connection of its own
+# (PGPUSH_LISTEN_DATABASE_URL), as the README tells operators to run it.
+PGPUSH_TEST_POOLER=pgbouncer swift test --skip-build \
+    --filter 'PushWorkerTests|PushQueueTests|CompetingWorkersTests|WorkerKillTests|DatabaseOutageTests'
 [ "${1:-}" = "--quick" ] && exit 0
 
 echo "== pgpush bench --quick --check: the benchmark runs and its figures are consistent ==" >&2
