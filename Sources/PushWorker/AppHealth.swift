@@ -66,6 +66,11 @@ final class AppHealth: Sendable {
 
     private let state = Locked(State())
 
+    /// Rows of `topic` waiting for its probe's answer (tests wait on it).
+    func waitingRows(topic: String) -> Int {
+        state.withLock { $0.topics[topic]?.waiters.count ?? 0 }
+    }
+
     /// The whole app's phase, which the claim loop follows.
     var phase: Phase {
         state.withLock { $0.app.currentPhase(at: .now) }

@@ -127,7 +127,7 @@ import Testing
 
     static func health(_ database: PostgresConnection, topic: String? = nil) async throws -> (healthy: Bool, reason: String)? {
         var found: (Bool, String)?
-        _ = try await eventually(timeout: .seconds(60)) {
+        _ = try await eventually(timeout: .seconds(180)) {
             let row = try database.query("""
                 SELECT healthy, coalesce(reason, '') FROM pgpush.app_health
                  WHERE app = 'default' AND topic IS NOT DISTINCT FROM $1 AND NOT healthy
@@ -178,7 +178,7 @@ import Testing
         try AnswerHandlingTests.enqueue(database, tokens: (1...20).map(Self.token), pushType: "voip")
         try AnswerHandlingTests.enqueue(database, tokens: (101...200).map(Self.token))
         let running = try AnswerHandlingTests.start(harness.app, conninfo)
-        let alertsDone = try await eventually(timeout: .seconds(60)) {
+        let alertsDone = try await eventually(timeout: .seconds(180)) {
             try database.query("""
                 SELECT count(*) FROM pgpush.notifications WHERE push_type = 'alert' AND status = 'delivered'
                 """).int(0, 0) == 100

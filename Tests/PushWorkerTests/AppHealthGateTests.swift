@@ -1,3 +1,4 @@
+import PGPushTestSupport
 import Testing
 @testable import PushWorker
 
@@ -22,7 +23,7 @@ import Testing
         let waiting = Task { await health.admit(topic: "com.example.app") }
         // Another topic has a probe of its own and does not wait.
         #expect(await health.admit(topic: "com.example.app.voip") == nil)
-        try await Task.sleep(for: .milliseconds(50))
+        #expect(try await eventually { health.waitingRows(topic: "com.example.app") == 1 })
         _ = health.topicAnswered("com.example.app", accepted: true)
         #expect(await waiting.value == nil)
         #expect(await health.admit(topic: "com.example.app") == nil)
@@ -32,7 +33,8 @@ import Testing
         let health = AppHealth()
         #expect(await health.admit(topic: "com.example.app.voip") == nil)
         let waiting = Task { await health.admit(topic: "com.example.app.voip") }
-        try await Task.sleep(for: .milliseconds(50))
+        // The row is waiting once it is registered, however late its task starts.
+        #expect(try await eventually { health.waitingRows(topic: "com.example.app.voip") == 1 })
         #expect(health.reportProblem(topic: "com.example.app.voip") == AppHealth.firstPause)
         let parked = try #require(await waiting.value)
         #expect(parked >= .seconds(1) && parked <= AppHealth.firstPause)
@@ -44,7 +46,8 @@ import Testing
         let health = AppHealth()
         #expect(await health.admit(topic: "com.example.app") == nil)
         let waiting = Task { await health.admit(topic: "com.example.app") }
-        try await Task.sleep(for: .milliseconds(50))
+        // The row is waiting once it is registered, however late its task starts.
+        #expect(try await eventually { health.waitingRows(topic: "com.example.app") == 1 })
         waiting.cancel()
         #expect(await waiting.value == .zero)
     }

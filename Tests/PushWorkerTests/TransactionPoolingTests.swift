@@ -86,7 +86,7 @@ struct TransactionPoolingTests {
         let worker = try Worker(configuration: configuration, senders: try APNsSenderFactory.makeSenders(for: [harness.app]),
                                 log: Log(sink: { line in lines.withLock { $0.append(line) } }))
         let running = Task { try await worker.run() }
-        let warned = try await eventually(timeout: .seconds(60)) {
+        let warned = try await eventually(timeout: .seconds(180)) {
             lines.withLock { $0.contains { $0.contains("wakeups_not_delivered") && $0.contains("PGPUSH_LISTEN_DATABASE_URL") } }
         }
         // Polling still delivers.
@@ -113,7 +113,7 @@ struct TransactionPoolingTests {
                                 log: Log(sink: { _ in }))
         let running = Task { try await worker.run() }
         let database = try PostgresConnection(conninfo: direct)
-        let listening = try await eventually(timeout: .seconds(60)) { try Self.listeners(database) == 1 }
+        let listening = try await eventually(timeout: .seconds(180)) { try Self.listeners(database) == 1 }
         #expect(listening, "the worker did not LISTEN on its direct connection")
         try database.query("SELECT pgpush.enqueue(device_token => $1, payload => '{\"aps\":{\"alert\":\"x\"}}')",
                            [WorkerEndToEndTests.token(2)])

@@ -100,7 +100,7 @@ import Testing
         #expect(log.first?.bodyBytes == payload.utf8.count)
     }
 
-    @Test(.timeLimit(.minutes(2)))
+    @Test(.timeLimit(.minutes(5)))
     func answersFollowTheDefaultRetryPolicy() async throws {
         let flaky = Self.token(1), broken = Self.token(2), hammered = Self.token(3), bad = Self.token(4)
         let unregistered = Self.token(5), expired = Self.token(6)

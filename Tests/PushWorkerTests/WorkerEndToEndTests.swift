@@ -63,7 +63,7 @@ import Testing
     }
 
     /// Polls the table until no row is unfinished; the worker has no "done" event of its own.
-    static func waitUntilFinished(_ connection: PostgresConnection, timeout: Duration = .seconds(60)) async throws {
+    static func waitUntilFinished(_ connection: PostgresConnection, timeout: Duration = .seconds(300)) async throws {
         let finished = try await eventually(timeout: timeout, every: .milliseconds(50)) {
             try connection.query("SELECT count(*) FROM pgpush.notifications WHERE status IN ('queued', 'sending')").int(0, 0) == 0
         }
@@ -256,7 +256,7 @@ import Testing
         #expect(try await eventually { try database.query(registered).int(0, 0) == 1 })
         try database.query("DELETE FROM pgpush.workers")
         // Heartbeats come every 5 s; a loaded machine gets generous time.
-        #expect(try await eventually(timeout: .seconds(60)) { try database.query(registered).int(0, 0) == 1 },
+        #expect(try await eventually(timeout: .seconds(180)) { try database.query(registered).int(0, 0) == 1 },
                 "the worker never registered again after its row was deleted")
         worker.stop()
         try await running.value
@@ -282,7 +282,7 @@ import Testing
         let admin = try PostgresConnection(conninfo: try TestDatabase.cluster.get().conninfo())
         try admin.query("DROP DATABASE \(name) WITH (FORCE)")
         func claimFailures() -> Int { lines.withLock { $0.filter { $0.contains(" claim_failed ") }.count } }
-        #expect(try await eventually(timeout: .seconds(60)) { claimFailures() >= 1 }, "\(lines.withLock { $0 })")
+        #expect(try await eventually(timeout: .seconds(180)) { claimFailures() >= 1 }, "\(lines.withLock { $0 })")
         // Twelve seconds of outage: backoff alone would still log each of several tries.
         try await Task.sleep(for: .seconds(12))
         #expect(claimFailures() == 1, "\(lines.withLock { $0 })")

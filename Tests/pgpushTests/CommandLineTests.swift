@@ -12,7 +12,7 @@ struct CommandLineTests {
 
     func run(_ arguments: [String], environment: [String: String] = [:]) async throws -> (code: Int32?, output: String) {
         let child = try ChildProcess(binary, arguments, environment: environment)
-        let code = await child.wait(timeout: .seconds(60))
+        let code = await child.wait(timeout: .seconds(180))
         return (code, child.output)
     }
 
@@ -128,7 +128,7 @@ struct CommandLineTests {
         let result = posix_spawn(&pid, binary, &actions, &attributes, argv, envp)
         guard result == 0 else { throw SpawnFailure(errno: result) }
         var status: Int32 = 0
-        let ended = try? await eventually(timeout: .seconds(60)) { waitpid(pid, &status, WNOHANG) == pid }
+        let ended = try? await eventually(timeout: .seconds(180)) { waitpid(pid, &status, WNOHANG) == pid }
         guard ended == true else {
             kill(pid, SIGKILL)
             waitpid(pid, &status, 0)

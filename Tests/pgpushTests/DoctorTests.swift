@@ -19,7 +19,7 @@ struct DoctorTests {
         chmod(simulated.environment["PGPUSH_KEY_FILE"] ?? "", 0o600)
         let child = try ChildProcess(binary, ["doctor"] + extra,
                                      environment: simulated.environment.merging(overriding) { $1 })
-        let code = await child.wait(timeout: .seconds(60))
+        let code = await child.wait(timeout: .seconds(180))
         return (code, child.output)
     }
 

@@ -14,7 +14,7 @@ struct SecretsStayOutOfOutputTests {
 
     func run(_ arguments: [String], environment: [String: String]) async throws -> String {
         let child = try ChildProcess(binary, arguments, environment: environment)
-        let code = await child.wait(timeout: .seconds(60))
+        let code = await child.wait(timeout: .seconds(180))
         #expect(code != nil, "pgpush \(arguments) did not exit")
         return child.output
     }
@@ -42,7 +42,7 @@ struct SecretsStayOutOfOutputTests {
         try CommandLineTests.enqueue(database, count: 20)
         let environment = simulated.environment.merging(["PGPUSH_WORKER_ID": "secrets"]) { $1 }
         let worker = try ChildProcess(binary, ["run"], environment: environment)
-        #expect(try await eventually(timeout: .seconds(60)) {
+        #expect(try await eventually(timeout: .seconds(180)) {
             try database.query("SELECT count(*) FROM pgpush.delivery_errors").int(0, 0) ?? 0 >= 2
         })
         let status = try await run(["status"], environment: environment)
