@@ -113,11 +113,15 @@ public final class EmbeddedPostgres: Sendable {
                                   as: runAsUser, log: directory + "/pg_ctl.log")
     }
 
-    /// Stops the server but keeps the cluster (to test outages and restarts).
-    public func stopServer(mode: String = "fast") throws {
-        try Self.runServerCommand(binDirectory + "/pg_ctl", ["-D", dataDirectory, "-m", mode, "-w", "stop"],
+    /// Stops the server but keeps the cluster (to test outages and restarts). `wait: false`
+    /// returns once the server has been told; `isServerRunning` says when it is gone.
+    public func stopServer(mode: String = "fast", wait: Bool = true) throws {
+        try Self.runServerCommand(binDirectory + "/pg_ctl", ["-D", dataDirectory, "-m", mode, wait ? "-w" : "-W", "stop"],
                                   as: runAsUser, log: directory + "/pg_ctl.log")
     }
+
+    /// Whether the server's lock file `postmaster.pid` exists: it goes when the server has stopped.
+    public var isServerRunning: Bool { FileManager.default.fileExists(atPath: dataDirectory + "/postmaster.pid") }
 
     /// `pg_ctl restart -m fast`: every session is terminated, the server comes back on the same socket.
     public func restartServer() throws {

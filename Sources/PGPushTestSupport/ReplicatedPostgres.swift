@@ -1,5 +1,6 @@
 import EmbeddedPostgres
 import Foundation
+import Locking
 import Postgres
 
 /// A primary and a streaming standby, both throwaway clusters on Unix sockets,
@@ -103,10 +104,39 @@ public final class ReplicatedPostgres: Sendable {
         }
     }
 
+    /// The primary's WAL sender while `holdReplication` keeps it stopped.
+    private let heldSender = Locked<pid_t?>(nil)
+
+    /// Makes the standby fall behind: the primary's WAL sender is stopped (SIGSTOP), so
+    /// nothing the primary commits from now on reaches the standby, as with a standby
+    /// behind a slow link when the primary crashes. Only `killPrimary` ends it. For
+    /// asynchronous replication only: a synchronous primary would stop committing.
+    public func holdReplication() throws {
+        precondition(replication == .asynchronous, "a held synchronous standby stops every commit")
+        let connection = try PostgresConnection(conninfo: primary.conninfo())
+        let result = try connection.query("SELECT pid FROM pg_stat_replication WHERE application_name = $1", [Self.standbyName])
+        guard let pid = result.int(0, 0) else { throw ReplicatedPostgresError("no WAL sender serves the standby") }
+        guard kill(pid_t(pid), SIGSTOP) == 0 else { throw ReplicatedPostgresError("SIGSTOP to the WAL sender: errno \(errno)") }
+        heldSender.withLock { $0 = pid_t(pid) }
+    }
+
     /// The primary dies as in a crash: `pg_ctl stop -m immediate` (SIGQUIT to every server
-    /// process, no shutdown checkpoint, no more WAL sent).
-    public func killPrimary() throws {
-        try primary.stopServer(mode: "immediate")
+    /// process, no shutdown checkpoint, no more WAL sent). A held WAL sender cannot act on
+    /// SIGQUIT while stopped, so it gets SIGKILL once the server has been told to stop
+    /// (killed before, it would look like a crash that the server restarts from); it never
+    /// sends what it held back. Returns when the server is gone.
+    public func killPrimary() async throws {
+        guard let held = heldSender.withLock({ $0 }) else {
+            try primary.stopServer(mode: "immediate")
+            return
+        }
+        try primary.stopServer(mode: "immediate", wait: false)
+        kill(held, SIGKILL)
+        heldSender.withLock { $0 = nil }
+        let primary = primary
+        guard try await eventually(timeout: .seconds(30), { !primary.isServerRunning }) else {
+            throw ReplicatedPostgresError("the primary did not stop within 30 s of SIGQUIT")
+        }
     }
 
     /// Waits until the standby has replayed everything it received and no longer
