@@ -58,6 +58,24 @@ extension Reliability {
             try await failover(.asynchronous, workers: 1)
         }
 
+        /// The rescue the lone worker above relies on, step by step: a worker takes back its
+        /// own expired rows unless it names them as held, and without `holding` none of them.
+        @Test func aWorkerTakesBackItsOwnExpiredRowsExceptThoseItHolds() throws {
+            let conninfo = try TestDatabase.migrated()
+            let database = try PostgresConnection(conninfo: conninfo)
+            try Backlog.enqueue(database, count: 3)
+            let queue = NotificationQueue(connection: database, workerID: "lone")
+            // A zero lease ends with the claim's transaction: the next statement sees it expired.
+            let claimed = try queue.claim(app: "default", limit: 3, lease: .zero).claimed.map(\.id)
+            #expect(claimed.count == 3)
+            #expect(try queue.rescueExpiredLeases(maxAttempts: 5) == 0, "without `holding`, never its own rows")
+            #expect(try queue.rescueExpiredLeases(maxAttempts: 5, holding: [claimed[0]]) == 2)
+            #expect(try Backlog.count(database, "status = 'sending'") == 1)
+            #expect(try Backlog.count(database, "status = 'sending' AND id = \(claimed[0])") == 1)
+            #expect(try queue.rescueExpiredLeases(maxAttempts: 5, holding: []) == 1)
+            #expect(try Backlog.count(database, "status = 'queued'") == 3)
+        }
+
         private func failover(_ replication: ReplicatedPostgres.Replication, workers workerCount: Int = 2) async throws {
             let binary = try #require(WorkerProcess.binary, WorkerProcess.missingBinary)
             let rows = ReliabilityMode.pick(ci: 1200, long: 4000) * workerCount
