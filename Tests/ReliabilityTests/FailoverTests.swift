@@ -52,7 +52,8 @@ extension Reliability {
         }
 
         /// One worker alone: the rows whose outcome the standby lacks are `sending` under
-        /// its own id, and no other worker is there to take them back.
+        /// its own id, and no other worker is there to take them back. Its own rescue must:
+        /// when it skipped every row of its own id, they stayed `sending` for ever.
         @Test(.enabled(if: WorkerProcess.binary != nil, WorkerProcess.missingBinary))
         func aloneAfterAsynchronousFailoverAWorkerTakesBackWhatItForgot() async throws {
             try await failover(.asynchronous, workers: 1)
