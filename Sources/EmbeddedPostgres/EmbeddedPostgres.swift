@@ -16,17 +16,43 @@ public final class EmbeddedPostgres: Sendable {
     /// The OS user the server runs as (`postgres` when this process is root), nil: this one.
     public let runAsUser: String?
     private let watchdogPID: Int32
+    private let settings: [String: String]
 
     public var dataDirectory: String { directory + "/data" }
     public var logFile: String { directory + "/server.log" }
 
-    /// Connection string for `database` (default `postgres`) as the superuser `pgpush`.
-    public func conninfo(database: String = "postgres") -> String {
-        "host=\(directory) port=\(port) user=pgpush dbname=\(database)"
+    /// Connection string for `database` (default `postgres`) as the superuser `pgpush`;
+    /// `port` for a server started on another port (see `startServer(port:)`).
+    public func conninfo(database: String = "postgres", port: Int? = nil) -> String {
+        "host=\(directory) port=\(port ?? self.port) user=pgpush dbname=\(database)"
     }
 
-    /// Creates, initializes and starts a new cluster.
-    public static func start() throws -> EmbeddedPostgres {
+    /// Creates, initializes and starts a new cluster. `settings` are server settings
+    /// (`-c name=value`) that replace or add to the defaults of `startServer`.
+    public static func start(settings: [String: String] = [:]) throws -> EmbeddedPostgres {
+        try create(settings: settings) { bin, runAs, directory in
+            try runServerCommand(bin + "/initdb", [
+                "-D", directory + "/data", "-U", "pgpush", "--auth=trust", "-E", "UTF8", "--no-locale", "--no-sync",
+            ], as: runAs, log: directory + "/initdb.log")
+        }
+    }
+
+    /// Creates a streaming standby of `primary` with `pg_basebackup -R` over the primary's
+    /// Unix socket (the primary must allow replication connections, which initdb's
+    /// pg_hba.conf does for local sockets), and starts it in its own folder and port.
+    public static func startStandby(of primary: EmbeddedPostgres, settings: [String: String] = [:]) throws -> EmbeddedPostgres {
+        try create(settings: settings) { bin, runAs, directory in
+            try runServerCommand(bin + "/pg_basebackup", [
+                "-D", directory + "/data", "-h", primary.directory, "-p", String(primary.port), "-U", "pgpush",
+                "-R", "-X", "stream", "-c", "fast", "--no-sync",
+            ], as: runAs, log: directory + "/pg_basebackup.log")
+        }
+    }
+
+    /// A new folder, `makeDataDirectory` filling its `data`, a watchdog, and the server started.
+    private static func create(settings: [String: String],
+                               makeDataDirectory: (_ bin: String, _ runAs: String?, _ directory: String) throws -> Void)
+        throws -> EmbeddedPostgres {
         let bin = try findServerBinaries()
         let runAs: String? = getuid() == 0 ? "postgres" : nil
         if let runAs { try ensureSystemUser(runAs) }
@@ -41,11 +67,10 @@ public final class EmbeddedPostgres: Sendable {
         }
         let port = Int.random(in: 20_000...60_000)
         do {
-            try runServerCommand(bin + "/initdb", [
-                "-D", directory + "/data", "-U", "pgpush", "--auth=trust", "-E", "UTF8", "--no-locale", "--no-sync",
-            ], as: runAs, log: directory + "/initdb.log")
+            try makeDataDirectory(bin, runAs, directory)
             let watchdog = try startWatchdog(directory: directory, bin: bin, runAs: runAs)
-            let cluster = EmbeddedPostgres(directory: directory, port: port, binDirectory: bin, runAsUser: runAs, watchdogPID: watchdog)
+            let cluster = EmbeddedPostgres(directory: directory, port: port, binDirectory: bin, runAsUser: runAs,
+                                           watchdogPID: watchdog, settings: settings)
             try cluster.startServer()
             return cluster
         } catch {
@@ -54,29 +79,50 @@ public final class EmbeddedPostgres: Sendable {
         }
     }
 
-    private init(directory: String, port: Int, binDirectory: String, runAsUser: String?, watchdogPID: Int32) {
+    private init(directory: String, port: Int, binDirectory: String, runAsUser: String?, watchdogPID: Int32,
+                 settings: [String: String]) {
         self.directory = directory
         self.port = port
         self.binDirectory = binDirectory
         self.runAsUser = runAsUser
         self.watchdogPID = watchdogPID
+        self.settings = settings
     }
 
-    /// Starts the server of an initialized cluster (again, after `stopServer`).
-    public func startServer() throws {
-        // fsync and synchronous_commit off: a throwaway cluster trades durability for speed.
-        let options = "-p \(port) -k \(directory) -c listen_addresses= -c fsync=off -c synchronous_commit=off "
-            + "-c full_page_writes=off -c max_connections=300"
+    /// fsync and synchronous_commit off: a throwaway cluster trades durability for speed
+    /// (a cluster started with other `settings` may take it back).
+    static let defaultSettings = [
+        "fsync": "off", "synchronous_commit": "off", "full_page_writes": "off", "max_connections": "300",
+    ]
+
+    /// Starts the server of an initialized cluster (again, after `stopServer`). `port`
+    /// other than the cluster's own puts the server on another socket in the same folder,
+    /// where clients of `conninfo()` do not find it.
+    public func startServer(port: Int? = nil) throws {
+        let merged = Self.defaultSettings.merging(settings) { $1 }
+        let options = "-p \(port ?? self.port) -k \(directory) -c listen_addresses= "
+            + merged.sorted { $0.key < $1.key }.map { "-c \($0.key)=\($0.value)" }.joined(separator: " ")
         try Self.runServerCommand(binDirectory + "/pg_ctl", [
             "-D", dataDirectory, "-l", logFile, "-w", "-t", "60", "-o", options, "start",
         ], as: runAsUser, log: directory + "/pg_ctl.log")
     }
 
-    /// Stops the server but keeps the cluster (to test outages and restarts).
-    public func stopServer(mode: String = "fast") throws {
-        try Self.runServerCommand(binDirectory + "/pg_ctl", ["-D", dataDirectory, "-m", mode, "-w", "stop"],
+    /// `pg_ctl promote` of a standby; returns once the signal is sent (wait for the end of
+    /// recovery by asking the server `pg_is_in_recovery()`).
+    public func promote() throws {
+        try Self.runServerCommand(binDirectory + "/pg_ctl", ["-D", dataDirectory, "-W", "promote"],
                                   as: runAsUser, log: directory + "/pg_ctl.log")
     }
+
+    /// Stops the server but keeps the cluster (to test outages and restarts). `wait: false`
+    /// returns once the server has been told; `isServerRunning` says when it is gone.
+    public func stopServer(mode: String = "fast", wait: Bool = true) throws {
+        try Self.runServerCommand(binDirectory + "/pg_ctl", ["-D", dataDirectory, "-m", mode, wait ? "-w" : "-W", "stop"],
+                                  as: runAsUser, log: directory + "/pg_ctl.log")
+    }
+
+    /// Whether the server's lock file `postmaster.pid` exists: it goes when the server has stopped.
+    public var isServerRunning: Bool { FileManager.default.fileExists(atPath: dataDirectory + "/postmaster.pid") }
 
     /// `pg_ctl restart -m fast`: every session is terminated, the server comes back on the same socket.
     public func restartServer() throws {

@@ -265,15 +265,20 @@ public final class NotificationQueue {
     /// spent on them (a row that kills every worker must not loop forever),
     /// or `expired`. Returns how many rows it took back.
     ///
-    /// Never this worker's own rows: a live worker still holds them in memory
-    /// (their outcomes may be waiting for the database to come back), and taking
-    /// them back would only make it send them twice. A restarted worker has a new id.
+    /// Never the rows this worker still holds in memory: their outcomes may be
+    /// waiting for the database to come back, and taking them back would only make
+    /// it send them twice. `holding` lists them; without it, none of this worker's
+    /// own rows are taken. With it, its other expired rows are taken back like
+    /// anyone's: rows it no longer knows it holds, such as a claim whose answer was
+    /// lost with the connection, or a row whose outcome it wrote to a primary that
+    /// died before its asynchronous standby, now promoted, received it.
     @discardableResult
-    public func rescueExpiredLeases(maxAttempts: Int, limit: Int = 1000) throws -> Int {
+    public func rescueExpiredLeases(maxAttempts: Int, limit: Int = 1000, holding: [Int64]? = nil) throws -> Int {
         let result = try connection.query("""
             WITH stale AS (
                 SELECT id FROM pgpush.notifications
-                 WHERE status = 'sending' AND locked_until < now() AND locked_by IS DISTINCT FROM $3
+                 WHERE status = 'sending' AND locked_until < now()
+                   AND (locked_by IS DISTINCT FROM $3 OR ($4::bigint[] IS NOT NULL AND id <> ALL($4::bigint[])))
                  ORDER BY locked_until
                  LIMIT $2
                  FOR UPDATE SKIP LOCKED
@@ -291,7 +296,7 @@ public final class NotificationQueue {
                 updated_at   = now()
               FROM stale
              WHERE n.id = stale.id
-            """, [maxAttempts, limit, workerID])
+            """, [maxAttempts, limit, workerID, holding])
         return result.affectedRows
     }
 }

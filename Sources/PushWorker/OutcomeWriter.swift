@@ -10,6 +10,9 @@ import PushQueue
 /// rescued and sent again: at-least-once.
 final class OutcomeWriter: Sendable {
     private let pending = Locked<[Outcome]>([])
+    /// Row ids with an outcome added and not yet written (waiting, or in the batch being
+    /// written), with how many: the rescue must not take these rows back.
+    private let unwritten = Locked<[Int64: Int]>([:])
     private let doorbell = Doorbell()
     private let database: DatabaseExecutor
     private let interval: Duration
@@ -30,6 +33,7 @@ final class OutcomeWriter: Sendable {
     }
 
     func add(_ outcome: Outcome) {
+        unwritten.withLock { $0[outcome.id, default: 0] += 1 }
         let count = pending.withLock { pending in
             pending.append(outcome)
             return pending.count
@@ -38,6 +42,9 @@ final class OutcomeWriter: Sendable {
     }
 
     var backlog: Int { pending.withLock { $0.count } }
+
+    /// The rows whose outcome is here and not yet in the database.
+    var unwrittenIDs: [Int64] { unwritten.withLock { Array($0.keys) } }
 
     /// Flushes until `shouldStop()` and nothing is pending (or `giveUpAt` passes).
     func run(shouldStop: @escaping @Sendable () -> Bool, giveUpAt: @escaping @Sendable () -> ContinuousClock.Instant?) async {
@@ -55,6 +62,12 @@ final class OutcomeWriter: Sendable {
             }
             do {
                 let written = try await database.run { queue in try queue.complete(batch) }
+                unwritten.withLock { unwritten in
+                    for outcome in batch {
+                        let left = unwritten[outcome.id, default: 1] - 1
+                        unwritten[outcome.id] = left > 0 ? left : nil
+                    }
+                }
                 backoff = .milliseconds(100)
                 repeated.recovered("outcome_write_failed")
                 if written.count < batch.count {

@@ -441,8 +441,13 @@ public final class Worker: Sendable {
 
     private func rescueExpiredLeases() async {
         let maxAttempts = configuration.rescueMaxAttempts
+        // The rows this worker holds: in flight, then in the writer. A row enters the writer
+        // before it leaves the registry, so read in this order it is in one reading or both.
+        let holding = inFlight.ids + writer.unwrittenIDs
         do {
-            let rescued = try await maintenance.run { queue in try queue.rescueExpiredLeases(maxAttempts: maxAttempts) }
+            let rescued = try await maintenance.run { queue in
+                try queue.rescueExpiredLeases(maxAttempts: maxAttempts, holding: holding)
+            }
             repeated.recovered("rescue_failed")
             if rescued > 0 {
                 log.info("leases_rescued", ["rows": rescued])
