@@ -72,7 +72,7 @@ public struct DatabaseCost: Sendable, Codable, Equatable {
 
     /// One line for the table: WAL, rows, commits, CPU per notification.
     var summary: String {
-        var text = String(format: "WAL %.2f kB, rows %.2f (ins %.2f upd %.2f del %.2f; HOT %@), commits %.3f",
+        var text = String(format: "WAL %.2f kB, rows %.2f (ins %.2f upd %.2f del %.2f; HOT %@ of upd.), commits %.3f",
                           walBytesPerNotification / 1000, rowsWrittenPerNotification,
                           Double(rowsInserted) / Double(max(notifications, 1)), Double(rowsUpdated) / Double(max(notifications, 1)),
                           Double(rowsDeleted) / Double(max(notifications, 1)),
