@@ -187,10 +187,13 @@ final class CostMeter {
     /// Transactions the bench ran in this database (polls, flushes, snapshots) so far.
     private(set) var ownTransactions = 0
 
-    /// `postmaster`: the cluster whose processes' CPU is counted (nil: none is).
+    /// `postmaster`: the cluster whose processes' CPU is counted (nil: none is). Waits for
+    /// sessions still connected (the migration's, closing) to end, so that what they did is
+    /// not counted in the first stretch measured.
     init(conninfo: String, postmaster: pid_t?) throws {
         connection = try PostgresConnection(conninfo: conninfo)
         self.postmaster = postmaster
+        try waitForOtherSessions()
     }
 
     convenience init(conninfo: String, database: BenchDatabase) throws {
