@@ -74,6 +74,9 @@ public struct DrainResult: Sendable, Codable {
     public var simulatorCPUSeconds: Double
     /// Busy CPUs on the whole machine on average while the worker ran.
     public var machineBusyCPUs: Double
+    /// Time-boxed runs: rows finished in the second half of the time box, per second (start-up
+    /// and the first claims left out; `steadyPerSecond` is skewed by a short box's start).
+    public var secondHalfPerSecond: Double?
     /// Worker processes side by side (`worker` is their sum, with the highest peak RSS) and each one's usage.
     public var workers: Int
     public var perWorker: [ProcessUsage]
@@ -231,6 +234,9 @@ public struct BenchReport: Sendable, Codable {
     /// The uncapped rate if every core were busy at the CPU cost per notification the
     /// uncapped run measured: the most this machine allows end to end.
     public var allCoresBusyRate: Double?
+    /// The embedded cluster's CPU with no session, over 3 s at the start: the fixed cost that
+    /// low rates divide by few notifications.
+    public var postgresIdleCPUMillisecondsPerSecond: Double?
     public var capped: [CappedResult] = []
     public var latency: LatencyResult?
     public var steady: [SteadyResult] = []

@@ -27,6 +27,9 @@ extension BenchReport {
         lines.append("  load average at start \(machine.loadAverage), at end \(loadAverageAtEnd ?? "?") (other work skews figures)")
         lines.append(machine.simulatorNiceness.map { "  simulator at nice \($0), as if on machines of its own like APNs" }
                      ?? "  simulator at the worker's priority (not root): it lags when the cores are busy")
+        if let idle = postgresIdleCPUMillisecondsPerSecond {
+            row("PostgreSQL idle (no session)", String(format: "%.2f ms CPU per second, every server process", idle))
+        }
         if let database = databaseCeiling {
             row("database ceiling (claim + complete)", String(format: "%.0f rows/s  (%d rows in %.2f s)",
                                                               database.perSecond, database.rows, database.seconds))
@@ -111,8 +114,8 @@ extension BenchReport {
                        run.workerCPUMicrosecondsPerNotification, run.workerBusyCPUs, server, busy,
                        run.insertSessionCPUMicrosecondsPerNotification.map { String(format: "%.1f µs", $0) } ?? "n/a",
                        run.walBytesPerNotification / 1000))
-            row("      inserted; left at last insert; drained",
-                String(format: "%.0f/s; %d rows; %.2f s later; machine busy %.2f of %d CPUs", run.insertedPerSecond,
+            row("      inserted; unfinished at end; drained",
+                String(format: "%.0f/s; %d rows; %.2f s after; machine busy %.2f of %d CPUs", run.insertedPerSecond,
                        run.unfinishedAtLastInsert, run.drainSecondsAfterLastInsert, run.machineBusyCPUs, machine.processors))
             if let cost = run.cost { row("      whole run (warm-up and start-up too)", cost.summary) }
         }
@@ -120,8 +123,8 @@ extension BenchReport {
             let perWorker = run.perWorker.map { String(format: "%.2f", $0.cpuSeconds / max(run.seconds, 1e-3)) }
                 .joined(separator: ", ")
             row("scale: \(run.workers) worker(s) × \(run.connections) conn. at \(run.ratePerConnection)/s",
-                String(format: "steady %@ (cap allows %d/s); %d rows in %.1f s", rate(run.steadyPerSecond),
-                       run.workers * run.connections * run.ratePerConnection, run.finished, run.seconds))
+                String(format: "second half %@ (cap allows %d/s); %d rows in %.1f s, %.0f/s", rate(run.secondHalfPerSecond),
+                       run.workers * run.connections * run.ratePerConnection, run.finished, run.seconds, run.perSecond))
             row("  worker CPU; per worker; machine busy",
                 String(format: "%.1f µs/notification; %@ CPUs; %.2f of %d CPUs", run.workerCPUMicrosecondsPerNotification,
                        perWorker, run.machineBusyCPUs, machine.processors))

@@ -37,6 +37,12 @@ public final class Benchmark {
         var report = BenchReport(startedAt: Date(), machine: .current(postgresVersion: version, database: database.description),
                                  options: options)
         let chosen = Set(options.scenarios)
+        if let postmaster = database.postmasterPID, let before = ProcessCPU.cluster(postmaster: postmaster) {
+            sleep(3)
+            if let after = ProcessCPU.cluster(postmaster: postmaster) {
+                report.postgresIdleCPUMillisecondsPerSecond = (after - before) * 1000 / 3
+            }
+        }
 
         if chosen.contains(.database) { report.databaseCeiling = try databaseCeiling(context) }
         if chosen.contains(.transport) { report.transportCeiling = try transportCeiling(context) }
@@ -91,8 +97,8 @@ public final class Benchmark {
                                            timeBox: .seconds(options.scaleSeconds), workers: workers).run(in: context)
                 database.discard(outcome.conninfo)
                 report.scale.append(outcome.result)
-                progress(String(format: "scale: %d worker(s): %.0f/s steady, PostgreSQL %.1f µs CPU/notification",
-                                workers, outcome.result.steadyPerSecond ?? outcome.result.perSecond,
+                progress(String(format: "scale: %d worker(s): %.0f/s in the second half, PostgreSQL %.1f µs CPU/notification",
+                                workers, outcome.result.secondHalfPerSecond ?? outcome.result.perSecond,
                                 outcome.result.deliveryCost?.serverCPUMicrosecondsPerNotification ?? .nan))
             }
         }

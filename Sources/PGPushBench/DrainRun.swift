@@ -104,6 +104,15 @@ struct DrainRun {
         if timeBox == nil && finished < rows {
             context.progress("\(name): WARNING \(rows - finished) rows unfinished at the deadline")
         }
+        var secondHalf: Double?
+        if let timeBox {
+            let half = Double(timeBox / .milliseconds(1)) / 2000
+            let middle = stoppedAt.timeIntervalSince1970 - half
+            secondHalf = try connection.query("""
+                SELECT count(*) FROM pgpush.notifications
+                 WHERE finished_at > to_timestamp($1::float8) AND finished_at <= to_timestamp($2::float8)
+                """, [middle, stoppedAt.timeIntervalSince1970]).int(0, 0).map { Double($0) / half }
+        }
         let errors = try connection.query("SELECT count(*) FROM pgpush.delivery_errors").int(0, 0) ?? 0
         let failed = try connection.query(
             "SELECT coalesce(last_reason, 'none'), count(*) FROM pgpush.notifications WHERE status = 'failed' GROUP BY 1")
@@ -116,7 +125,7 @@ struct DrainRun {
             workerCPUMicrosecondsPerNotification: usage.cpuSeconds * 1e6 / Double(max(report.totalRequests, 1)),
             simulatorRequests: report.totalRequests, simulatorStatuses: report.statusCounts, goAwaysSent: report.goAwaysSent,
             duplicateAcceptedAPNsIDs: report.duplicateAcceptedAPNsIDs, simulatorCPUSeconds: simulatorUsage.cpuSeconds,
-            machineBusyCPUs: machineBusy, workers: workers, perWorker: usages,
+            machineBusyCPUs: machineBusy, secondHalfPerSecond: secondHalf, workers: workers, perWorker: usages,
             insertCost: CostMeter.cost(from: beforeFill, to: afterFill, notifications: rows, countObserver: true),
             deliveryCost: CostMeter.cost(from: beforeRun, to: afterRun, notifications: finished))
         return Outcome(result: result, simulator: simulator, conninfo: conninfo)
