@@ -147,9 +147,24 @@ enum ProcessCPU {
 
     /// A PostgreSQL cluster's CPU so far: the postmaster's own and its reaped children's
     /// (backends and workers that ended), plus every live child's to the nanosecond.
+    ///
+    /// A child reaped between reading the postmaster's counters and reading the child would
+    /// be counted nowhere (or twice, the other way round), and sessions end in numbers when
+    /// a worker stops: so the children are listed before and after, and the reading is
+    /// taken again until no child came or went in between.
     static func cluster(postmaster: pid_t) -> Double? {
-        guard let own = seconds(of: postmaster, children: true) else { return nil }
-        return children(of: postmaster).compactMap { preciseSeconds(of: $0) }.reduce(own, +)
+        for _ in 0..<100 {
+            let before = Set(children(of: postmaster))
+            var live = 0.0, complete = true
+            for child in before {
+                guard let seconds = preciseSeconds(of: child) else { complete = false; break }
+                live += seconds
+            }
+            guard let own = seconds(of: postmaster, children: true) else { return nil }
+            if complete && Set(children(of: postmaster)) == before { return own + live }
+            usleep(5_000)
+        }
+        return nil
     }
 }
 
