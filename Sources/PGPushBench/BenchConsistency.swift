@@ -14,7 +14,31 @@ public enum BenchConsistency {
             expect(transport.delivered == transport.requests,
                    "transport ceiling: \(transport.delivered) of \(transport.requests) requests answered 200")
         }
+        // Completeness of the PostgreSQL counters: every row inserted and finished shows in
+        // them (a statistics flush missed would show fewer), and WAL, commits and server CPU
+        // are there whenever rows were written.
+        func costs(_ label: String, insert: DatabaseCost?, inserted: Int, delivery: DatabaseCost?, finished: Int) {
+            if let insert {
+                problems += insert.problems(label + " insert")
+                expect(insert.rowsInserted >= Int64(inserted), "\(label) insert: \(insert.rowsInserted) rows counted for \(inserted) inserted")
+            }
+            if let delivery {
+                problems += delivery.problems(label + " claim + outcome")
+                // Each finished row was claimed (an UPDATE) and got its outcome (another).
+                expect(delivery.notificationUpdates >= Int64(finished),
+                       "\(label) claim + outcome: \(delivery.notificationUpdates) updates counted for \(finished) finished rows")
+            }
+        }
+        // A run that inserted its rows while the worker sent them: one cost for both.
+        func wholeCost(_ label: String, _ cost: DatabaseCost?, rows: Int) {
+            guard let cost else { return }
+            problems += cost.problems(label)
+            expect(cost.rowsInserted >= Int64(rows), "\(label): \(cost.rowsInserted) rows counted for \(rows) inserted")
+            expect(cost.notificationUpdates >= Int64(rows), "\(label): \(cost.notificationUpdates) updates counted for \(rows) rows")
+        }
         if let uncapped = report.uncapped {
+            costs("uncapped", insert: uncapped.insertCost, inserted: uncapped.rows, delivery: uncapped.deliveryCost,
+                  finished: uncapped.finished)
             expect(uncapped.finished == uncapped.rows, "uncapped: \(uncapped.finished) of \(uncapped.rows) rows finished")
             expect(uncapped.statuses == ["delivered": uncapped.rows], "uncapped: final statuses \(uncapped.statuses)")
             expect(uncapped.simulatorRequests == uncapped.rows,
@@ -26,10 +50,32 @@ public enum BenchConsistency {
                    "capped \(capped.connections): \(capped.perConnection.count) connections sent requests")
             expect(capped.highestInOneSecond <= capped.cap,
                    "capped \(capped.connections): \(capped.highestInOneSecond) requests in one second on one connection, cap \(capped.cap)")
+            costs("capped \(capped.connections)", insert: capped.insertCost,
+                  inserted: capped.cap * capped.connections * (capped.seconds + 5), delivery: capped.deliveryCost,
+                  finished: capped.finished)
         }
         if let latency = report.latency {
             expect(latency.insertToRequest?.count == latency.rows,
                    "latency: \(latency.insertToRequest?.count ?? 0) of \(latency.rows) rows seen at the simulator")
+            wholeCost("latency", latency.cost, rows: latency.rows + 50)
+        }
+        for run in report.steady {
+            let label = "steady \(run.offeredPerSecond)/s"
+            expect(run.finished == run.rows, "\(label): \(run.finished) of \(run.rows) rows finished")
+            expect(run.simulatorRequests == run.rows + 50,
+                   "\(label): the simulator saw \(run.simulatorRequests) requests for \(run.rows + 50) rows")
+            expect(run.duplicateAcceptedAPNsIDs == 0, "\(label): \(run.duplicateAcceptedAPNsIDs) duplicates")
+            expect(run.workerCPUSeconds > 0, "\(label): the worker used no CPU")
+            expect(run.walBytesPerNotification > 0, "\(label): no WAL written")
+            wholeCost(label, run.cost, rows: run.rows + 50)
+        }
+        for run in report.scale {
+            let label = "scale \(run.workers)"
+            expect(run.finished > 0, "\(label): no rows finished")
+            expect(run.perWorker.count == run.workers && run.perWorker.allSatisfy { $0.cpuSeconds > 0 },
+                   "\(label): \(run.perWorker.filter { $0.cpuSeconds > 0 }.count) of \(run.workers) workers ran")
+            expect(run.duplicateAcceptedAPNsIDs == 0, "\(label): \(run.duplicateAcceptedAPNsIDs) notifications sent twice")
+            costs(label, insert: run.insertCost, inserted: run.rows, delivery: run.deliveryCost, finished: run.finished)
         }
         if let faults = report.faults {
             let ended = faults.statuses.filter { ["delivered", "failed"].contains($0.key) }.values.reduce(0, +)

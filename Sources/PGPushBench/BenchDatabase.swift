@@ -48,6 +48,12 @@ public final class BenchDatabase {
         try? PostgresConnection(conninfo: cluster.conninfo()).execute(script: "DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
     }
 
+    /// The embedded cluster's postmaster (the first line of its data directory's postmaster.pid);
+    /// nil for DATABASE_URL, whose server may be on another machine.
+    public var postmasterPID: pid_t? {
+        cluster.flatMap { ProcessCPU.postmasterPID(dataDirectory: $0.dataDirectory) }
+    }
+
     public func stop() {
         cluster?.stop()
     }

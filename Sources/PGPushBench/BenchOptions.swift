@@ -1,7 +1,7 @@
 /// What `pgpush bench` runs and how big; every field has a flag.
 public struct BenchOptions: Sendable, Codable, Equatable {
     public enum Scenario: String, Sendable, Codable, CaseIterable {
-        case database, transport, uncapped, capped, latency, faults, memory, history
+        case database, transport, uncapped, capped, latency, steady, scale, faults, memory, history
     }
 
     public var scenarios: [Scenario] = Scenario.allCases
@@ -21,6 +21,15 @@ public struct BenchOptions: Sendable, Codable, Equatable {
     public var latencyRate = 1_000
     public var latencySeconds = 10
     public var latencyCap = 0
+    /// Offered rates of the steady runs (one row per transaction; rate / cap connections
+    /// at the cap), and how long each inserts.
+    public var steadyRates = [100, 1_000, 5_000]
+    public var steadySeconds = 10
+    /// Worker processes side by side in the scale runs, each with this many connections at
+    /// the cap, under a backlog, for how long.
+    public var scaleWorkers = [1, 2, 4]
+    public var scaleConnections = 50
+    public var scaleSeconds = 10
     public var faultRows = 50_000
     /// mock-apns `--fault-mix`.
     public var faultMix = "503=0.05,429=0.02"
@@ -42,6 +51,8 @@ public struct BenchOptions: Sendable, Codable, Equatable {
         options.transportRequests = 20_000
         options.cappedSeconds = 5
         options.latencySeconds = 5
+        options.steadySeconds = 4
+        options.scaleSeconds = 4
         options.faultRows = 10_000
         options.memoryRows = 100_000
         options.memorySeconds = 5

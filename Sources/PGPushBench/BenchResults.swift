@@ -74,6 +74,16 @@ public struct DrainResult: Sendable, Codable {
     public var simulatorCPUSeconds: Double
     /// Busy CPUs on the whole machine on average while the worker ran.
     public var machineBusyCPUs: Double
+    /// Time-boxed runs: rows finished in the second half of the time box, per second (start-up
+    /// and the first claims left out; `steadyPerSecond` is skewed by a short box's start).
+    public var secondHalfPerSecond: Double?
+    /// Worker processes side by side (`worker` is their sum, with the highest peak RSS) and each one's usage.
+    public var workers: Int
+    public var perWorker: [ProcessUsage]
+    /// The backlog's insert (`INSERT ... SELECT generate_series`, 50,000 rows a statement), per row inserted.
+    public var insertCost: DatabaseCost?
+    /// From just before the worker started to its exit (claims, outcomes, heartbeats, autovacuum), per row finished.
+    public var deliveryCost: DatabaseCost?
 }
 
 extension DrainResult {
@@ -109,6 +119,13 @@ public struct CappedResult: Sendable, Codable {
     public var highestInOneSecond: Int
     public var perConnection: [CappedConnectionResult]
     public var worker: ProcessUsage
+    /// Rows finished in the run (the backlog is larger than the run can send).
+    public var finished: Int
+    /// The worker's whole life (start-up and TLS handshakes included) over the requests it sent.
+    public var workerCPUMicrosecondsPerNotification: Double
+    public var machineBusyCPUs: Double
+    public var insertCost: DatabaseCost?
+    public var deliveryCost: DatabaseCost?
 }
 
 public struct LatencyResult: Sendable, Codable {
@@ -123,6 +140,45 @@ public struct LatencyResult: Sendable, Codable {
     public var insertToOutcome: LatencySummary?
     public var worker: ProcessUsage
     public var workerCPUMicrosecondsPerNotification: Double
+    /// From just before the worker started to its exit: one insert per transaction, the
+    /// claims and the outcomes, per row (the 50 warm-up rows included).
+    public var cost: DatabaseCost?
+    /// The inserting session's backend alone, per row: the application's share of the server's CPU.
+    public var insertSessionCPUMicrosecondsPerNotification: Double?
+}
+
+/// The worker at one steady offered rate (`SteadyRun`).
+public struct SteadyResult: Sendable, Codable {
+    public var offeredPerSecond: Int
+    public var insertedPerSecond: Double
+    public var connections: Int
+    public var ratePerConnection: Int
+    /// Rows inserted in the measured window (after 50 warm-up rows).
+    public var rows: Int
+    /// From the first measured insert until every row was finished.
+    public var seconds: Double
+    public var finished: Int
+    /// Rows not finished yet when the last row was inserted, and how long the rest took.
+    public var unfinishedAtLastInsert: Int
+    public var drainSecondsAfterLastInsert: Double
+    /// The worker's whole life, and its CPU from the first measured insert to its exit.
+    public var worker: ProcessUsage
+    public var workerCPUSeconds: Double
+    public var workerCPUMicrosecondsPerNotification: Double
+    public var workerBusyCPUs: Double
+    /// PostgreSQL's CPU (every server process, the inserting session's backend included, the
+    /// bench's observing one not) and WAL from the first measured insert until every row was finished.
+    public var serverCPUMicrosecondsPerNotification: Double?
+    public var serverBusyCPUs: Double?
+    public var walBytesPerNotification: Double
+    /// The inserting session's backend alone: the application's share.
+    public var insertSessionCPUMicrosecondsPerNotification: Double?
+    public var machineBusyCPUs: Double
+    public var simulatorRequests: Int
+    public var duplicateAcceptedAPNsIDs: Int
+    /// Rows, commits, WAL and CPU from before the worker started to its exit (warm-up rows
+    /// included), with every session's statistics flushed.
+    public var cost: DatabaseCost?
 }
 
 public struct MachineInfo: Sendable, Codable {
@@ -178,8 +234,14 @@ public struct BenchReport: Sendable, Codable {
     /// The uncapped rate if every core were busy at the CPU cost per notification the
     /// uncapped run measured: the most this machine allows end to end.
     public var allCoresBusyRate: Double?
+    /// The embedded cluster's CPU with no session, over 3 s at the start: the fixed cost that
+    /// low rates divide by few notifications.
+    public var postgresIdleCPUMillisecondsPerSecond: Double?
     public var capped: [CappedResult] = []
     public var latency: LatencyResult?
+    public var steady: [SteadyResult] = []
+    /// Worker processes side by side under a backlog at the cap (`--scale-workers`).
+    public var scale: [DrainResult] = []
     public var faults: DrainResult?
     public var memory: DrainResult?
     public var history: ClaimAtScaleResult?

@@ -11,9 +11,10 @@ public enum BenchRows {
 
     public static func token(_ number: Int) -> String { String(format: "%064x", number) }
 
-    /// Inserts `count` due rows in batches of one statement each, reporting progress.
+    /// Inserts `count` due rows in batches of one statement each, reporting progress, then
+    /// ANALYZEs the table unless told not to (the insert phase is measured without it).
     public static func fill(_ connection: PostgresConnection, count: Int, payloadBytes: Int, firstToken: Int = 1,
-                            progress: (Int) -> Void = { _ in }) throws {
+                            analyze: Bool = true, progress: (Int) -> Void = { _ in }) throws {
         let batch = 50_000
         var done = 0
         while done < count {
@@ -25,7 +26,7 @@ public enum BenchRows {
             done += size
             progress(done)
         }
-        try connection.execute(script: "ANALYZE pgpush.notifications")
+        if analyze { try connection.execute(script: "ANALYZE pgpush.notifications") }
     }
 
     /// Whether any row is still `queued` or `sending`. Cheap at any table size (each probe

@@ -9,11 +9,27 @@ extension BenchReport {
         }
         func megabytes(_ bytes: Int) -> String { String(format: "%.1f MB", Double(bytes) / 1_048_576) }
         func rate(_ value: Double?) -> String { value.map { String(format: "%.0f/s", $0) } ?? "n/a" }
+        func costRows(_ insert: DatabaseCost?, _ delivery: DatabaseCost?) {
+            if let insert { row("  PostgreSQL per row: bulk insert", insert.summary) }
+            if let delivery {
+                row("  PostgreSQL per row: claim + outcome", delivery.summary
+                    + (delivery.serverBusyCPUs.map { String(format: " (%.2f CPUs)", $0) } ?? ""))
+                if let share = delivery.notificationHOTShare {
+                    row("    notifications updates HOT", String(format: "%.1f%% of %d (WAL records %.1f/row, %d full-page images)",
+                                                               share * 100, delivery.notificationUpdates,
+                                                               Double(delivery.walRecords) / Double(max(delivery.notifications, 1)),
+                                                               delivery.walFullPageImages))
+                }
+            }
+        }
         lines.append("pgpush bench — \(machine.processors) CPUs (\(machine.cpuModel)), \(machine.memoryMB) MB, "
                      + "PostgreSQL \(machine.postgres)")
         lines.append("  load average at start \(machine.loadAverage), at end \(loadAverageAtEnd ?? "?") (other work skews figures)")
         lines.append(machine.simulatorNiceness.map { "  simulator at nice \($0), as if on machines of its own like APNs" }
                      ?? "  simulator at the worker's priority (not root): it lags when the cores are busy")
+        if let idle = postgresIdleCPUMillisecondsPerSecond {
+            row("PostgreSQL idle (no session)", String(format: "%.2f ms CPU per second, every server process", idle))
+        }
         if let database = databaseCeiling {
             row("database ceiling (claim + complete)", String(format: "%.0f rows/s  (%d rows in %.2f s)",
                                                               database.perSecond, database.rows, database.seconds))
@@ -56,12 +72,17 @@ extension BenchReport {
                 row("  at that cost all \(machine.processors) CPUs allow", String(format: "%.0f/s", allBusy)
                     + (lowerCeiling.map { String(format: " (%.1f%% of the lower ceiling)", allBusy / $0 * 100) } ?? ""))
             }
+            costRows(uncapped.insertCost, uncapped.deliveryCost)
         }
         for capped in capped {
             row("capped \(capped.cap)/s × \(capped.connections) conn., \(capped.seconds) s",
                 String(format: "per conn. steady mean %.1f/s, lowest %.1f/s; max in 1 s %d; total %.0f/s",
                        capped.meanSteadyPerSecond, capped.lowestSteadyPerSecond, capped.highestInOneSecond,
                        capped.aggregatePerSecond))
+            row("  worker CPU; machine busy", String(format: "%.1f µs/notification (%d finished); %.2f of %d CPUs",
+                                                     capped.workerCPUMicrosecondsPerNotification, capped.finished,
+                                                     capped.machineBusyCPUs, machine.processors))
+            costRows(capped.insertCost, capped.deliveryCost)
         }
         if let latency {
             let cap = latency.ratePerConnection == 0 ? "uncapped" : "\(latency.ratePerConnection)/s per conn."
@@ -74,6 +95,43 @@ extension BenchReport {
                                   summary.p99, summary.max))
             }
             row("  worker CPU per notification", String(format: "%.1f µs", latency.workerCPUMicrosecondsPerNotification))
+            if let cost = latency.cost {
+                row("  PostgreSQL: insert + claim + outcome", cost.summary)
+                if let insert = latency.insertSessionCPUMicrosecondsPerNotification {
+                    row("    of the PG CPU, the inserting session", String(format: "%.1f µs", insert))
+                }
+            }
+        }
+        if !steady.isEmpty {
+            lines.append("  steady offered rate, one insert per transaction, connections at \(options.cap)/s "
+                         + "(CPU per notification; PostgreSQL's includes the inserts):")
+        }
+        for run in steady {
+            let server = run.serverCPUMicrosecondsPerNotification.map { String(format: "%.1f µs", $0) } ?? "n/a"
+            let busy = run.serverBusyCPUs.map { String(format: "%.2f", $0) } ?? "n/a"
+            row("    \(run.offeredPerSecond)/s, \(run.connections) conn.",
+                String(format: "worker %.1f µs (%.2f CPUs), PostgreSQL %@ (%@ CPUs, insert session %@), WAL %.2f kB",
+                       run.workerCPUMicrosecondsPerNotification, run.workerBusyCPUs, server, busy,
+                       run.insertSessionCPUMicrosecondsPerNotification.map { String(format: "%.1f µs", $0) } ?? "n/a",
+                       run.walBytesPerNotification / 1000))
+            row("      inserted; unfinished at end; drained",
+                String(format: "%.0f/s; %d rows; %.2f s after; machine busy %.2f of %d CPUs", run.insertedPerSecond,
+                       run.unfinishedAtLastInsert, run.drainSecondsAfterLastInsert, run.machineBusyCPUs, machine.processors))
+            if let cost = run.cost { row("      whole run (warm-up and start-up too)", cost.summary) }
+        }
+        for run in scale {
+            let perWorker = run.perWorker.map { String(format: "%.2f", $0.cpuSeconds / max(run.seconds, 1e-3)) }
+                .joined(separator: ", ")
+            row("scale: \(run.workers) worker(s) × \(run.connections) conn. at \(run.ratePerConnection)/s",
+                String(format: "second half %@ (cap allows %d/s); %d rows in %.1f s, %.0f/s", rate(run.secondHalfPerSecond),
+                       run.workers * run.connections * run.ratePerConnection, run.finished, run.seconds, run.perSecond))
+            row("  worker CPU; per worker; machine busy",
+                String(format: "%.1f µs/notification; %@ CPUs; %.2f of %d CPUs", run.workerCPUMicrosecondsPerNotification,
+                       perWorker, run.machineBusyCPUs, machine.processors))
+            if let cost = run.deliveryCost {
+                row("  PostgreSQL: claim + outcome", cost.summary
+                    + (cost.serverBusyCPUs.map { String(format: " (%.2f CPUs)", $0) } ?? ""))
+            }
         }
         if let faults {
             row("faults (\(options.faultMix), GOAWAY/\(options.goAwayAfter))",

@@ -37,6 +37,12 @@ public final class Benchmark {
         var report = BenchReport(startedAt: Date(), machine: .current(postgresVersion: version, database: database.description),
                                  options: options)
         let chosen = Set(options.scenarios)
+        if let postmaster = database.postmasterPID, let before = ProcessCPU.cluster(postmaster: postmaster) {
+            sleep(3)
+            if let after = ProcessCPU.cluster(postmaster: postmaster) {
+                report.postgresIdleCPUMillisecondsPerSecond = (after - before) * 1000 / 3
+            }
+        }
 
         if chosen.contains(.database) { report.databaseCeiling = try databaseCeiling(context) }
         if chosen.contains(.transport) { report.transportCeiling = try transportCeiling(context) }
@@ -71,6 +77,30 @@ public final class Benchmark {
             report.latency = result
             progress(String(format: "latency: insert→request p50 %.1f ms p99 %.1f ms",
                             result.insertToRequest?.p50 ?? .nan, result.insertToRequest?.p99 ?? .nan))
+        }
+        if chosen.contains(.steady) {
+            for rate in options.steadyRates {
+                let result = try SteadyRun.run(rate: rate, in: context)
+                report.steady.append(result)
+                progress(String(format: "steady: %d/s: worker %.1f µs CPU/notification, PostgreSQL %.1f µs, WAL %.2f kB",
+                                rate, result.workerCPUMicrosecondsPerNotification,
+                                result.serverCPUMicrosecondsPerNotification ?? .nan, result.walBytesPerNotification / 1000))
+            }
+        }
+        if chosen.contains(.scale) {
+            for workers in options.scaleWorkers {
+                let connections = options.scaleConnections
+                progress("scale: \(workers) worker(s) × \(connections) connections at \(options.cap)/s for \(options.scaleSeconds) s")
+                let outcome = try DrainRun(name: "scale\(workers)",
+                                           rows: workers * connections * options.cap * (options.scaleSeconds + 5),
+                                           connections: connections, ratePerConnection: options.cap,
+                                           timeBox: .seconds(options.scaleSeconds), workers: workers).run(in: context)
+                database.discard(outcome.conninfo)
+                report.scale.append(outcome.result)
+                progress(String(format: "scale: %d worker(s): %.0f/s in the second half, PostgreSQL %.1f µs CPU/notification",
+                                workers, outcome.result.secondHalfPerSecond ?? outcome.result.perSecond,
+                                outcome.result.deliveryCost?.serverCPUMicrosecondsPerNotification ?? .nan))
+            }
         }
         if chosen.contains(.faults) {
             progress("faults: \(options.faultRows) rows, mix \(options.faultMix), GOAWAY every \(options.goAwayAfter) streams")

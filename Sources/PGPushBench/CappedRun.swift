@@ -33,7 +33,10 @@ enum CappedRun {
             lowestSteadyPerSecond: rates.min() ?? 0,
             meanSteadyPerSecond: rates.isEmpty ? 0 : rates.reduce(0, +) / Double(rates.count),
             highestInOneSecond: report.maxRequestsPerConnectionPerSecond, perConnection: perConnection,
-            worker: outcome.result.worker)
+            worker: outcome.result.worker, finished: outcome.result.finished,
+            workerCPUMicrosecondsPerNotification: outcome.result.workerCPUMicrosecondsPerNotification,
+            machineBusyCPUs: outcome.result.machineBusyCPUs, insertCost: outcome.result.insertCost,
+            deliveryCost: outcome.result.deliveryCost)
     }
 
     /// The time a whole number of caps' worth of requests took, from the first request one

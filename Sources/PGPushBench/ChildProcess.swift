@@ -39,16 +39,16 @@ public final class ChildProcess: Sendable {
         kill(pid, number)
     }
 
-    /// Sends `number`, then waits for the process to end; returns its exit status (as
-    /// `waitpid` gives it) and its usage.
+    /// Sends `number` (none when nil: it was sent already), then waits for the process to
+    /// end; returns its exit status (as `waitpid` gives it) and its usage.
     ///
     /// The peak is the process's own VmHWM, sampled until it exits: `ru_maxrss` is no use
     /// here, because exec folds the spawning process's high-water mark into it (posix_spawn
     /// shares the parent's memory until exec), so every child would report at least the
     /// benchmark's own size.
-    public func stop(signal number: Int32) -> (status: Int32, usage: ProcessUsage) {
+    public func stop(signal number: Int32?) -> (status: Int32, usage: ProcessUsage) {
         var peak = residentHighWaterMark() ?? 0
-        kill(pid, number)
+        if let number { kill(pid, number) }
         while !hasExited {
             peak = max(peak, residentHighWaterMark() ?? 0)
             usleep(5_000)

@@ -21,36 +21,54 @@ struct DrainRun {
         var conninfo: String
     }
 
+    /// `pgpush run` processes started side by side (the scale run); one otherwise.
+    var workers = 1
+
     /// Runs it; the caller reads the simulator log if it asked for one, then discards the database.
     func run(in context: BenchContext) throws -> Outcome {
         let conninfo = try context.database.fresh(name)
-        let connection = try PostgresConnection(conninfo: conninfo)
+        let meter = try CostMeter(conninfo: conninfo, database: context.database)
+        let connection = meter.connection
         context.progress("\(name): inserting \(rows) rows")
-        try BenchRows.fill(connection, count: rows, payloadBytes: context.options.payloadBytes) { done in
+        let beforeFill = try meter.snapshot()
+        try BenchRows.fill(connection, count: rows, payloadBytes: context.options.payloadBytes, analyze: false) { done in
             if done % 200_000 == 0 || done == rows { context.progress("\(name): \(done) rows inserted") }
         }
+        let afterFill = try meter.snapshot()
+        try meter.poll { try $0.execute(script: "ANALYZE pgpush.notifications") }
         let simulator = try SimulatorProcess(executable: context.executable, credentials: context.credentials,
                                              directory: context.directory, name: name, logRequests: logRequests,
                                              extraArguments: simulatorArguments)
+        let beforeRun = try meter.snapshot()
         let started = Date()
         let machineAtStart = MachineCPU.now()
-        let worker = try WorkerProcess(executable: context.executable, databaseURL: conninfo, simulator: simulator,
-                                       credentials: context.credentials, connections: connections,
-                                       ratePerConnection: ratePerConnection, directory: context.directory, name: name)
+        var processes: [WorkerProcess] = []
+        do {
+            for index in 0..<workers {
+                processes.append(try WorkerProcess(
+                    executable: context.executable, databaseURL: conninfo, simulator: simulator,
+                    credentials: context.credentials, connections: connections, ratePerConnection: ratePerConnection,
+                    directory: context.directory, name: workers == 1 ? name : "\(name)-\(index + 1)"))
+            }
+        } catch {
+            for process in processes { _ = process.process.stop(signal: SIGKILL) }
+            _ = try? simulator.stop()
+            throw error
+        }
         let clock = ContinuousClock()
         let deadline = clock.now + (timeBox ?? .seconds(max(120, rows / 500)))
         var lastReport = clock.now
         var unfinished = rows
         do {
             while clock.now < deadline {
-                try worker.checkAlive()
-                if timeBox == nil, try !BenchRows.anyUnfinished(connection) {
+                for process in processes { try process.checkAlive() }
+                if timeBox == nil, try !meter.poll(BenchRows.anyUnfinished) {
                     unfinished = 0
                     break
                 }
                 if clock.now - lastReport >= .seconds(2) {
-                    unfinished = try BenchRows.unfinished(connection)
-                    let elapsed = Double((clock.now - worker.startedAt) / .milliseconds(1)) / 1000
+                    unfinished = try meter.poll(BenchRows.unfinished)
+                    let elapsed = Double((clock.now - processes[0].startedAt) / .milliseconds(1)) / 1000
                     context.progress(name + String(format: ": %d of %d finished after %.1f s (%.0f/s)", rows - unfinished, rows,
                                             elapsed, Double(rows - unfinished) / max(elapsed, 0.001)))
                     lastReport = clock.now
@@ -58,14 +76,22 @@ struct DrainRun {
                 usleep(timeBox == nil ? 100_000 : 250_000)
             }
         } catch {
-            _ = worker.process.stop(signal: SIGKILL)
+            for process in processes { _ = process.process.stop(signal: SIGKILL) }
             _ = try? simulator.stop()
             throw error
         }
         let stoppedAt = Date()
         let machineBusy = MachineCPU.now().busyCPUs(since: machineAtStart)
-        let usage = try worker.stop()
+        // SIGTERM to every worker first, so they drain side by side, then collect each one.
+        for process in processes { process.process.signal(SIGTERM) }
+        var usages: [ProcessUsage] = []
+        for process in processes { usages.append(try process.stop(signalled: true)) }
         let (report, simulatorUsage) = try simulator.stop()
+        try meter.waitForOtherSessions()
+        let afterRun = try meter.snapshot()
+        let usage = ProcessUsage(userSeconds: usages.map(\.userSeconds).reduce(0, +),
+                                 systemSeconds: usages.map(\.systemSeconds).reduce(0, +),
+                                 peakResidentBytes: usages.map(\.peakResidentBytes).max() ?? 0)
         let statuses = try BenchRows.statusCounts(connection)
         let finished = rows - (statuses["queued"] ?? 0) - (statuses["sending"] ?? 0)
         let seconds: Double
@@ -77,6 +103,15 @@ struct DrainRun {
         }
         if timeBox == nil && finished < rows {
             context.progress("\(name): WARNING \(rows - finished) rows unfinished at the deadline")
+        }
+        var secondHalf: Double?
+        if let timeBox {
+            let half = Double(timeBox / .milliseconds(1)) / 2000
+            let middle = stoppedAt.timeIntervalSince1970 - half
+            secondHalf = try connection.query("""
+                SELECT count(*) FROM pgpush.notifications
+                 WHERE finished_at > to_timestamp($1::float8) AND finished_at <= to_timestamp($2::float8)
+                """, [middle, stoppedAt.timeIntervalSince1970]).int(0, 0).map { Double($0) / half }
         }
         let errors = try connection.query("SELECT count(*) FROM pgpush.delivery_errors").int(0, 0) ?? 0
         let failed = try connection.query(
@@ -90,7 +125,9 @@ struct DrainRun {
             workerCPUMicrosecondsPerNotification: usage.cpuSeconds * 1e6 / Double(max(report.totalRequests, 1)),
             simulatorRequests: report.totalRequests, simulatorStatuses: report.statusCounts, goAwaysSent: report.goAwaysSent,
             duplicateAcceptedAPNsIDs: report.duplicateAcceptedAPNsIDs, simulatorCPUSeconds: simulatorUsage.cpuSeconds,
-            machineBusyCPUs: machineBusy)
+            machineBusyCPUs: machineBusy, secondHalfPerSecond: secondHalf, workers: workers, perWorker: usages,
+            insertCost: CostMeter.cost(from: beforeFill, to: afterFill, notifications: rows, countObserver: true),
+            deliveryCost: CostMeter.cost(from: beforeRun, to: afterRun, notifications: finished))
         return Outcome(result: result, simulator: simulator, conninfo: conninfo)
     }
 }

@@ -12,35 +12,33 @@ enum LatencyRun {
         let options = context.options
         let conninfo = try context.database.fresh("latency")
         defer { context.database.discard(conninfo) }
+        // The inserter stands for the application; the meter's connection polls and reads the counters.
+        let meter = try CostMeter(conninfo: conninfo, database: context.database)
         let connection = try PostgresConnection(conninfo: conninfo)
         let simulator = try SimulatorProcess(executable: context.executable, credentials: context.credentials,
                                              directory: context.directory, name: "latency", logRequests: true)
+        let before = try meter.snapshot()
+        let inserterBefore = ProcessCPU.preciseSeconds(of: connection.backendPID)
         let worker = try WorkerProcess(executable: context.executable, databaseURL: conninfo, simulator: simulator,
                                        credentials: context.credentials, connections: options.connections,
                                        ratePerConnection: options.latencyCap, directory: context.directory, name: "latency")
         do {
             // Connections open and the first JWT is accepted before the measured rows.
-            try BenchRows.fill(connection, count: 50, payloadBytes: options.payloadBytes, firstToken: warmUpTokenBase)
-            try waitUntilDrained(connection, worker: worker, timeout: .seconds(30))
+            try BenchRows.fill(connection, count: 50, payloadBytes: options.payloadBytes, firstToken: warmUpTokenBase,
+                               analyze: false)
+            try waitUntilDrained(meter, worker: worker, timeout: .seconds(30))
 
             let total = options.latencyRate * options.latencySeconds
             context.progress("latency: inserting \(options.latencyRate)/s for \(options.latencySeconds) s")
-            let payload = BenchRows.payload(bytes: options.payloadBytes)
-            let clock = ContinuousClock()
-            let start = clock.now
-            let interval = Duration.seconds(1) / options.latencyRate
-            for index in 0..<total {
-                let due = start + interval * index
-                let ahead = clock.now.duration(to: due)
-                if ahead > .zero { Thread.sleep(forTimeInterval: Double(ahead / .microseconds(1)) / 1e6) }
-                try connection.query("INSERT INTO pgpush.notifications (device_token, payload) VALUES ($1, $2::jsonb)",
-                                     [BenchRows.token(index + 1), payload])
-                if index > 0 && index % (options.latencyRate * 2) == 0 { try worker.checkAlive() }
-            }
-            let insertSeconds = Double((clock.now - start) / .microseconds(1)) / 1e6
-            try waitUntilDrained(connection, worker: worker, timeout: .seconds(60))
+            let insertSeconds = try SteadyInserter.insert(connection, rate: options.latencyRate, count: total,
+                                                          payloadBytes: options.payloadBytes, worker: worker)
+            try waitUntilDrained(meter, worker: worker, timeout: .seconds(60))
+            try meter.flush(connection)
+            let inserterAfter = ProcessCPU.preciseSeconds(of: connection.backendPID)
             let usage = try worker.stop()
             _ = try simulator.stop()
+            try meter.waitForOtherSessions(except: [connection.backendPID])
+            let after = try meter.snapshot()
 
             var arrivals: [String: Double] = [:]
             for entry in try simulator.requestLog() {
@@ -58,11 +56,15 @@ enum LatencyRun {
                 }
                 if let outcome = rows.double(row, 2) { toOutcome.append(outcome) }
             }
+            var insertSessionCPU: Double?
+            if let first = inserterBefore, let last = inserterAfter { insertSessionCPU = (last - first) * 1e6 / Double(total + 50) }
             return LatencyResult(
                 offeredPerSecond: options.latencyRate, insertedPerSecond: Double(total) / insertSeconds, rows: total,
                 connections: options.connections, ratePerConnection: options.latencyCap,
                 insertToRequest: LatencySummary(milliseconds: toRequest), insertToOutcome: LatencySummary(milliseconds: toOutcome),
-                worker: usage, workerCPUMicrosecondsPerNotification: usage.cpuSeconds * 1e6 / Double(total + 50))
+                worker: usage, workerCPUMicrosecondsPerNotification: usage.cpuSeconds * 1e6 / Double(total + 50),
+                cost: CostMeter.cost(from: before, to: after, notifications: total + 50),
+                insertSessionCPUMicrosecondsPerNotification: insertSessionCPU)
         } catch {
             _ = worker.process.stop(signal: SIGKILL)
             _ = try? simulator.stop()
@@ -70,12 +72,33 @@ enum LatencyRun {
         }
     }
 
-    private static func waitUntilDrained(_ connection: PostgresConnection, worker: WorkerProcess, timeout: Duration) throws {
+    static func waitUntilDrained(_ meter: CostMeter, worker: WorkerProcess, timeout: Duration) throws {
         let deadline = ContinuousClock.now + timeout
-        while try BenchRows.anyUnfinished(connection) {
+        while try meter.poll(BenchRows.anyUnfinished) {
             try worker.checkAlive()
-            guard ContinuousClock.now < deadline else { throw BenchError("latency: rows still unfinished after \(timeout)") }
+            guard ContinuousClock.now < deadline else { throw BenchError("rows still unfinished after \(timeout)") }
             usleep(50_000)
         }
+    }
+}
+
+/// One row per transaction at a fixed rate on an absolute schedule, as applications insert.
+enum SteadyInserter {
+    /// Inserts `count` rows (tokens 1...count) at `rate`/s; returns the seconds it took.
+    static func insert(_ connection: PostgresConnection, rate: Int, count: Int, payloadBytes: Int,
+                       worker: WorkerProcess) throws -> Double {
+        let payload = BenchRows.payload(bytes: payloadBytes)
+        let clock = ContinuousClock()
+        let start = clock.now
+        let interval = Duration.seconds(1) / rate
+        for index in 0..<count {
+            let due = start + interval * index
+            let ahead = clock.now.duration(to: due)
+            if ahead > .zero { Thread.sleep(forTimeInterval: Double(ahead / .microseconds(1)) / 1e6) }
+            try connection.query("INSERT INTO pgpush.notifications (device_token, payload) VALUES ($1, $2::jsonb)",
+                                 [BenchRows.token(index + 1), payload])
+            if index > 0 && index % (rate * 2) == 0 { try worker.checkAlive() }
+        }
+        return Double((clock.now - start) / .microseconds(1)) / 1e6
     }
 }

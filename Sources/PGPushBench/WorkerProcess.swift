@@ -25,9 +25,10 @@ public final class WorkerProcess: Sendable {
                                          outputPath: directory + "/\(name)-worker.out")
     }
 
-    /// SIGTERM (graceful drain), then the usage of the whole life of the process.
-    public func stop() throws(BenchError) -> ProcessUsage {
-        let (status, usage) = process.stop(signal: SIGTERM)
+    /// SIGTERM (graceful drain; not again when `signalled`: a second signal makes the worker
+    /// exit at once), then the usage of the whole life of the process.
+    public func stop(signalled: Bool = false) throws(BenchError) -> ProcessUsage {
+        let (status, usage) = process.stop(signal: signalled ? nil : SIGTERM)
         let exited = status & 0x7f == 0
         guard exited && (status >> 8) & 0xff == 0 else {
             throw BenchError("the worker ended with status \(status):\n\(process.lastLines())")

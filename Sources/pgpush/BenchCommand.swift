@@ -11,6 +11,11 @@ enum BenchCommand {
         in its own process, so its CPU time and peak memory are its own. Progress goes to stderr;
         the table to stdout; --json FILE writes every figure.
 
+        The uncapped, capped, latency, steady and scale runs also report what PostgreSQL did per
+        notification: WAL bytes, rows inserted/updated/deleted (and the share of HOT updates),
+        commits, and the CPU of every server process of the embedded cluster (not with
+        --database-url); for the backlog runs, the insert and the claim + outcome apart.
+
         Scenarios (--scenarios, comma-separated; default all, in this order):
           database   claim + outcome write for --rows rows, no HTTP (the database ceiling)
           transport  --transport-requests HTTP/2 requests to the simulator, no database, uncapped
@@ -19,14 +24,19 @@ enum BenchCommand {
                      --capped-seconds each: steady rate per connection and busiest 1 s window
           latency    --latency-rate rows/s, one per transaction, for --latency-seconds:
                      insert → request at the simulator, insert → outcome written
+          steady     for each of --steady-rates: rows inserted one per transaction at that rate for
+                     --steady-seconds, rate / --cap connections at the cap: worker CPU, PostgreSQL CPU
+                     and WAL per notification at a steady rate
+          scale      for each of --scale-workers: that many `pgpush run` processes side by side, each
+                     with --scale-connections connections at --cap, under a backlog, --scale-seconds
           faults     --fault-rows rows with --fault-mix and a GOAWAY every --goaway-after streams
           memory     a backlog of --memory-rows rows, the uncapped worker for --memory-seconds: peak RSS
           history    claims timed with no finished rows, then with --history-rows finished rows in the
                      table, and the claim's EXPLAIN ANALYZE (10,000,000 rows: several minutes, ~4 GB)
 
         Flags:
-          --quick                    about a minute: 20,000 rows, 5 s capped and latency runs,
-                                     10,000 fault rows, 100,000-row memory backlog and history (flags below still apply)
+          --quick                    about two minutes: 20,000 rows, 5 s capped and latency runs,
+                                     4 s steady and scale runs, 10,000 fault rows, 100,000-row memory backlog and history (flags below still apply)
           --json FILE                write the full report as JSON
           --scenarios LIST           e.g. database,transport,uncapped
           --rows N                   (default 200000)
@@ -39,6 +49,11 @@ enum BenchCommand {
           --latency-rate N           offered rows/s (default 1000)
           --latency-seconds N        (default 10)
           --latency-cap N            the worker's per-connection cap in the latency run (default 0: none)
+          --steady-rates LIST        offered rows/s of the steady runs (default 100,1000,5000)
+          --steady-seconds N         (default 10)
+          --scale-workers LIST       worker processes side by side (default 1,2,4)
+          --scale-connections N      connections per worker in the scale runs (default 50)
+          --scale-seconds N          (default 10)
           --fault-rows N             (default 50000)
           --fault-mix LIST           mock-apns --fault-mix (default 503=0.05,429=0.02)
           --goaway-after N           (default 5000)
@@ -59,7 +74,8 @@ enum BenchCommand {
 
     static let flags: Set<String> = [
         "help", "quick", "json", "scenarios", "rows", "transport-requests", "connections", "payload-bytes", "cap",
-        "capped-connections", "capped-seconds", "latency-rate", "latency-seconds", "latency-cap", "fault-rows", "fault-mix",
+        "capped-connections", "capped-seconds", "latency-rate", "latency-seconds", "latency-cap", "steady-rates", "steady-seconds",
+        "scale-workers", "scale-connections", "scale-seconds", "fault-rows", "fault-mix",
         "goaway-after", "memory-rows", "memory-seconds", "history-rows", "database-url", "reset-database", "keep-files", "check",
     ]
     static let switches: Set<String> = ["help", "quick", "reset-database", "keep-files", "check"]
@@ -118,6 +134,9 @@ enum BenchCommand {
         try integer("latency-rate", 1...100_000, \.latencyRate)
         try integer("latency-seconds", 1...3600, \.latencySeconds)
         try integer("latency-cap", 0...100_000, \.latencyCap)
+        try integer("steady-seconds", 1...3600, \.steadySeconds)
+        try integer("scale-connections", 1...64, \.scaleConnections)
+        try integer("scale-seconds", 2...3600, \.scaleSeconds)
         try integer("fault-rows", 1...100_000_000, \.faultRows)
         try integer("goaway-after", 1...100_000_000, \.goAwayAfter)
         try integer("memory-rows", 1...100_000_000, \.memoryRows)
@@ -130,6 +149,16 @@ enum BenchCommand {
             }
             options.cappedConnections = values
         }
+        func list(_ name: String, _ range: ClosedRange<Int>, _ field: WritableKeyPath<BenchOptions, [Int]>) throws(UsageError) {
+            guard let text = arguments.value(name) else { return }
+            let values = text.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+            guard !values.isEmpty, values.count == text.split(separator: ",").count, values.allSatisfy({ range.contains($0) }) else {
+                throw UsageError("--\(name) is a list of \(range.lowerBound)...\(range.upperBound), got \"\(text)\"")
+            }
+            options[keyPath: field] = values
+        }
+        try list("steady-rates", 1...100_000, \.steadyRates)
+        try list("scale-workers", 1...16, \.scaleWorkers)
         if let mix = arguments.value("fault-mix") { options.faultMix = mix }
         options.keepFiles = arguments.isSet("keep-files")
         return options

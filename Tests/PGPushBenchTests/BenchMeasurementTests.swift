@@ -44,3 +44,74 @@ import Testing
         #expect(try BenchRows.steadyRate(connection) != nil || result.completes <= 2)
     }
 }
+
+@Suite struct DatabaseCostTests {
+    /// Another session's inserts and updates, counted once it has ended; the observer's own
+    /// polls and snapshots are not counted as commits.
+    @Test func countsEveryRowAndCommitOfOtherSessions() throws {
+        let conninfo = try TestDatabase.migrated()
+        let cluster = try TestDatabase.cluster.get()
+        let postmaster = try #require(ProcessCPU.postmasterPID(dataDirectory: cluster.dataDirectory))
+        let meter = try CostMeter(conninfo: conninfo, postmaster: postmaster)
+        let start = try meter.snapshot()
+        do {
+            let application = try PostgresConnection(conninfo: conninfo)
+            for index in 1...3 {
+                try application.query("INSERT INTO pgpush.notifications (device_token, payload) VALUES ($1, $2::jsonb)",
+                                      [BenchRows.token(index), BenchRows.payload(bytes: 64)])
+            }
+            // Not HOT: status is in the partial indexes' predicates, locked_until is indexed.
+            try application.query("""
+                UPDATE pgpush.notifications SET status = 'sending', locked_by = 'test', locked_until = now() + interval '1 minute'
+                 WHERE device_token = $1
+                """, [BenchRows.token(1)])
+            // HOT: no indexed column changes and the page has room.
+            try application.query("UPDATE pgpush.notifications SET attempts = attempts + 1 WHERE device_token = $1",
+                                  [BenchRows.token(2)])
+            // A second session, idle: starting a session is a transaction of its own (the catalogs are read in one).
+            _ = try PostgresConnection(conninfo: conninfo)
+        }
+        #expect(try meter.poll { try $0.query("SELECT count(*) FROM pgpush.notifications").int(0, 0) } == 3)
+        try meter.waitForOtherSessions()
+        let end = try meter.snapshot()
+        let cost = CostMeter.cost(from: start, to: end, notifications: 3)
+        #expect(cost.rowsInserted == 3)
+        #expect(cost.notificationUpdates == 2)
+        #expect(cost.notificationHOTUpdates == 1)
+        #expect(cost.notificationHOTShare == 0.5)
+        #expect(cost.rowsDeleted == 0)
+        // Five statements, and the two sessions' starts.
+        #expect(cost.commits == 7)
+        #expect(cost.walBytes > 0)
+        #expect(cost.walRecords > 0)
+        #expect(try #require(cost.serverCPUSeconds) > 0)
+        #expect(cost.problems("test").isEmpty)
+    }
+
+    @Test func clusterCPUGrowsWithWork() throws {
+        let cluster = try TestDatabase.cluster.get()
+        let postmaster = try #require(ProcessCPU.postmasterPID(dataDirectory: cluster.dataDirectory))
+        let before = try #require(ProcessCPU.cluster(postmaster: postmaster))
+        let connection = try PostgresConnection(conninfo: cluster.conninfo())
+        try connection.query("SELECT count(*) FROM generate_series(1, 2000000)")
+        let after = try #require(ProcessCPU.cluster(postmaster: postmaster))
+        #expect(after - before > 0.01)
+        #expect(!ProcessCPU.children(of: postmaster).isEmpty)
+    }
+
+    @Test func perNotificationFigures() {
+        let cost = DatabaseCost(notifications: 1000, seconds: 2, walBytes: 1_460_000, walRecords: 6000, walFullPageImages: 0,
+                                rowsInserted: 1000, rowsUpdated: 2000, hotUpdates: 0, rowsDeleted: 0, notificationUpdates: 2000,
+                                notificationHOTUpdates: 0, commits: 40, rollbacks: 0, serverCPUSeconds: 0.1)
+        #expect(cost.walBytesPerNotification == 1460)
+        #expect(cost.rowsWrittenPerNotification == 3)
+        #expect(cost.commitsPerNotification == 0.04)
+        #expect(cost.serverCPUMicrosecondsPerNotification == 100)
+        #expect(cost.hotShare == 0)
+        #expect(cost.serverBusyCPUs == 0.05)
+        var empty = cost
+        empty.walBytes = 0
+        empty.commits = 0
+        #expect(empty.problems("x").count == 2)
+    }
+}

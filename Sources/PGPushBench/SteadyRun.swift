@@ -1,0 +1,76 @@
+import Foundation
+import Postgres
+
+/// The worker at a steady offered rate, as in production: rows inserted one per transaction
+/// at `rate`/s, with just enough connections at the cap to carry it (rate / cap, rounded
+/// up). What it costs per notification once running: the worker's CPU from the first
+/// measured insert to its exit (start-up, first TLS handshakes and JWT excluded), and
+/// PostgreSQL's CPU and WAL from the first measured insert until every row is finished.
+enum SteadyRun {
+    static func run(rate: Int, in context: BenchContext) throws -> SteadyResult {
+        let options = context.options
+        let connections = max(1, (rate + options.cap - 1) / options.cap)
+        let name = "steady\(rate)"
+        let conninfo = try context.database.fresh(name)
+        defer { context.database.discard(conninfo) }
+        let meter = try CostMeter(conninfo: conninfo, database: context.database)
+        let inserter = try PostgresConnection(conninfo: conninfo)
+        let simulator = try SimulatorProcess(executable: context.executable, credentials: context.credentials,
+                                             directory: context.directory, name: name, logRequests: false)
+        let before = try meter.snapshot()
+        let worker = try WorkerProcess(executable: context.executable, databaseURL: conninfo, simulator: simulator,
+                                       credentials: context.credentials, connections: connections,
+                                       ratePerConnection: options.cap, directory: context.directory, name: name)
+        do {
+            try BenchRows.fill(inserter, count: 50, payloadBytes: options.payloadBytes, firstToken: LatencyRun.warmUpTokenBase,
+                               analyze: false)
+            try LatencyRun.waitUntilDrained(meter, worker: worker, timeout: .seconds(30))
+
+            let total = rate * options.steadySeconds
+            context.progress("steady: \(rate)/s for \(options.steadySeconds) s, \(connections) connection(s) at \(options.cap)/s")
+            let windowStart = try meter.snapshot()
+            let workerAtStart = ProcessCPU.seconds(of: worker.process.pid) ?? 0
+            let inserterAtStart = ProcessCPU.preciseSeconds(of: inserter.backendPID)
+            let machineAtStart = MachineCPU.now()
+            let insertSeconds = try SteadyInserter.insert(inserter, rate: rate, count: total, payloadBytes: options.payloadBytes,
+                                                          worker: worker)
+            let lastInsert = ContinuousClock.now
+            let unfinishedAtLastInsert = try meter.poll(BenchRows.unfinished)
+            try LatencyRun.waitUntilDrained(meter, worker: worker, timeout: .seconds(max(60, total / 200)))
+            let drained = ContinuousClock.now
+            let windowEnd = try meter.snapshot()
+            let inserterAtEnd = ProcessCPU.preciseSeconds(of: inserter.backendPID)
+            let machineBusy = MachineCPU.now().busyCPUs(since: machineAtStart)
+            try meter.flush(inserter)
+            let usage = try worker.stop()
+            let (report, _) = try simulator.stop()
+            try meter.waitForOtherSessions(except: [inserter.backendPID])
+            let after = try meter.snapshot()
+            let statuses = try BenchRows.statusCounts(meter.connection)
+            let window = CostMeter.cost(from: windowStart, to: windowEnd, notifications: total)
+            let workerCPU = usage.cpuSeconds - workerAtStart
+            let seconds = Double((drained - windowStart.at) / .microseconds(1)) / 1e6
+            var insertSession: Double?
+            if let first = inserterAtStart, let last = inserterAtEnd { insertSession = (last - first) * 1e6 / Double(total) }
+            return SteadyResult(
+                offeredPerSecond: rate, insertedPerSecond: Double(total) / insertSeconds, connections: connections,
+                ratePerConnection: options.cap, rows: total, seconds: seconds,
+                finished: (statuses["delivered"] ?? 0) + (statuses["failed"] ?? 0) - 50,
+                unfinishedAtLastInsert: unfinishedAtLastInsert,
+                drainSecondsAfterLastInsert: Double((drained - lastInsert) / .microseconds(1)) / 1e6,
+                worker: usage, workerCPUSeconds: workerCPU,
+                workerCPUMicrosecondsPerNotification: workerCPU * 1e6 / Double(total),
+                workerBusyCPUs: workerCPU / max(seconds, 1e-3),
+                serverCPUMicrosecondsPerNotification: window.serverCPUMicrosecondsPerNotification,
+                serverBusyCPUs: window.serverBusyCPUs,
+                walBytesPerNotification: window.walBytesPerNotification,
+                insertSessionCPUMicrosecondsPerNotification: insertSession, machineBusyCPUs: machineBusy,
+                simulatorRequests: report.totalRequests, duplicateAcceptedAPNsIDs: report.duplicateAcceptedAPNsIDs,
+                cost: CostMeter.cost(from: before, to: after, notifications: total + 50))
+        } catch {
+            _ = worker.process.stop(signal: SIGKILL)
+            _ = try? simulator.stop()
+            throw error
+        }
+    }
+}
