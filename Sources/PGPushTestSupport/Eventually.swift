@@ -1,3 +1,4 @@
+import Postgres
 /// Polls `condition` until it holds or `timeout` passes; returns whether it held.
 /// For state that lives in another process or in the database, where no event
 /// reaches the test; the poll interval is short, so it adds no fixed delay.
@@ -8,5 +9,23 @@ public func eventually(timeout: Duration = .seconds(180), every interval: Durati
         if try condition() { return true }
         if ContinuousClock.now >= deadline { return false }
         try await Task.sleep(for: interval)
+    }
+}
+
+/// `eventually` for state read from PostgreSQL: the condition runs on a connection that is
+/// opened again after any error, so the wait survives a server restart, an outage or a
+/// failover; an error counts as "not yet".
+public func eventually(reconnectingTo conninfo: String, timeout: Duration, every interval: Duration = .milliseconds(20),
+                       _ condition: (PostgresConnection) throws -> Bool) async throws -> Bool {
+    var connection: PostgresConnection?
+    return try await eventually(timeout: timeout, every: interval) {
+        do {
+            let database = try connection ?? PostgresConnection(conninfo: conninfo)
+            connection = database
+            return try condition(database)
+        } catch {
+            connection = nil
+            return false
+        }
     }
 }

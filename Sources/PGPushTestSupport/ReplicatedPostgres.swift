@@ -97,7 +97,7 @@ public final class ReplicatedPostgres: Sendable {
     /// synchronous mode until it is the synchronous standby.
     public func waitUntilStreaming(timeout: Duration) async throws -> Bool {
         let wanted = replication == .synchronous ? "sync" : "async"
-        return try await Self.poll(primary.conninfo(), timeout: timeout) { connection in
+        return try await eventually(reconnectingTo: primary.conninfo(), timeout: timeout) { connection in
             let rows = try connection.query(
                 "SELECT state, sync_state FROM pg_stat_replication WHERE application_name = $1", [Self.standbyName])
             return rows.rowCount == 1 && rows.string(0, 0) == "streaming" && rows.string(0, 1) == wanted
@@ -142,7 +142,7 @@ public final class ReplicatedPostgres: Sendable {
     /// Waits until the standby has replayed everything it received and no longer
     /// streams: after `killPrimary`, what it holds then is what it will ever hold.
     public func waitUntilStandbyCaughtUp(timeout: Duration) async throws -> Bool {
-        try await Self.poll(standby.conninfo(), timeout: timeout) { connection in
+        try await eventually(reconnectingTo: standby.conninfo(), timeout: timeout) { connection in
             let row = try connection.query("""
                 SELECT NOT EXISTS (SELECT 1 FROM pg_stat_wal_receiver WHERE status = 'streaming'),
                        pg_last_wal_replay_lsn() >= pg_last_wal_receive_lsn()
@@ -158,7 +158,7 @@ public final class ReplicatedPostgres: Sendable {
 
     /// Polls the standby until `pg_is_in_recovery()` is false: it takes writes.
     public func waitUntilPromoted(timeout: Duration) async throws -> Bool {
-        try await Self.poll(standby.conninfo(), timeout: timeout) { connection in
+        try await eventually(reconnectingTo: standby.conninfo(), timeout: timeout) { connection in
             try connection.query("SELECT pg_is_in_recovery()").bool(0, 0) == false
         }
     }
@@ -167,22 +167,6 @@ public final class ReplicatedPostgres: Sendable {
     public func stop() {
         standby.stop()
         primary.stop()
-    }
-
-    /// `condition` on a connection made again after any error, every 20 ms until it holds.
-    private static func poll(_ conninfo: String, timeout: Duration,
-                             _ condition: (PostgresConnection) throws -> Bool) async throws -> Bool {
-        var connection: PostgresConnection?
-        return try await eventually(timeout: timeout) {
-            do {
-                let database = try connection ?? PostgresConnection(conninfo: conninfo)
-                connection = database
-                return try condition(database)
-            } catch {
-                connection = nil
-                return false
-            }
-        }
     }
 }
 

@@ -71,7 +71,7 @@ public enum TestDatabase {
     /// (started on first use) and directly.
     public static func migratedBehindPooler() throws -> (pooled: String, direct: String) {
         let (pooled, direct) = try emptyBehindPooler()
-        try MigrationRunner(migrations: Migration.load(directory: sqlDirectory)).migrate(PostgresConnection(conninfo: direct))
+        try migrate(direct)
         return (pooled, direct)
     }
 
@@ -82,11 +82,15 @@ public enum TestDatabase {
         return (try pooler.get().conninfo(database: name), direct)
     }
 
+    /// Applies every migration of `sql/` to the database of `conninfo` (any cluster's).
+    public static func migrate(_ conninfo: String) throws {
+        try MigrationRunner(migrations: Migration.load(directory: sqlDirectory)).migrate(PostgresConnection(conninfo: conninfo))
+    }
+
     /// A database with every migration applied; returns its connection string.
     public static func migrated() throws -> String {
         let conninfo = try empty()
-        let connection = try PostgresConnection(conninfo: conninfo)
-        try MigrationRunner(migrations: Migration.load(directory: sqlDirectory)).migrate(connection)
+        try migrate(conninfo)
         return conninfo
     }
 }

@@ -27,33 +27,16 @@ enum Backlog {
     /// event; rows parked for a later retry count as settled only once due and sent).
     /// Reconnects between polls, so it survives a database outage. Returns false on timeout.
     static func waitUntilSettled(conninfo: String, timeout: Duration) async -> Bool {
-        await poll(conninfo: conninfo, timeout: timeout, every: .milliseconds(100)) { database in
+        (try? await eventually(reconnectingTo: conninfo, timeout: timeout, every: .milliseconds(100)) { database in
             try count(database, "status IN ('queued', 'sending')") == 0
-        }
+        }) ?? false
     }
 
     /// Polls until at least `rows` rows are delivered; false on timeout.
     static func waitUntilDelivered(conninfo: String, atLeast rows: Int, timeout: Duration) async -> Bool {
-        await poll(conninfo: conninfo, timeout: timeout, every: .milliseconds(20)) { database in
+        (try? await eventually(reconnectingTo: conninfo, timeout: timeout) { database in
             try count(database, "status = 'delivered'") >= rows
-        }
-    }
-
-    /// `eventually`, on a connection that is opened again after any error.
-    private static func poll(conninfo: String, timeout: Duration, every interval: Duration,
-                             _ condition: (PostgresConnection) throws -> Bool) async -> Bool {
-        var connection: PostgresConnection?
-        let held = try? await eventually(timeout: timeout, every: interval) {
-            do {
-                let database = try connection ?? PostgresConnection(conninfo: conninfo)
-                connection = database
-                return try condition(database)
-            } catch {
-                connection = nil
-                return false
-            }
-        }
-        return held ?? false
+        }) ?? false
     }
 }
 

@@ -25,8 +25,7 @@ extension Reliability {
             let cluster = try EmbeddedPostgres.start()
             defer { cluster.stop() }
             let conninfo = try cluster.createDatabase("outage")
-            try MigrationRunner(migrations: Migration.load(directory: TestDatabase.sqlDirectory))
-                .migrate(PostgresConnection(conninfo: conninfo))
+            try TestDatabase.migrate(conninfo)
             try Backlog.enqueue(PostgresConnection(conninfo: conninfo), count: rows)
 
             let harness = try SimulatorHarness(faults: FaultPlanning.none)

@@ -85,8 +85,7 @@ extension Reliability {
             let conninfo = try pair.createDatabase(Self.database)
             let oldPrimary = pair.primary.conninfo(database: Self.database)
             let standby = pair.standby.conninfo(database: Self.database)
-            try MigrationRunner(migrations: Migration.load(directory: TestDatabase.sqlDirectory))
-                .migrate(PostgresConnection(conninfo: conninfo))
+            try TestDatabase.migrate(conninfo)
             try Backlog.enqueue(PostgresConnection(conninfo: conninfo), count: rows)
 
             let harness = try SimulatorHarness(faults: FaultPlanning.none)
