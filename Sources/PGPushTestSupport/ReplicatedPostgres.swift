@@ -139,15 +139,28 @@ public final class ReplicatedPostgres: Sendable {
         }
     }
 
-    /// Waits until the standby has replayed everything it received and no longer
-    /// streams: after `killPrimary`, what it holds then is what it will ever hold.
+    /// Waits until the standby no longer streams and has replayed all it ever will: after
+    /// `killPrimary`, what it holds then is what it will ever hold. Replay can end short of
+    /// what was received, for good: a WAL sender stopped mid-record leaves a partial record
+    /// the standby never replays (receive LSN past replay LSN, seen in 1 of 2 runs), so
+    /// "replay stopped moving for two seconds" counts as caught up too.
     public func waitUntilStandbyCaughtUp(timeout: Duration) async throws -> Bool {
-        try await eventually(reconnectingTo: standby.conninfo(), timeout: timeout) { connection in
+        var lastReplay: (lsn: String, since: ContinuousClock.Instant)?
+        return try await eventually(reconnectingTo: standby.conninfo(), timeout: timeout, every: .milliseconds(100)) { connection in
             let row = try connection.query("""
                 SELECT NOT EXISTS (SELECT 1 FROM pg_stat_wal_receiver WHERE status = 'streaming'),
-                       pg_last_wal_replay_lsn() >= pg_last_wal_receive_lsn()
+                       pg_last_wal_replay_lsn() >= pg_last_wal_receive_lsn(),
+                       pg_last_wal_replay_lsn()::text
                 """)
-            return row.bool(0, 0) == true && row.bool(0, 1) == true
+            guard row.bool(0, 0) == true else { return false }
+            if row.bool(0, 1) == true { return true }
+            let replay = row.string(0, 2) ?? ""
+            let now = ContinuousClock.now
+            guard let last = lastReplay, last.lsn == replay else {
+                lastReplay = (replay, now)
+                return false
+            }
+            return now - last.since >= .seconds(2)
         }
     }
 

@@ -115,7 +115,7 @@ extension Reliability {
             }
             let killed = Date()
             try await pair.killPrimary()
-            let caughtUp = try await pair.waitUntilStandbyCaughtUp(timeout: .seconds(10))
+            let caughtUp = try await pair.waitUntilStandbyCaughtUp(timeout: .seconds(30))
             try #require(caughtUp, "the standby did not finish replaying what it received")
             let atPromotion = try RowStates.read(PostgresConnection(conninfo: standby))
             let promoted = Date()
