@@ -38,7 +38,7 @@ let package = Package(
         .target(name: "PushWorker", dependencies: ["PGPushCore", "PushQueue", "APNsClient", "HTTP2TLS", "Postgres", "CShims", "Locking"]),
         // What operators see: the demo scenario, status snapshots, enqueue requests and their errors.
         .target(name: "PGPushOperator", dependencies: [
-            "PGPushCore", "Postgres", "PushQueue", "PushWorker", "APNsSimulator", "HTTP2TLS", "Locking",
+            "PGPushCore", "Postgres", "PushQueue", "PushWorker", "APNsClient", "APNsSimulator", "HTTP2TLS", "Locking",
         ]),
         // `pgpush bench`: scenarios and measurement, run against separate simulator and worker processes.
         .target(name: "PGPushBench", dependencies: [

@@ -43,8 +43,11 @@ BEGIN
     FOR object IN
         SELECT c.oid::regclass AS name, c.relkind FROM pg_class c
          WHERE c.relnamespace = 'pgpush'::regnamespace AND c.relkind IN ('r', 'p', 'v', 'm', 'S')
-           AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.classid = 'pg_class'::regclass AND d.objid = c.oid
-                              AND d.deptype IN ('a', 'i'))
+           -- Not what belongs to another object (an identity sequence, an index); a
+           -- partition is changed on its own, since its table's change does not reach it.
+           AND (c.relispartition
+                OR NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.classid = 'pg_class'::regclass AND d.objid = c.oid
+                                  AND d.refobjid <> c.oid AND d.deptype IN ('a', 'i')))
     LOOP
         EXECUTE format('ALTER %s %s OWNER TO pgpush_owner',
                        CASE object.relkind WHEN 'v' THEN 'VIEW' WHEN 'm' THEN 'MATERIALIZED VIEW'
@@ -59,3 +62,12 @@ $$;
 -- The grants and row-level security of the three groups: defined in
 -- sql/007_per_app_access.sql, where the comment says who may do what.
 SELECT pgpush.apply_role_privileges();
+-- The same for the partitions and tables of sql/009_history_partitions.sql, on a
+-- database migrated that far.
+DO $$
+BEGIN
+    IF to_regprocedure('pgpush.apply_history_privileges()') IS NOT NULL THEN
+        PERFORM pgpush.apply_history_privileges();
+    END IF;
+END
+$$;

@@ -8,6 +8,8 @@ public struct FaultInjector: Sendable {
     public let plan: FaultPlan
     private var random: SeededRandomNumberGenerator
     private var scriptPositions: [String: Int] = [:]
+    private var channelScriptPositions: [String: Int] = [:]
+    private var managementScriptPosition = 0
 
     public init(plan: FaultPlan) {
         self.plan = plan
@@ -54,6 +56,22 @@ public struct FaultInjector: Sendable {
             draw -= entry.probability
         }
         return nil
+    }
+
+    /// The injected answer for a valid broadcast to `channelID`, or nil for the normal answer.
+    public mutating func answer(forChannel channelID: String, now: Date) -> ScriptedAnswer? {
+        guard let script = plan.channelScripts[channelID] else { return nil }
+        let position = channelScriptPositions[channelID, default: 0]
+        guard position < script.count else { return nil }
+        channelScriptPositions[channelID] = position + 1
+        return Self.stamped(script[position], now: now)
+    }
+
+    /// The injected answer for the next channel management request, or nil for the normal one.
+    public mutating func managementAnswer() -> ScriptedAnswer? {
+        guard managementScriptPosition < plan.managementScript.count else { return nil }
+        managementScriptPosition += 1
+        return plan.managementScript[managementScriptPosition - 1]
     }
 
     /// The injected answer for a request with this `apns-topic` header, or nil when the

@@ -14,7 +14,9 @@ import Foundation
 ///   "refuseProbability": 0.01, "refuseEveryNth": 100,
 ///   "goAwayBeforeFirstStream": "BadCertificateEnvironment",
 ///   "staleProviderTokensAfterRequests": 50, "expireEveryProviderToken": false,
-///   "topicAnswers": { "com.example.app.voip": "TopicDisallowed" }
+///   "topicAnswers": { "com.example.app.voip": "TopicDisallowed" },
+///   "channelScripts": { "dGVzdA==": ["ChannelNotRegistered"] },
+///   "managementScript": [429, 503]
 /// }
 /// ```
 /// Scripts are per device token and consumed in order; once a script runs out the
@@ -27,6 +29,11 @@ public struct FaultPlan: Sendable, Equatable, Codable {
     public var seed: UInt64 = 0
     /// Answered 410 Unregistered with a timestamp.
     public var unregisteredTokens: Set<String> = []
+    /// Broadcast channel id (exactly as sent, base64 is case-sensitive) → answers for its
+    /// next broadcasts, in order, in place of the normal answer.
+    public var channelScripts: [String: [ScriptedAnswer]] = [:]
+    /// Answers for the next channel management requests, in order.
+    public var managementScript: [ScriptedAnswer] = []
     /// Token (lowercase hex) → answers for its next requests, in order.
     public var scripts: [String: [ScriptedAnswer]] = [:]
     /// Answers drawn at random for otherwise valid requests; probabilities sum to at most 1.
@@ -139,6 +146,7 @@ public struct FaultPlan: Sendable, Equatable, Codable {
         case seed, unregisteredTokens, scripts, statusMix, latencyMilliseconds, latencyJitterMilliseconds
         case goAwayAfterStreams, dropAfterStreams, refuseProbability, refuseEveryNth
         case goAwayBeforeFirstStream, staleProviderTokensAfterRequests, expireEveryProviderToken, topicAnswers
+        case channelScripts, managementScript
     }
 
     public init(from decoder: any Decoder) throws {
@@ -162,6 +170,8 @@ public struct FaultPlan: Sendable, Equatable, Codable {
         staleProviderTokensAfterRequests = try container.decodeIfPresent(Int.self, forKey: .staleProviderTokensAfterRequests)
         expireEveryProviderToken = try container.decodeIfPresent(Bool.self, forKey: .expireEveryProviderToken) ?? false
         topicAnswers = try container.decodeIfPresent([String: ScriptedAnswer].self, forKey: .topicAnswers) ?? [:]
+        channelScripts = try container.decodeIfPresent([String: [ScriptedAnswer]].self, forKey: .channelScripts) ?? [:]
+        managementScript = try container.decodeIfPresent([ScriptedAnswer].self, forKey: .managementScript) ?? []
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -181,5 +191,7 @@ public struct FaultPlan: Sendable, Equatable, Codable {
         try container.encodeIfPresent(staleProviderTokensAfterRequests, forKey: .staleProviderTokensAfterRequests)
         try container.encode(expireEveryProviderToken, forKey: .expireEveryProviderToken)
         try container.encode(topicAnswers, forKey: .topicAnswers)
+        try container.encode(channelScripts, forKey: .channelScripts)
+        try container.encode(managementScript, forKey: .managementScript)
     }
 }

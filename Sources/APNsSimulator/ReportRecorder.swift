@@ -30,6 +30,8 @@ struct ReportRecorder {
         report.goAwayReasons[reason, default: 0] += 1
     }
     mutating func connectionDropped() { report.connectionsDropped += 1 }
+    mutating func broadcast(toChannel channelID: String) { report.broadcastsByChannel[channelID, default: 0] += 1 }
+    mutating func managementRequest() { report.managementRequests += 1 }
 
     func snapshot(connections: [ConnectionReport]) -> SimulatorReport {
         var result = report

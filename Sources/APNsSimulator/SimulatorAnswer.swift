@@ -10,6 +10,10 @@ public struct SimulatorAnswer: Error, Sendable, Equatable, CustomStringConvertib
     public var reason: String?
     /// Sent only with 410, in milliseconds since the epoch.
     public var timestamp: Date?
+    /// Headers of a successful management answer (`apns-channel-id` of a new channel).
+    public var headers: [String: String] = [:]
+    /// A JSON body of a successful management answer (a channel, the list of channels).
+    public var content: [UInt8]?
 
     public init(status: Int, reason: String?, timestamp: Date? = nil) {
         self.status = status
@@ -22,6 +26,13 @@ public struct SimulatorAnswer: Error, Sendable, Equatable, CustomStringConvertib
     }
 
     public static let accepted = SimulatorAnswer(status: 200, reason: nil)
+
+    /// A success carrying a JSON body.
+    static func json(status: Int, _ object: [String: Any]) -> SimulatorAnswer {
+        var answer = SimulatorAnswer(status: status, reason: nil)
+        answer.content = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])).map { Array($0) } ?? []
+        return answer
+    }
 
     /// The reason APNs gives with a bare status, for fault scripts that name only a status.
     public static func typical(forStatus status: Int) -> SimulatorAnswer {
@@ -42,7 +53,8 @@ public struct SimulatorAnswer: Error, Sendable, Equatable, CustomStringConvertib
 
     /// The response body: empty on success, else `{"reason":…}` (and `"timestamp"` on 410).
     public var body: [UInt8] {
-        if status == 200 && reason == nil { return [] }
+        if let content { return content }
+        if (200..<300).contains(status) && reason == nil { return [] }
         return APNsErrorBody(reason: reason, timestamp: status == 410 ? timestamp : nil).encoded()
     }
 

@@ -41,6 +41,13 @@ public struct SimulatorConfiguration: Sendable {
     public var maxConcurrentStreams = 1000
     public var environment = Environment.development
     public var faults = FaultPlan()
+    /// Broadcast capability of the app: false answers every broadcast and channel request
+    /// 400 FeatureNotEnabled, as APNs does until it is enabled on developer.apple.com.
+    public var broadcastEnabled = true
+    /// Channels per app that create allows (APNs: 10,000 per app and environment).
+    public var channelLimit = 10_000
+    /// Channels that exist from the start: id → message storage policy (0 or 1).
+    public var channels: [String: Int] = [:]
     /// JSON-lines log of every request, when set.
     public var logPath: String?
     /// The wall clock for JWT ages and 410 timestamps (tests move it).

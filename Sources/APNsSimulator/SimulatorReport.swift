@@ -29,12 +29,17 @@ public struct SimulatorReport: Sendable, Equatable, Codable {
     /// The most requests any one connection received within any one second.
     public var maxRequestsPerConnectionPerSecond = 0
     public var connections: [ConnectionReport] = []
+    /// Broadcast requests received per channel id (whatever their answer).
+    public var broadcastsByChannel: [String: Int] = [:]
+    /// Channel management requests received (create, read, delete, list).
+    public var managementRequests = 0
 
     public init() {}
 
     public func count(status: Int) -> Int { statusCounts[String(status)] ?? 0 }
     public func count(reason: String) -> Int { reasonCounts[reason] ?? 0 }
     public func count(goAwayReason reason: String) -> Int { goAwayReasons[reason] ?? 0 }
+    public func broadcasts(toChannel channelID: String) -> Int { broadcastsByChannel[channelID] ?? 0 }
 
     public func jsonData() -> Data {
         let encoder = JSONEncoder()

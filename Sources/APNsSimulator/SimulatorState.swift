@@ -25,6 +25,7 @@ struct SimulatorState {
     var faults: FaultInjector
     var tokenFaults: ProviderTokenFaults
     var recorder = ReportRecorder()
+    var channels: ChannelRegistry
     var connections: [Int: Connection] = [:]
 
     init(configuration: SimulatorConfiguration) {
@@ -38,6 +39,7 @@ struct SimulatorState {
         logging = configuration.logPath != nil
         faults = FaultInjector(plan: configuration.faults)
         tokenFaults = ProviderTokenFaults(plan: configuration.faults)
+        channels = ChannelRegistry(configuration: configuration)
     }
 
     /// The debug-data reason of the GOAWAY that `goAwayAfterStreams` sends.
@@ -120,12 +122,24 @@ struct SimulatorState {
 
         recorder.processed(apnsID: apnsID)
         recorder.answered(answer, apnsID: apnsID)
-        var headers = [HTTP2TLS.HeaderField("apns-id", apnsID ?? UUID().uuidString.lowercased())]
-        // The sandbox adds a fresh id to every answer, errors included; production never does.
-        if environment == .development {
-            headers.append(HTTP2TLS.HeaderField("apns-unique-id", UUID().uuidString.lowercased()))
+        var headers: [HTTP2TLS.HeaderField]
+        if BroadcastRules.route(method: request.method, path: request.path) != nil {
+            // Broadcasts and channel requests echo (or make up) `apns-request-id`; every
+            // broadcast answer carries an `apns-unique-id`, in production too.
+            headers = [HTTP2TLS.HeaderField("apns-request-id",
+                                            request.headers.value(of: "apns-request-id") ?? UUID().uuidString.lowercased())]
+            if environment == .development || request.path.hasPrefix(BroadcastRules.broadcastPathPrefix) {
+                headers.append(HTTP2TLS.HeaderField("apns-unique-id", UUID().uuidString.lowercased()))
+            }
+        } else {
+            headers = [HTTP2TLS.HeaderField("apns-id", apnsID ?? UUID().uuidString.lowercased())]
+            // The sandbox adds a fresh id to every answer, errors included; production never does.
+            if environment == .development {
+                headers.append(HTTP2TLS.HeaderField("apns-unique-id", UUID().uuidString.lowercased()))
+            }
         }
-        if answer.status != 200 { headers.append(HTTP2TLS.HeaderField("content-type", "application/json")) }
+        for (name, value) in answer.headers.sorted(by: { $0.key < $1.key }) { headers.append(HTTP2TLS.HeaderField(name, value)) }
+        if !answer.body.isEmpty { headers.append(HTTP2TLS.HeaderField("content-type", "application/json")) }
         let step = SimulatorDecision.Step.respond(status: answer.status, headers: headers, body: answer.body,
                                                   after: faults.latency())
         return logged(SimulatorDecision(step: step, goAway: goAway, raiseStreamLimit: raiseStreamLimit),
@@ -136,10 +150,16 @@ struct SimulatorState {
     /// answers come after the credentials: a topic's answer instead of the content checks,
     /// a device token's (scripts, unregistered, the mix) in place of a 200.
     private mutating func judge(_ request: ServerRequest, _ connection: inout Connection, now: Date) -> ScriptedAnswer {
-        let rawToken: String
-        switch RequestRules.checkRoute(method: request.method, path: request.path) {
-        case .success(let token): rawToken = token
-        case .failure(let answer): return .answer(answer)
+        var rawToken = ""
+        let channelRoute = BroadcastRules.route(method: request.method, path: request.path)
+        switch channelRoute {
+        case .failure(let answer)?: return .answer(answer)
+        case .success?: break
+        case nil:
+            switch RequestRules.checkRoute(method: request.method, path: request.path) {
+            case .success(let token): rawToken = token
+            case .failure(let answer): return .answer(answer)
+            }
         }
         let topics: TopicPolicy
         if let verifier {
@@ -156,10 +176,34 @@ struct SimulatorState {
             guard connection.hasCertificate else { return .answer(SimulatorAnswer(.missingProviderToken)) }
             topics = .certificate(certificateTopic: connection.certificateTopic, bundleID: bundleID)
         }
+        if case .success(let route)? = channelRoute { return judge(route, request, topics: topics, now: now) }
         if let injected = faults.answer(forTopic: request.headers.value(of: "apns-topic"), now: now) { return injected }
         switch RequestRules.checkContent(rawToken: rawToken, headers: request.headers, body: request.body, topics: topics) {
         case .success(let accepted): return faults.answer(forToken: accepted.deviceToken, now: now) ?? .answer(.accepted)
         case .failure(let answer): return .answer(answer)
+        }
+    }
+
+    /// A broadcast or channel management request whose credentials passed: the bundle id in
+    /// the path, then headers and body, then injected answers, then the channel registry.
+    private mutating func judge(_ route: BroadcastRules.Route, _ request: ServerRequest, topics: TopicPolicy,
+                                now: Date) -> ScriptedAnswer {
+        switch route {
+        case .broadcast(let bundleID):
+            if let channelID = request.headers.value(of: "apns-channel-id") { recorder.broadcast(toChannel: channelID) }
+            if let refusal = topics.covers(bundleID: bundleID) { return .answer(refusal) }
+            switch BroadcastRules.checkBroadcast(headers: request.headers, body: request.body) {
+            case .failure(let answer):
+                return .answer(answer)
+            case .success(let broadcast):
+                if let injected = faults.answer(forChannel: broadcast.channelID, now: now) { return injected }
+                return .answer(channels.judge(broadcast, bundleID: bundleID) ?? .accepted)
+            }
+        case .channel(_, let bundleID), .allChannels(let bundleID):
+            recorder.managementRequest()
+            if let refusal = topics.covers(bundleID: bundleID) { return .answer(refusal) }
+            if let injected = faults.managementAnswer() { return injected }
+            return .answer(channels.manage(route, headers: request.headers, body: request.body))
         }
     }
 

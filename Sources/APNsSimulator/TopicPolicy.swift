@@ -41,6 +41,18 @@ public enum TopicPolicy: Sendable, Equatable {
         }
     }
 
+    /// Whether the connection may broadcast to, or manage the channels of, `bundleID`
+    /// (the bundle id in the path): 403 TopicMismatch when the configured app or the
+    /// certificate's topic is another one.
+    func covers(bundleID: String) -> SimulatorAnswer? {
+        switch self {
+        case .token(let configured):
+            return configured.map { $0 == bundleID } ?? true ? nil : SimulatorAnswer(.topicMismatch)
+        case .certificate(let certificateTopic, let configured):
+            return (certificateTopic ?? configured).map { $0 == bundleID } ?? true ? nil : SimulatorAnswer(.topicMismatch)
+        }
+    }
+
     private static func match(_ topic: String, bundleID: String, pushType: PushType) -> Result<String, SimulatorAnswer> {
         guard let expected = pushType.derivedTopic(bundleID: bundleID) else { return .success(topic) }  // mdm: any topic
         if topic == expected { return .success(topic) }

@@ -82,6 +82,13 @@ public enum BenchConsistency {
             expect(ended == faults.rows, "faults: \(ended) of \(faults.rows) rows ended delivered or failed: \(faults.statuses)")
             expect(faults.duplicateAcceptedAPNsIDs == 0, "faults: \(faults.duplicateAcceptedAPNsIDs) notifications accepted twice")
         }
+        if let broadcast = report.broadcast {
+            let broadcasts = broadcast.rows / max(report.options.broadcastEvery, 1)
+            expect(broadcast.statuses == ["delivered": broadcast.rows],
+                   "broadcast: not every row delivered: \(broadcast.statuses)")
+            expect(broadcast.simulatorBroadcasts == broadcasts,
+                   "broadcast: the simulator saw \(broadcast.simulatorBroadcasts ?? 0) broadcasts for \(broadcasts) channel rows")
+        }
         if let memory = report.memory {
             expect(memory.simulatorRequests > 0, "memory: the worker sent nothing")
         }

@@ -23,22 +23,30 @@ public final class BenchDatabase {
         return "DATABASE_URL"
     }
 
-    /// A migrated database with no notifications; returns its connection string.
-    public func fresh(_ name: String) throws -> String {
+    /// A migrated database with no notifications (migrations up to `upToVersion` only, when
+    /// given: embedded cluster only); returns its connection string.
+    public func fresh(_ name: String, upToVersion: Int? = nil) throws -> String {
+        let runner = MigrationRunner(migrations: migrations.filter { $0.version <= upToVersion ?? .max })
         if let cluster {
             let database = "bench_\(name)_\(created.count)"
             let conninfo = try cluster.createDatabase(database)
             created.append(database)
-            try MigrationRunner(migrations: migrations).migrate(PostgresConnection(conninfo: conninfo))
+            try runner.migrate(PostgresConnection(conninfo: conninfo))
             return conninfo
         }
+        guard upToVersion == nil else { throw BenchError("an older schema needs the embedded cluster (no DATABASE_URL)") }
         let conninfo = externalURL ?? ""
         let connection = try PostgresConnection(conninfo: conninfo)
-        try MigrationRunner(migrations: migrations).migrate(connection)
+        try runner.migrate(connection)
         try connection.execute(script: """
             TRUNCATE pgpush.notifications, pgpush.delivery_errors, pgpush.invalid_tokens, pgpush.workers, pgpush.app_health
             """)
         return conninfo
+    }
+
+    /// Applies the migrations not yet applied to the database of `conninfo`.
+    public func migrate(_ conninfo: String) throws {
+        try MigrationRunner(migrations: migrations).migrate(PostgresConnection(conninfo: conninfo))
     }
 
     /// Drops a scenario's database (embedded only) so a long run does not fill the disk.

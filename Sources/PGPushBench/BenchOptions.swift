@@ -1,7 +1,7 @@
 /// What `pgpush bench` runs and how big; every field has a flag.
 public struct BenchOptions: Sendable, Codable, Equatable {
     public enum Scenario: String, Sendable, Codable, CaseIterable {
-        case database, transport, uncapped, capped, latency, steady, scale, faults, memory, history
+        case database, transport, uncapped, capped, latency, steady, scale, faults, broadcast, memory, history
     }
 
     public var scenarios: [Scenario] = Scenario.allCases
@@ -34,6 +34,12 @@ public struct BenchOptions: Sendable, Codable, Equatable {
     /// mock-apns `--fault-mix`.
     public var faultMix = "503=0.05,429=0.02"
     public var goAwayAfter = 5_000
+    /// The broadcast mix: a backlog of this many rows, every `broadcastEvery`-th one a Live
+    /// Activity update to one of `broadcastChannels` channels, the rest alerts to tokens,
+    /// drained uncapped on `connections` connections.
+    public var broadcastRows = 50_000
+    public var broadcastEvery = 2
+    public var broadcastChannels = 100
     /// Backlog for the memory run, and how long the uncapped worker works on it.
     public var memoryRows = 1_000_000
     public var memorySeconds = 15
@@ -54,6 +60,7 @@ public struct BenchOptions: Sendable, Codable, Equatable {
         options.steadySeconds = 4
         options.scaleSeconds = 4
         options.faultRows = 10_000
+        options.broadcastRows = 10_000
         options.memoryRows = 100_000
         options.memorySeconds = 5
         options.historyRows = 100_000

@@ -84,6 +84,8 @@ public struct DrainResult: Sendable, Codable {
     public var insertCost: DatabaseCost?
     /// From just before the worker started to its exit (claims, outcomes, heartbeats, autovacuum), per row finished.
     public var deliveryCost: DatabaseCost?
+    /// Broadcast requests the simulator received (the broadcast mix only).
+    public var simulatorBroadcasts: Int? = nil
 }
 
 extension DrainResult {
@@ -243,8 +245,12 @@ public struct BenchReport: Sendable, Codable {
     /// Worker processes side by side under a backlog at the cap (`--scale-workers`).
     public var scale: [DrainResult] = []
     public var faults: DrainResult?
+    /// Device pushes and broadcasts to channels in one backlog (`broadcast` scenario).
+    public var broadcast: DrainResult?
     public var memory: DrainResult?
     public var history: ClaimAtScaleResult?
+    /// The history scenario's finished rows retired by row deletes and by partition drops.
+    public var retirement: HistoryRetirementResult?
     public var targets: [TargetCheck] = []
     public var loadAverageAtEnd: String?
 

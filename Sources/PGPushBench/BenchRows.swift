@@ -9,16 +9,46 @@ public enum BenchRows {
         return #"{"aps":{"alert":""# + String(repeating: "x", count: max(0, bytes - frame.utf8.count)) + #""}}"#
     }
 
+    /// A Live Activity update of exactly `bytes` bytes (at least its empty state's size).
+    public static func liveActivityPayload(bytes: Int) -> String {
+        let frame = #"{"aps":{"event":"update","timestamp":1764583200,"content-state":{"s":""}}}"#
+        return #"{"aps":{"event":"update","timestamp":1764583200,"content-state":{"s":""#
+            + String(repeating: "x", count: max(0, bytes - frame.utf8.count)) + #""}}}"#
+    }
+
     public static func token(_ number: Int) -> String { String(format: "%064x", number) }
+
+    /// `count` broadcast channel ids (base64 of "bench-channel-N").
+    public static func channels(_ count: Int) -> [String] {
+        (1...max(count, 1)).map { Data("bench-channel-\($0)".utf8).base64EncodedString() }
+    }
 
     /// Inserts `count` due rows in batches of one statement each, reporting progress, then
     /// ANALYZEs the table unless told not to (the insert phase is measured without it).
+    /// With `broadcastEvery` n > 0, every n-th row is a Live Activity update (priority 5) to
+    /// one of `channels` in turn instead of an alert to a token.
     public static func fill(_ connection: PostgresConnection, count: Int, payloadBytes: Int, firstToken: Int = 1,
+                            broadcastEvery: Int = 0, channels: [String] = [],
                             analyze: Bool = true, progress: (Int) -> Void = { _ in }) throws {
         let batch = 50_000
         var done = 0
         while done < count {
             let size = min(batch, count - done)
+            if broadcastEvery > 0 {
+                try connection.query("""
+                    INSERT INTO pgpush.notifications (device_token, channel_id, push_type, priority, payload)
+                    SELECT CASE WHEN g % $4 <> 0 THEN lpad(to_hex(g), 64, '0') END,
+                           CASE WHEN g % $4 = 0 THEN ($5::text[])[1 + (g / $4) % cardinality($5::text[])] END,
+                           CASE WHEN g % $4 = 0 THEN 'liveactivity' ELSE 'alert' END,
+                           CASE WHEN g % $4 = 0 THEN 5 END,
+                           CASE WHEN g % $4 = 0 THEN $6::jsonb ELSE $1::jsonb END
+                      FROM generate_series($2::bigint, $3::bigint) AS g
+                    """, [payload(bytes: payloadBytes), firstToken + done, firstToken + done + size - 1, broadcastEvery,
+                          channels, liveActivityPayload(bytes: payloadBytes)])
+                done += size
+                progress(done)
+                continue
+            }
             try connection.query("""
                 INSERT INTO pgpush.notifications (device_token, payload)
                 SELECT lpad(to_hex(g), 64, '0'), $1::jsonb FROM generate_series($2::bigint, $3::bigint) AS g

@@ -145,6 +145,15 @@ extension BenchReport {
                     .map { "\($0.key) \($0.value)" }.joined(separator: ", "))
             }
         }
+        if let broadcast {
+            row("broadcast mix (1 in \(options.broadcastEvery) to \(options.broadcastChannels) channels)",
+                String(format: "%.0f/s whole drain (steady ", broadcast.perSecond) + rate(broadcast.steadyPerSecond)
+                + String(format: "); %d rows in %.2f s", broadcast.finished, broadcast.seconds))
+            row("  requests; of them broadcasts; statuses", "\(broadcast.simulatorRequests); \(broadcast.simulatorBroadcasts ?? 0); "
+                + broadcast.statuses.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
+            row("  worker CPU per notification", String(format: "%.1f µs", broadcast.workerCPUMicrosecondsPerNotification))
+            costRows(broadcast.insertCost, broadcast.deliveryCost)
+        }
         if let memory {
             row("memory: backlog \(memory.rows) rows, \(Int(memory.seconds.rounded())) s",
                 "peak RSS \(megabytes(memory.worker.peakResidentBytes)), \(memory.simulatorRequests) sent")
@@ -159,6 +168,16 @@ extension BenchReport {
                        history.usesQueuedIndex ? "reads notifications_queued_due" : "does NOT use the queued index"))
             lines.append("    claim plan with the history in place (EXPLAIN ANALYZE, BUFFERS):")
             lines.append(contentsOf: history.plan.map { "      " + $0 })
+        }
+        if let retirement {
+            row("history: retiring \(retirement.rows) finished rows", String(
+                format: "migration to partitions %.1f s, WAL %@", retirement.migrationSeconds,
+                megabytes(Int(retirement.migrationWALBytes))))
+            for (name, result) in [("  by row deletes", retirement.rowDeletes), ("  by partition drops", retirement.partitionDrops)] {
+                row(name, String(format: "%.2f s, WAL %@, claim p99 %.1f ms during (%.1f ms before), max %.1f ms",
+                                 result.seconds, megabytes(Int(result.walBytes)), result.claimsDuring?.p99 ?? .nan,
+                                 result.claimsBefore?.p99 ?? .nan, result.claimsDuring?.max ?? .nan))
+            }
         }
         if !targets.isEmpty {
             lines.append("")

@@ -112,6 +112,18 @@ public final class Benchmark {
             progress(String(format: "faults: %.0f/s over the whole drain (steady %.0f/s)", outcome.result.perSecond,
                             outcome.result.steadyPerSecond ?? 0))
         }
+        if chosen.contains(.broadcast) {
+            let channels = BenchRows.channels(options.broadcastChannels)
+            progress("broadcast: \(options.broadcastRows) rows, every \(options.broadcastEvery) a Live Activity update "
+                     + "to one of \(channels.count) channels, \(options.connections) connections, no cap")
+            let outcome = try DrainRun(name: "broadcast", rows: options.broadcastRows, connections: options.connections,
+                                       ratePerConnection: 0, broadcastEvery: options.broadcastEvery,
+                                       channels: channels).run(in: context)
+            database.discard(outcome.conninfo)
+            report.broadcast = outcome.result
+            progress(String(format: "broadcast: %.0f/s over the whole drain (steady %.0f/s), %d broadcasts",
+                            outcome.result.perSecond, outcome.result.steadyPerSecond ?? 0, outcome.result.simulatorBroadcasts ?? 0))
+        }
         if chosen.contains(.memory) {
             progress("memory: backlog of \(options.memoryRows) rows, uncapped worker for \(options.memorySeconds) s")
             let outcome = try DrainRun(name: "memory", rows: options.memoryRows, connections: options.connections,
@@ -130,6 +142,8 @@ public final class Benchmark {
                                 history.claimBatch, history.withoutHistory?.p50 ?? .nan, history.withHistory?.p50 ?? .nan,
                                 history.finishedRows))
             }
+            report.retirement = try HistoryRetirement.run(database: context.database, rows: options.historyRows,
+                                                          payloadBytes: options.payloadBytes, progress: progress)
         }
         report.targets = TargetEvaluation.evaluate(report)
         report.loadAverageAtEnd = MachineInfo.loadAverageNow()

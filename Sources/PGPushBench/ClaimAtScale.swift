@@ -47,9 +47,11 @@ public enum ClaimAtScale {
         // One more claim under EXPLAIN ANALYZE (it claims for real, like the timed ones).
         try BenchRows.fill(connection, count: claimBatch, payloadBytes: payloadBytes, firstToken: nextToken)
         let explained = try connection.query("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF) " + NotificationQueue.claimSQL,
-                                              ["bench-claim", "default", claimBatch, 60.0, true])
+                                              ["bench-claim", "default", claimBatch, 60.0, true, try queue.claimFrom()])
         let plan = (0..<explained.rowCount).compactMap { explained.string($0, 0) }
-        let tableBytes = try connection.query("SELECT pg_total_relation_size('pgpush.notifications')").int64(0, 0) ?? 0
+        let tableBytes = try connection.query("""
+            SELECT sum(pg_total_relation_size(relid))::bigint FROM pg_partition_tree('pgpush.notifications')
+            """).int64(0, 0) ?? 0
         return ClaimAtScaleResult(
             finishedRows: finishedRows, claimBatch: claimBatch, claimsTimed: claimsTimed,
             withoutHistory: LatencySummary(milliseconds: before), withHistory: LatencySummary(milliseconds: after),
@@ -57,24 +59,31 @@ public enum ClaimAtScale {
     }
 
     /// `count` rows already delivered, as months of traffic would leave them, in batches of
-    /// one statement each; then VACUUM ANALYZE, as autovacuum would have done by then.
+    /// one statement each, into partitions made ahead of it (one row in `keyedEvery` with an
+    /// idempotency key); then VACUUM ANALYZE, as autovacuum would have done by then.
     static func addFinishedRows(_ connection: PostgresConnection, count: Int, firstToken: Int, payloadBytes: Int,
+                                keyedEvery: Int = 0, label: String = "claim at scale",
                                 progress: @escaping @Sendable (String) -> Void) throws {
         let batch = 1_000_000
         var done = 0
+        // Partitions ahead of each batch, as the workers' leader keeps them (schema 9 on).
+        let partitioned = try connection.query("SELECT to_regprocedure('pgpush.create_history_partitions()') IS NOT NULL")
+            .bool(0, 0) == true
         while done < count {
             let size = min(batch, count - done)
+            if partitioned { try connection.query("SELECT pgpush.create_history_partitions()") }
             try connection.query("""
                 INSERT INTO pgpush.notifications (device_token, payload, status, attempts, claim_count, last_status,
-                                                  created_at, updated_at, finished_at)
+                                                  created_at, updated_at, finished_at, idempotency_key)
                 SELECT lpad(to_hex(g), 64, '0'), $1::jsonb, 'delivered', 1, 1, 200,
-                       now() - interval '30 days', now() - interval '30 days', now() - interval '30 days'
+                       now() - interval '30 days', now() - interval '30 days', now() - interval '30 days',
+                       CASE WHEN $4 > 0 AND g % $4 = 0 THEN 'order-' || g END
                   FROM generate_series($2::bigint, $3::bigint) AS g
-                """, [BenchRows.payload(bytes: payloadBytes), firstToken + done, firstToken + done + size - 1])
+                """, [BenchRows.payload(bytes: payloadBytes), firstToken + done, firstToken + done + size - 1, keyedEvery])
             done += size
-            progress("claim at scale: \(done) of \(count) finished rows inserted")
+            progress("\(label): \(done) of \(count) finished rows inserted")
         }
-        progress("claim at scale: VACUUM ANALYZE")
+        progress("\(label): VACUUM ANALYZE")
         try connection.execute(script: "VACUUM (ANALYZE) pgpush.notifications")
     }
 }

@@ -250,13 +250,14 @@ final class CostMeter {
         let server = postmaster.flatMap { ProcessCPU.cluster(postmaster: $0) }
         let observer = postmaster == nil ? nil : ProcessCPU.preciseSeconds(of: connection.backendPID)
         let result = try connection.query("""
+            WITH notifications AS (SELECT relid FROM pg_partition_tree('pgpush.notifications'))  -- each partition
             SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')::bigint, w.wal_records, w.wal_fpi,
                    t.ins, t.upd, t.hot, t.del, t.nupd, t.nhot, d.xact_commit, d.xact_rollback
               FROM pg_stat_wal w,
                    (SELECT coalesce(sum(n_tup_ins), 0)::bigint AS ins, coalesce(sum(n_tup_upd), 0)::bigint AS upd,
                            coalesce(sum(n_tup_hot_upd), 0)::bigint AS hot, coalesce(sum(n_tup_del), 0)::bigint AS del,
-                           coalesce(sum(n_tup_upd) FILTER (WHERE schemaname = 'pgpush' AND relname = 'notifications'), 0)::bigint AS nupd,
-                           coalesce(sum(n_tup_hot_upd) FILTER (WHERE schemaname = 'pgpush' AND relname = 'notifications'), 0)::bigint AS nhot
+                           coalesce(sum(n_tup_upd) FILTER (WHERE relid IN (SELECT relid FROM notifications)), 0)::bigint AS nupd,
+                           coalesce(sum(n_tup_hot_upd) FILTER (WHERE relid IN (SELECT relid FROM notifications)), 0)::bigint AS nhot
                       FROM pg_stat_user_tables) t,
                    pg_stat_database d
              WHERE d.datname = current_database()

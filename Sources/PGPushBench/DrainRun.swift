@@ -14,6 +14,9 @@ struct DrainRun {
     var logRequests = false
     /// Stop after this long instead of waiting for the backlog to drain.
     var timeBox: Duration?
+    /// Every n-th row a broadcast to one of `channels` (which the simulator knows); 0: none.
+    var broadcastEvery = 0
+    var channels: [String] = []
 
     struct Outcome {
         var result: DrainResult
@@ -31,14 +34,16 @@ struct DrainRun {
         let connection = meter.connection
         context.progress("\(name): inserting \(rows) rows")
         let beforeFill = try meter.snapshot()
-        try BenchRows.fill(connection, count: rows, payloadBytes: context.options.payloadBytes, analyze: false) { done in
+        try BenchRows.fill(connection, count: rows, payloadBytes: context.options.payloadBytes, broadcastEvery: broadcastEvery,
+                           channels: channels, analyze: false) { done in
             if done % 200_000 == 0 || done == rows { context.progress("\(name): \(done) rows inserted") }
         }
         let afterFill = try meter.snapshot()
         try meter.poll { try $0.execute(script: "ANALYZE pgpush.notifications") }
         let simulator = try SimulatorProcess(executable: context.executable, credentials: context.credentials,
                                              directory: context.directory, name: name, logRequests: logRequests,
-                                             extraArguments: simulatorArguments)
+                                             extraArguments: simulatorArguments
+                                                 + (channels.isEmpty ? [] : ["--channels", channels.joined(separator: ",")]))
         let beforeRun = try meter.snapshot()
         let started = Date()
         let machineAtStart = MachineCPU.now()
@@ -118,7 +123,7 @@ struct DrainRun {
             "SELECT coalesce(last_reason, 'none'), count(*) FROM pgpush.notifications WHERE status = 'failed' GROUP BY 1")
         var failureReasons: [String: Int] = [:]
         for row in 0..<failed.rowCount { failureReasons[failed.string(row, 0) ?? "?"] = failed.int(row, 1) }
-        let result = DrainResult(
+        var result = DrainResult(
             rows: rows, connections: connections, ratePerConnection: ratePerConnection, seconds: seconds, finished: finished,
             perSecond: Double(finished) / seconds, steadyPerSecond: try BenchRows.steadyRate(connection), statuses: statuses, failureReasons: failureReasons,
             deliveryErrors: errors, worker: usage,
@@ -128,6 +133,7 @@ struct DrainRun {
             machineBusyCPUs: machineBusy, secondHalfPerSecond: secondHalf, workers: workers, perWorker: usages,
             insertCost: CostMeter.cost(from: beforeFill, to: afterFill, notifications: rows, countObserver: true),
             deliveryCost: CostMeter.cost(from: beforeRun, to: afterRun, notifications: finished))
+        if !channels.isEmpty { result.simulatorBroadcasts = report.broadcastsByChannel.values.reduce(0, +) }
         return Outcome(result: result, simulator: simulator, conninfo: conninfo)
     }
 }

@@ -1,5 +1,6 @@
-/// Every `reason` APNs documents for `/3/device`, with the status Apple lists it
-/// under. What each means for a row is `DeliveryPolicy`'s to say.
+/// Every `reason` APNs documents for `/3/device` and for broadcasts and channel
+/// management, with the status Apple lists it under. What each means for a row is
+/// `DeliveryPolicy`'s to say.
 ///
 /// - Both `BadEnvironmentKeyIdInToken` (Apple's table) and
 ///   `BadEnvironmentKeyInToken` (what APNs actually sends) are listed.
@@ -41,16 +42,35 @@ public enum APNsReason: String, CaseIterable, Sendable {
     case internalServerError = "InternalServerError"
     case serviceUnavailable = "ServiceUnavailable"
     case shutdown = "Shutdown"
+    // Broadcasts and channel management.
+    /// Broadcast is not enabled for the app (developer.apple.com, not Xcode).
+    case featureNotEnabled = "FeatureNotEnabled"
+    case missingChannelID = "MissingChannelId"
+    /// Not base64, or too long.
+    case badChannelID = "BadChannelId"
+    /// The channel does not exist (never created, or deleted).
+    case channelNotRegistered = "ChannelNotRegistered"
+    /// An attribute the management API does not know in a JSON body.
+    case badRequestParams = "BadRequestParams"
+    /// A management request body that is not JSON.
+    case badRequestPayload = "BadRequestPayload"
+    case missingPushType = "MissingPushType"
+    /// The bundle id in a broadcast's path is not covered by the provider token's team or the certificate.
+    case topicMismatch = "TopicMismatch"
+    /// The app already has as many channels as APNs allows in this environment.
+    case cannotCreateChannelConfig = "CannotCreateChannelConfig"
 
     /// The HTTP status APNs documents with this reason.
     public var status: Int {
         switch self {
         case .badCollapseID, .badDeviceToken, .badExpirationDate, .badMessageID, .badPriority, .badTopic,
              .deviceTokenNotForTopic, .duplicateHeaders, .idleTimeout, .invalidPushType, .missingDeviceToken,
-             .missingTopic, .payloadEmpty, .topicDisallowed:
+             .missingTopic, .payloadEmpty, .topicDisallowed, .featureNotEnabled, .missingChannelID, .badChannelID,
+             .channelNotRegistered, .badRequestParams, .badRequestPayload, .missingPushType, .cannotCreateChannelConfig:
             400
         case .badCertificate, .badCertificateEnvironment, .expiredProviderToken, .forbidden, .invalidProviderToken,
-             .missingProviderToken, .unrelatedKeyIDInToken, .badEnvironmentKeyIDInToken, .badEnvironmentKeyInToken:
+             .missingProviderToken, .unrelatedKeyIDInToken, .badEnvironmentKeyIDInToken, .badEnvironmentKeyInToken,
+             .topicMismatch:
             403
         case .badPath: 404
         case .methodNotAllowed: 405

@@ -41,6 +41,9 @@ public enum AnswerMeaning: String, CaseIterable, Sendable {
     case topicRefused
     /// The key, certificate or environment is wrong for the whole app: pause the app.
     case credentialsRefused
+    /// The broadcast's channel is gone or unusable (unknown or deleted channel, malformed
+    /// id, broadcast not enabled for the app): fail it and mark the channel.
+    case channelRefused
     /// This notification can never succeed as it is: fail it, list nothing.
     case rowRejected
 }
@@ -77,7 +80,8 @@ public enum RowAction: Equatable, Sendable {
     /// Back to `queued`, not counted, and pause the scope (the whole app, or the row's
     /// topic) with back-off: the fault is not the row's, so it is not burned.
     case pause(PauseScope)
-    /// Mark it `failed`; `listsToken` also records the token in `invalid_tokens`.
+    /// Mark it `failed`; `listsToken` also records the token in `invalid_tokens`, or for a
+    /// broadcast marks the channel in `channels`.
     case fail(listsToken: Bool)
 }
 
@@ -116,6 +120,7 @@ public struct RowHistory: Equatable, Sendable {
 /// | 410 Unregistered/ExpiredToken, 400 BadDeviceToken/DeviceTokenNotForTopic | deadToken | | `failed`, token listed |
 /// | 400 TopicDisallowed/BadTopic | topicRefused | | pause the topic |
 /// | other 403s, MissingTopic, a GOAWAY with such a reason | credentialsRefused | | pause the app |
+/// | 400 ChannelNotRegistered/BadChannelId/MissingChannelId/FeatureNotEnabled | channelRefused | | `failed`, channel marked |
 /// | Forbidden, other 4xx, a topic answer on a row's own topic | rowRejected | | `failed` |
 ///
 /// Choices worth knowing:
@@ -127,6 +132,10 @@ public struct RowHistory: Equatable, Sendable {
 /// - A row that named its own topic owns its topic answers: `TopicDisallowed`, `BadTopic`
 ///   fail that row alone, and `DeviceTokenNotForTopic` says the topic is wrong, not the
 ///   token, so the token is not listed.
+/// - A broadcast refused for its channel's sake fails only that row: the channel is marked
+///   with the reason in `pgpush.channels`, and other channels and device pushes go on.
+///   FeatureNotEnabled too, though it concerns the app: pausing the app would hold its
+///   device pushes, which need no broadcast capability.
 /// - A GOAWAY's reason counts like an answer for the streams it left unprocessed: a
 ///   credential or environment reason pauses the app instead of resending into the same
 ///   refusal; `Shutdown` and the like are resent elsewhere.
@@ -175,12 +184,14 @@ public enum DeliveryPolicy {
         case .topicDisallowed, .badTopic:
             return topicWasExplicit ? .rowRejected : .topicRefused
         case .invalidProviderToken, .missingProviderToken, .badCertificate, .badCertificateEnvironment,
-             .unrelatedKeyIDInToken, .badEnvironmentKeyIDInToken, .badEnvironmentKeyInToken, .missingTopic:
+             .unrelatedKeyIDInToken, .badEnvironmentKeyIDInToken, .badEnvironmentKeyInToken, .missingTopic, .topicMismatch:
             return .credentialsRefused
         case .expiredProviderToken: return .providerTokenExpired
         case .tooManyProviderTokenUpdates: return .providerTokenUpdatedTooOften
         case .tooManyRequests: return .deviceThrottled
         case .internalServerError, .serviceUnavailable, .shutdown, .idleTimeout: return .serverTrouble
+        case .channelNotRegistered, .badChannelID, .missingChannelID, .featureNotEnabled: return .channelRefused
+        case .badRequestParams, .badRequestPayload, .missingPushType, .cannotCreateChannelConfig: return .rowRejected
         case .forbidden, .badCollapseID, .badExpirationDate, .badMessageID, .badPriority, .duplicateHeaders,
              .invalidPushType, .missingDeviceToken, .payloadEmpty, .badPath, .methodNotAllowed, .payloadTooLarge:
             return .rowRejected
@@ -233,7 +244,7 @@ public enum DeliveryPolicy {
             return .pause(.app)
         case .topicRefused:
             return .pause(.topic)
-        case .deadToken:
+        case .deadToken, .channelRefused:
             return .fail(listsToken: true)
         case .rowRejected:
             return .fail(listsToken: false)

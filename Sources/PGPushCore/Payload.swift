@@ -14,24 +14,32 @@ public struct Payload: Equatable, Sendable {
     /// the one kind of push to talk that may go at priority 5.
     public let isPushToTalkServiceUpdate: Bool
 
-    public init(validating text: some Collection<UInt8>, for pushType: PushType) throws(ValidationFailure) {
+    /// Largest compact JSON body APNs accepts for a broadcast, in bytes.
+    public static let broadcastLimit = 5120
+
+    /// - Parameter broadcast: the body goes to a channel (its own size limit; no Live Activity start).
+    public init(validating text: some Collection<UInt8>, for pushType: PushType, broadcast: Bool = false) throws(ValidationFailure) {
         let isBackground = pushType == .background
         let scanned: JSONScanner.Result
         do {
             scanned = try JSONScanner.scan(text, compacting: true,
-                                           buildingValue: isBackground || pushType == .pushtotalk)
+                                           buildingValue: isBackground || pushType == .pushtotalk || pushType == .liveactivity)
         } catch {
             throw ValidationFailure(.invalidPayload, "payload is not valid JSON: \(error)")
         }
         guard scanned.compact.first == UInt8(ascii: "{") else {
             throw ValidationFailure(.invalidPayload, "payload must be a JSON object")
         }
-        guard scanned.compact.count <= pushType.payloadLimit else {
+        let limit = broadcast ? Self.broadcastLimit : pushType.payloadLimit
+        guard scanned.compact.count <= limit else {
             throw ValidationFailure(.payloadTooLarge,
-                "payload is \(scanned.compact.count) bytes compact; \(pushType.rawValue) allows \(pushType.payloadLimit)")
+                "payload is \(scanned.compact.count) bytes compact; \(broadcast ? "a broadcast" : pushType.rawValue) allows \(limit)")
         }
         if isBackground, let root = scanned.value {
             try Self.checkBackground(root)
+        }
+        if pushType == .liveactivity, let root = scanned.value {
+            try LiveActivityPayload.check(root, broadcast: broadcast)
         }
         bytes = scanned.compact
         isPushToTalkServiceUpdate = pushType == .pushtotalk

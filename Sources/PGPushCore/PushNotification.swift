@@ -11,8 +11,10 @@ public struct PushNotification: Equatable, Sendable {
     public var id: Int64
     /// Which configured APNs app sends it.
     public var app: String
-    /// Hex as inserted, any case.
+    /// Hex as inserted, any case; empty on a channel row.
     public var deviceToken: String
+    /// `channel_id`: the broadcast channel the row goes to instead of a device.
+    public var channelID: String?
     /// `push_type` text, e.g. `"alert"`.
     public var pushType: String
     /// nil derives the push type's default.
@@ -32,7 +34,7 @@ public struct PushNotification: Equatable, Sendable {
     public init(
         id: Int64, app: String = "default", deviceToken: String, pushType: String = PushType.alert.rawValue,
         priority: Int? = nil, topic: String? = nil, payload: [UInt8], collapseID: String? = nil,
-        expiration: Int64? = nil, deliverOnce: Bool? = nil, apnsID: UUID = UUID()
+        expiration: Int64? = nil, deliverOnce: Bool? = nil, apnsID: UUID = UUID(), channelID: String? = nil
     ) {
         self.id = id
         self.app = app
@@ -45,12 +47,15 @@ public struct PushNotification: Equatable, Sendable {
         self.expiration = expiration
         self.deliverOnce = deliverOnce
         self.apnsID = apnsID
+        self.channelID = channelID
     }
 }
 
 extension PushNotification {
     /// Largest `apns-collapse-id` APNs accepts, in UTF-8 bytes.
     public static let maximumCollapseIDLength = 64
+    /// Longest channel id taken. Apple fixes no length; this keeps a bad row from making a huge header.
+    public static let maximumChannelIDLength = 1024
 
     /// Applies every rule APNs would check and returns the
     /// request to send.
@@ -61,6 +66,13 @@ extension PushNotification {
     /// authority on whether it fits. Without one, the topic is `bundleID` plus the
     /// push type's suffix.
     ///
+    /// A channel row (`channelID`) becomes a broadcast: push type liveactivity only, its
+    /// topic (the row's, else `bundleID`) is the bundle id in the path, no collapse id, and
+    /// `apns-expiration` always present, as APNs requires: 0 when the row is delivered
+    /// once (a channel that stores no messages takes only 0, and the claim marks its rows
+    /// so), else the row's expiration, else 0 (try once) when the row has none.
+    /// Certificate connections may broadcast.
+    ///
     /// - Parameters:
     ///   - bundleID: the app's bundle id; nil when the app configures none.
     ///   - authentication: how the app connects; location and liveactivity need token auth.
@@ -68,6 +80,7 @@ extension PushNotification {
         guard let type = PushType(rawValue: pushType) else {
             throw ValidationFailure(.invalidPushType, "unknown push type \"\(pushType.prefix(40))\"")
         }
+        if let channelID { return try broadcast(channelID: channelID, type: type, bundleID: bundleID) }
         let token = try DeviceToken(validating: deviceToken)
         let resolvedPriority = try Self.priority(priority, for: type)
         let resolvedTopic = try Self.topic(explicit: topic, bundleID: bundleID, for: type)
@@ -88,8 +101,44 @@ extension PushNotification {
         // while the row's own deadline still ends it in the queue.
         let onlyOnce = deliverOnce ?? type.deliversOnceByDefault
         return APNsRequest(
-            notificationID: id, deviceToken: token, pushType: type, priority: resolvedPriority, topic: resolvedTopic,
+            notificationID: id, recipient: .device(token), pushType: type, priority: resolvedPriority, topic: resolvedTopic,
             apnsID: apnsID, expiration: onlyOnce ? 0 : expiration, collapseID: collapseID, body: body.bytes)
+    }
+
+    private func broadcast(channelID: String, type: PushType, bundleID: String?) throws(ValidationFailure) -> APNsRequest {
+        guard type == .liveactivity else {
+            throw ValidationFailure(.invalidPushType, "a channel row must be a liveactivity push, got \(type.rawValue)")
+        }
+        try Self.checkChannelID(channelID)
+        if collapseID != nil {
+            throw ValidationFailure(.badCollapseID, "a broadcast carries no collapse id")
+        }
+        let resolvedPriority = try Self.priority(priority, for: type)
+        // The path names the plain bundle id: the type's topic rule does not apply.
+        let resolvedTopic = try Self.topic(explicit: topic ?? bundleID, bundleID: nil, for: .alert)
+        if let expiration, expiration < 0 {
+            throw ValidationFailure(.badExpirationDate, "expiration must be absolute UNIX seconds (0 or more), got \(expiration)")
+        }
+        let body = try Payload(validating: payload, for: type, broadcast: true)
+        return APNsRequest(
+            notificationID: id, recipient: .channel(channelID), pushType: type, priority: resolvedPriority,
+            topic: resolvedTopic, apnsID: apnsID, expiration: deliverOnce == true ? 0 : (expiration ?? 0), collapseID: nil,
+            body: body.bytes)
+    }
+
+    /// Base64 as APNs gives channel ids: letters, digits, '+', '/', then at most two '='.
+    private static func checkChannelID(_ channelID: String) throws(ValidationFailure) {
+        let bytes = Array(channelID.utf8)
+        let padding = bytes.reversed().prefix { $0 == UInt8(ascii: "=") }.count
+        let body = bytes.dropLast(padding)
+        let alphabet = { (byte: UInt8) in
+            (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
+                || byte == UInt8(ascii: "+") || byte == UInt8(ascii: "/")
+        }
+        guard !body.isEmpty, body.count <= maximumChannelIDLength, padding <= 2, body.allSatisfy(alphabet) else {
+            throw ValidationFailure(.badChannelID,
+                "channel id must be 1 to \(maximumChannelIDLength) base64 characters (A-Z a-z 0-9 + /, then up to two =)")
+        }
     }
 
     private static func priority(_ requested: Int?, for type: PushType) throws(ValidationFailure) -> APNsPriority {

@@ -19,6 +19,20 @@ public struct ValidationFailure: Error, Equatable, Sendable, CustomStringConvert
         case badBackgroundPayload = "BadBackgroundPayload"
         case badCollapseID = "BadCollapseId"
         case badExpirationDate = "BadExpirationDate"
+        /// A channel id that is not base64 (APNs's spelling for the same fault).
+        case badChannelID = "BadChannelId"
+        /// A Live Activity push without `aps.event`, or with one other than start, update, end.
+        case liveActivityMissingEvent = "LiveActivityMissingEvent"
+        /// A Live Activity push without a numeric `aps.timestamp`.
+        case liveActivityMissingTimestamp = "LiveActivityMissingTimestamp"
+        /// A Live Activity start or update without an `aps.content-state` object.
+        case liveActivityMissingContentState = "LiveActivityMissingContentState"
+        /// A Live Activity start without `aps.attributes-type` and an `aps.attributes` object.
+        case liveActivityMissingAttributes = "LiveActivityMissingAttributes"
+        /// A Live Activity start without `aps.alert`.
+        case liveActivityMissingAlert = "LiveActivityMissingAlert"
+        /// `aps.event: start` on a channel row: only a device push starts an activity.
+        case broadcastCannotStartLiveActivity = "BroadcastCannotStartLiveActivity"
     }
 
     public let reason: Reason

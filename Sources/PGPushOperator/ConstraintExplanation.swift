@@ -22,7 +22,8 @@ public enum ConstraintExplanation {
         "notifications_mdm_needs_topic": "an mdm push needs an explicit topic (the MDM certificate's topic)",
         "notifications_topic_empty": "the topic is empty (leave it out to derive it from the app's bundle id)",
         "notifications_payload_not_object": "the payload must be a JSON object ({…})",
-        "notifications_payload_too_large": "the payload is over the size limit of its push type (4096 bytes, 5120 for voip)",
+        "notifications_payload_too_large":
+            "the payload is over the size limit of its push type (4096 bytes, 5120 for voip and for a broadcast to a channel)",
         "notifications_collapse_id_too_long": "the collapse id must be 1 to 64 bytes",
         "notifications_idempotency_key_empty": "the idempotency key is empty",
         "notifications_idempotency": "the app already has a notification with this idempotency key",
@@ -36,6 +37,22 @@ public enum ConstraintExplanation {
         "notifications_topic_control_character": "the topic contains a control character",
         "notifications_collapse_id_control_character": "the collapse id contains a control character",
         "notifications_payload_nested_deeper_than_64": "the payload nests objects and arrays more than 64 levels deep",
+        // sql/010_broadcast_channels.sql
+        "notifications_exactly_one_of_device_token_and_channel_id":
+            "a notification goes to a device token or to a broadcast channel: give exactly one of them",
+        "notifications_channel_only_liveactivity": "a broadcast channel carries only liveactivity pushes",
+        "notifications_channel_id_not_base64": "the channel id must be the base64 id APNs returned when the channel was created",
+        "notifications_channel_without_collapse_id": "a broadcast to a channel cannot carry a collapse id",
+        "notifications_channel_cannot_start_liveactivity":
+            "a broadcast cannot start a Live Activity (\"event\": \"start\"); send the start to a device token",
+        "notifications_liveactivity_event_start_update_or_end":
+            "a Live Activity push needs \"event\" in its aps dictionary: \"start\", \"update\" or \"end\"",
+        "notifications_liveactivity_needs_timestamp": "a Live Activity push needs a numeric \"timestamp\" in its aps dictionary",
+        "notifications_liveactivity_start_or_update_needs_content_state":
+            "a Live Activity start or update needs a \"content-state\" object in its aps dictionary",
+        "notifications_liveactivity_start_needs_attributes":
+            "a Live Activity start needs \"attributes-type\" and an \"attributes\" object in its aps dictionary",
+        "notifications_liveactivity_start_needs_alert": "a Live Activity start needs an \"alert\" in its aps dictionary",
     ]
 
     /// A sentence for a database error an enqueue caused, or nil when it is not about the row

@@ -19,6 +19,7 @@ public struct DemoReport: Sendable {
         if let snapshot = result.snapshot {
             sections.append("== Monitoring views (what `pgpush status --app \(app)` shows) ==\n\n" + snapshot.rendered())
         }
+        if let channel = result.channel { sections.append(broadcastChannel(channel)) }
         sections += [simulator(), sql(), verdict()]
         return sections.joined(separator: "\n\n") + "\n"
     }
@@ -74,6 +75,20 @@ public struct DemoReport: Sendable {
     private func retried() -> String {
         let rows = result.rows.filter { $0.status == "delivered" && $0.attempts > 1 }
         return "== Delivered after retries (503 and 429 answers are retried with backoff) ==\n\n" + rowTable(rows)
+    }
+
+    /// The demo's channel: created through the management API, two updates broadcast to it, deleted.
+    private func broadcastChannel(_ channel: ChannelRecord) -> String {
+        let broadcasts = result.simulator.broadcasts(toChannel: channel.channelID)
+        let deleted = channel.deletedAt.map { "deleted at \(Date(timeIntervalSince1970: $0).formatted(.iso8601))" } ?? "NOT deleted"
+        return """
+            == Broadcast channel (Live Activities) ==
+
+              \(channel.channelID): storage policy \(channel.messageStoragePolicy.map(String.init) ?? "unknown"), \
+            \(broadcasts) broadcast request(s) to it, \(deleted)
+              one request per update reaches every device whose activity subscribed to the channel
+              (pgpush channels list|show --app \(app); SELECT * FROM pgpush.channels WHERE app = '\(app)';)
+            """
     }
 
     private func simulator() -> String {

@@ -28,9 +28,13 @@ public struct DemoResult: Sendable {
     public var elapsedSeconds: Double
     public var interrupted: Bool
     public var ratePerConnection: Int
+    /// The broadcast channel the demo created, as `pgpush.channels` shows it after its deletion.
+    public var channel: ChannelRecord?
 
     public var unexpected: [DemoRow] { rows.filter { !$0.meetsExpectation } }
-    public var succeeded: Bool { !interrupted && snapshot != nil && unexpected.isEmpty }
+    public var succeeded: Bool {
+        !interrupted && snapshot != nil && unexpected.isEmpty && (channel.map { $0.deletedAt != nil } ?? true)
+    }
 }
 
 public struct DemoError: Error, CustomStringConvertible, Sendable {

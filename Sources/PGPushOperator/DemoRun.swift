@@ -97,6 +97,21 @@ public final class DemoRun: Sendable {
         narrate("APNs simulator listening on \(simulator.baseURL ?? "?") (fresh p8 key and TLS CA in \(directory))")
 
         let database = try PostgresConnection(conninfo: options.conninfo)
+        var channel: String?
+        let app = AppConfiguration(
+            name: options.app, bundleID: options.bundleID, environment: .development, apnsURL: simulator.baseURL,
+            caFile: simulator.caCertificatePath, authentication: .token(teamID: Self.teamID, keyID: Self.keyID, keyFile: keyFile),
+            connections: options.connections, ratePerConnection: options.ratePerConnection)
+        var channels: ChannelManagement?
+        if scenario.usesChannel {
+            // The simulator serves the channel management API on its one port too.
+            let client = try APNsSenderFactory.makeChannelManagementClient(for: app, channelsURL: simulator.baseURL)
+            let management = ChannelManagement(app: app, client: client, database: database)
+            channel = try await management.create(storesMessages: true).channelID
+            channels = management
+            narrate("created broadcast channel \(channel ?? "") with the channel management API (recorded in pgpush.channels)")
+        }
+        defer { channels?.client.close() }
         var labels: [Int64: (String, DemoScenario.Expectation)] = [:]
         var waiting: [DemoScenario.Batch] = []
         for batch in scenario.batches {
@@ -104,15 +119,11 @@ public final class DemoRun: Sendable {
                 waiting.append(batch)
                 continue
             }
-            for id in try enqueue(batch, on: database) { labels[id] = (batch.label, batch.expectation) }
+            for id in try enqueue(batch, channel: channel, on: database) { labels[id] = (batch.label, batch.expectation) }
         }
         narrate("enqueued \(labels.count) notifications for app \"\(options.app)\" with pgpush.enqueue and pgpush.enqueue_many"
                 + (waiting.isEmpty ? "" : "; \(waiting.count) more once the rows they follow have ended"))
 
-        let app = AppConfiguration(
-            name: options.app, bundleID: options.bundleID, environment: .development, apnsURL: simulator.baseURL,
-            caFile: simulator.caCertificatePath, authentication: .token(teamID: Self.teamID, keyID: Self.keyID, keyFile: keyFile),
-            connections: options.connections, ratePerConnection: options.ratePerConnection)
         var configuration = WorkerConfiguration(databaseURL: options.conninfo, apps: [app],
                                                 workerID: "demo-\(ProcessInfo.processInfo.hostName)-\(getpid())")
         configuration.apps[0].retry = options.retry
@@ -135,9 +146,9 @@ public final class DemoRun: Sendable {
         var snapshot: StatusSnapshot?
         let deadline = ContinuousClock.now + options.timeout
         while true {
-            waiting = try enqueueFollowers(waiting, labels: &labels, on: database)
+            waiting = try enqueueFollowers(waiting, channel: channel, labels: &labels, on: database)
             let ids = labels.keys.sorted()
-            let current = try Self.progress(of: ids, on: database, waiting: waiting.reduce(0) { $0 + $1.tokens.count })
+            let current = try Self.progress(of: ids, on: database, waiting: waiting.reduce(0) { $0 + $1.rowCount })
             progress(current, elapsed())
             if current.isFinished {
                 // Publish the worker's counters now rather than at its next 5 s heartbeat,
@@ -153,13 +164,20 @@ public final class DemoRun: Sendable {
         try await running.value
         activeWorker.withLock { $0 = nil }
 
+        var deletedChannel: ChannelRecord?
+        if let channels, let channel {
+            // The event is over: Apple asks for channels to be deleted when they are no longer needed.
+            deletedChannel = try await channels.delete(channel)
+            narrate("deleted broadcast channel \(channel) (pgpush.channels keeps it, marked deleted)")
+        }
         let rows = try Self.rows(labels.keys.sorted(), labels: labels, on: database)
         return DemoResult(rows: rows, snapshot: snapshot, simulator: simulator.report(), elapsedSeconds: elapsed(),
-                          interrupted: wasStopped, ratePerConnection: options.ratePerConnection)
+                          interrupted: wasStopped, ratePerConnection: options.ratePerConnection, channel: deletedChannel)
     }
 
     /// Enqueues each waiting batch whose predecessor's rows have all ended; returns the rest.
-    private func enqueueFollowers(_ waiting: [DemoScenario.Batch], labels: inout [Int64: (String, DemoScenario.Expectation)],
+    private func enqueueFollowers(_ waiting: [DemoScenario.Batch], channel: String?,
+                                  labels: inout [Int64: (String, DemoScenario.Expectation)],
                                   on database: PostgresConnection) throws -> [DemoScenario.Batch] {
         try waiting.filter { batch in
             let predecessors = labels.filter { $0.value.0 == batch.after }.map(\.key)
@@ -167,21 +185,30 @@ public final class DemoRun: Sendable {
                 SELECT count(*) FROM pgpush.notifications WHERE id = ANY($1) AND status IN ('queued', 'sending')
                 """, [predecessors])
             guard open.int(0, 0) == 0 else { return true }
-            for id in try enqueue(batch, on: database) { labels[id] = (batch.label, batch.expectation) }
+            for id in try enqueue(batch, channel: channel, on: database) { labels[id] = (batch.label, batch.expectation) }
             return false
         }
     }
 
-    private func enqueue(_ batch: DemoScenario.Batch, on database: PostgresConnection) throws -> [Int64] {
+    /// `channel`: the demo's broadcast channel, for channel batches and the placeholder in payloads.
+    private func enqueue(_ batch: DemoScenario.Batch, channel: String?, on database: PostgresConnection) throws -> [Int64] {
         let arguments = """
             payload => $2::jsonb, app => $3, push_type => $4, collapse_id => $5,
             expires_at => now() + $6::float8 * interval '1 second',
             send_after => coalesce(now() + $7::float8 * interval '1 second', now())
             """
-        let rest: [(any PostgresParameter)?] = [batch.payload, options.app, batch.pushType, batch.collapseID,
+        let payload = batch.payload.replacingOccurrences(of: DemoScenario.channelPlaceholder, with: channel ?? "")
+        let rest: [(any PostgresParameter)?] = [payload, options.app, batch.pushType, batch.collapseID,
                                                 batch.expiresIn, batch.sendAfter]
         let result: PostgresResult
-        if batch.tokens.count == 1 {
+        if batch.toChannel {
+            guard let channel else { throw DemoError("a channel batch without a channel") }
+            // Priority 5: score updates need not wake the device, and do not count against
+            // the activity's budget of priority-10 updates. A broadcast has no collapse id.
+            result = try database.query("""
+                SELECT pgpush.enqueue(channel_id => $1, payload => $2::jsonb, app => $3, push_type => $4, priority => 5)
+                """, [channel, payload, options.app, batch.pushType])
+        } else if batch.tokens.count == 1 {
             result = try database.query("SELECT pgpush.enqueue(device_token => $1, \(arguments))", [batch.tokens[0] as (any PostgresParameter)?] + rest)
         } else {
             result = try database.query("SELECT pgpush.enqueue_many(device_tokens => $1, \(arguments))", [batch.tokens as (any PostgresParameter)?] + rest)
@@ -201,7 +228,7 @@ public final class DemoRun: Sendable {
     static func rows(_ ids: [Int64], labels: [Int64: (String, DemoScenario.Expectation)],
                      on database: PostgresConnection) throws -> [DemoRow] {
         let result = try database.query("""
-            SELECT id, device_token, push_type, status, attempts, last_status, last_reason
+            SELECT id, coalesce(device_token, channel_id), push_type, status, attempts, last_status, last_reason
               FROM pgpush.notifications WHERE id = ANY($1) ORDER BY id
             """, [ids])
         return (0..<result.rowCount).compactMap { row in

@@ -31,11 +31,13 @@ public struct DemoScenario: Sendable {
         public var sendAfter: Double?
         /// Enqueued only once every row of the batch with this label has finished.
         public var after: String?
+        /// One row to the broadcast channel the demo creates (`tokens` is then empty).
+        public var toChannel = false
         public var expectation: Expectation
 
         public init(label: String, tokens: [String], pushType: String = "alert", payload: String,
                     collapseID: String? = nil, expiresIn: Double? = nil, sendAfter: Double? = nil, after: String? = nil,
-                    expectation: Expectation) {
+                    toChannel: Bool = false, expectation: Expectation) {
             self.label = label
             self.tokens = tokens
             self.pushType = pushType
@@ -44,21 +46,32 @@ public struct DemoScenario: Sendable {
             self.expiresIn = expiresIn
             self.sendAfter = sendAfter
             self.after = after
+            self.toChannel = toChannel
             self.expectation = expectation
         }
+
+        public var rowCount: Int { toChannel ? 1 : tokens.count }
     }
+
+    /// Stands for the demo's channel id in payloads (`input-push-channel` of the start).
+    public static let channelPlaceholder = "$CHANNEL_ID"
 
     public var batches: [Batch]
     public var faults: FaultPlan
 
-    public var notificationCount: Int { batches.reduce(0) { $0 + $1.tokens.count } }
+    public var notificationCount: Int { batches.reduce(0) { $0 + $1.rowCount } }
+    /// Whether a batch goes to a channel: the demo then creates one first and deletes it at the end.
+    public var usesChannel: Bool { batches.contains(where: \.toChannel) }
 
     /// The realistic mix the demo shows: plain alerts (a few of them hit random 503s and
     /// are retried), background, VoIP and push-to-talk pushes, a 160-digit token, an
     /// unregistered token and a later row for it, a payload only the worker can reject, scripted 503 and 429 answers,
-    /// a row already expired and one scheduled `scheduledDelay` seconds later.
+    /// a row already expired and one scheduled `scheduledDelay` seconds later; with `liveActivity`,
+    /// a Live Activity started on a device (subscribed to a broadcast channel) and two
+    /// updates broadcast to that channel.
     public static func standard(alerts: Int = 200, background: Int = 20, voip: Int = 4, scheduledDelay: Double = 3,
-                                randomServerErrors: Double = 0.03, seed: UInt64 = UInt64.random(in: 1...UInt64.max)) -> DemoScenario {
+                                randomServerErrors: Double = 0.03, liveActivity: Bool = true,
+                                seed: UInt64 = UInt64.random(in: 1...UInt64.max)) -> DemoScenario {
         var random = SeededRandomNumberGenerator(seed: seed)
         func token(digits: Int = 64) -> String {
             String((0..<digits).map { _ in "0123456789abcdef".randomElement(using: &random) ?? "0" })
@@ -109,6 +122,24 @@ public struct DemoScenario: Sendable {
             Batch(label: "scheduled \(Int(scheduledDelay)) s later", tokens: [token()],
                   payload: #"{"aps":{"alert":"Scheduled"}}"#, sendAfter: scheduledDelay, expectation: delivered),
         ]
+
+        if liveActivity {
+            let liveActivityToken = token()
+            let now = Int(Date().timeIntervalSince1970)
+            batches += [
+                Batch(label: "Live Activity start (subscribes to the channel)", tokens: [liveActivityToken], pushType: "liveactivity",
+                      payload: #"{"aps":{"event":"start","timestamp":\#(now),"content-state":{"score":"0-0"},"#
+                          + #""attributes-type":"MatchAttributes","attributes":{"home":"Lyon","away":"Porto"},"#
+                          + #""alert":{"title":"Kick-off","body":"Lyon – Porto"},"input-push-channel":"\#(channelPlaceholder)"}}"#,
+                      expectation: delivered),
+                Batch(label: "Live Activity update to the channel", tokens: [], pushType: "liveactivity",
+                      payload: #"{"aps":{"event":"update","timestamp":\#(now + 1),"content-state":{"score":"1-0"}}}"#,
+                      toChannel: true, expectation: delivered),
+                Batch(label: "Live Activity update to the channel", tokens: [], pushType: "liveactivity",
+                      payload: #"{"aps":{"event":"update","timestamp":\#(now + 2),"content-state":{"score":"2-0"}}}"#,
+                      toChannel: true, expectation: delivered),
+            ]
+        }
 
         var faults = FaultPlan()
         faults.seed = seed

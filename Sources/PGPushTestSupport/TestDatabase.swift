@@ -87,6 +87,25 @@ public enum TestDatabase {
         try MigrationRunner(migrations: Migration.load(directory: sqlDirectory)).migrate(PostgresConnection(conninfo: conninfo))
     }
 
+    /// Cuts the history of a migrated database without rows into partitions of `span` ids,
+    /// `ahead` of them from the next id on, in place of the empty ones migrate made (as the
+    /// owner): small partitions, so a test fills and retires some with a few rows.
+    public static func cutHistory(_ connection: PostgresConnection, span: Int, ahead: Int) throws {
+        try connection.execute(script: """
+            UPDATE pgpush.history_partitioning SET partition_span = \(span), partitions_ahead = \(ahead);
+            DO $$
+            DECLARE
+                part record;
+            BEGIN
+                FOR part IN SELECT partition FROM pgpush.history_partitions WHERE NOT is_default LOOP
+                    EXECUTE format('DROP TABLE %s', part.partition);
+                END LOOP;
+            END
+            $$;
+            SELECT pgpush.create_history_partitions();
+            """)
+    }
+
     /// A database with every migration applied; returns its connection string.
     public static func migrated() throws -> String {
         let conninfo = try empty()

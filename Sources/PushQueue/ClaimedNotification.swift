@@ -25,7 +25,8 @@ public struct ClaimResult: Sendable {
     public var claimed: [ClaimedNotification]
     /// Rows that were due but past `expires_at`: now `expired`, never sent.
     public var expiredIDs: [Int64]
-    /// Rows whose token `pgpush.invalid_tokens` lists as `Unregistered` or `ExpiredToken`:
-    /// now `failed` with `KnownInvalidToken`, never sent.
+    /// Rows whose token `pgpush.invalid_tokens` lists as `Unregistered` or `ExpiredToken`
+    /// (now `failed` with `KnownInvalidToken`), or whose channel `pgpush.channels` records as
+    /// deleted (`failed` with `KnownDeletedChannel`): never sent.
     public var knownInvalidIDs: [Int64]
 }

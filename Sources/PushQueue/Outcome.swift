@@ -24,7 +24,8 @@ public struct Outcome: Sendable, Equatable {
     public var reason: String?
     /// Add a `pgpush.delivery_errors` row for this attempt.
     public var recordsError: Bool
-    /// Upsert the row's token into `pgpush.invalid_tokens`, with Apple's timestamp when known.
+    /// Upsert the row's token into `pgpush.invalid_tokens`, with Apple's timestamp when known;
+    /// for a channel row, mark its channel in `pgpush.channels` with the reason instead.
     public var invalidatesToken: Bool
     public var appleTimestamp: Date?
     /// The answer's `apns-unique-id` header; nil when it had none (or no answer came). Written to

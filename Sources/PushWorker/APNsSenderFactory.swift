@@ -1,6 +1,7 @@
 import APNsClient
 import Foundation
 import HTTP2TLS
+import PGPushCore
 
 /// Builds one `APNsClient` per configured app: loads its key or certificate
 /// and checks them before the worker connects anywhere.
@@ -28,24 +29,7 @@ public enum APNsSenderFactory {
         } catch {
             throw ConfigurationError("\(label): PGPUSH_APNS_URL: \(error)")
         }
-        let authentication: APNsAuthentication
-        switch app.authentication {
-        case .token(let teamID, let keyID, let keyFile):
-            do {
-                let signer = try ProviderTokenSigner(keyFile: keyFile, keyID: keyID, teamID: teamID)
-                authentication = .token(ProviderTokenCache(signer: signer))
-            } catch {
-                throw ConfigurationError("\(label): token auth: \(error)")
-            }
-        case .certificate(let file, let password):
-            do {
-                let identity = try ClientIdentity.load(path: file, password: password)
-                try identity.validate(now: now)
-                authentication = .certificate(identity)
-            } catch {
-                throw ConfigurationError("\(label): certificate auth (PGPUSH_CERT_FILE): \(error)")
-            }
-        }
+        let authentication = try authentication(for: app, now: now)
         var configuration = APNsClientConfiguration(appName: app.name, bundleID: app.bundleID, endpoint: endpoint,
                                                     authentication: authentication)
         configuration.extraCAFile = app.caFile
@@ -56,6 +40,53 @@ public enum APNsSenderFactory {
             return try APNsClient(configuration: configuration)
         } catch {
             throw ConfigurationError(error.description)
+        }
+    }
+
+    /// A client of Apple's channel management API with the app's credentials: Apple's host for
+    /// the app's environment, or `channelsURL` (`PGPUSH_APNS_CHANNELS_URL`, e.g. the simulator).
+    public static func makeChannelManagementClient(for app: AppConfiguration, channelsURL: String?,
+                                                   retry: RetryConfiguration? = nil,
+                                                   now: Date = Date()) throws(ConfigurationError) -> ChannelManagementClient {
+        let endpoint: APNsEndpoint
+        if let channelsURL {
+            do {
+                endpoint = try APNsEndpoint(baseURL: channelsURL)
+            } catch {
+                throw ConfigurationError("app \"\(app.name)\": PGPUSH_APNS_CHANNELS_URL: \(error)")
+            }
+        } else {
+            endpoint = app.environment == .production ? .channelManagementProduction : .channelManagementDevelopment
+        }
+        do {
+            return try ChannelManagementClient(endpoint: endpoint, bundleID: app.bundleID, authentication: try authentication(for: app, now: now),
+                                               extraCAFile: app.caFile, retry: retry ?? app.retry)
+        } catch let error as ConfigurationError {
+            throw error
+        } catch {
+            throw ConfigurationError("app \"\(app.name)\": \(error)")
+        }
+    }
+
+    /// The app's key (a provider token cache) or certificate, checked.
+    static func authentication(for app: AppConfiguration, now: Date) throws(ConfigurationError) -> APNsAuthentication {
+        let label = "app \"\(app.name)\""
+        switch app.authentication {
+        case .token(let teamID, let keyID, let keyFile):
+            do {
+                let signer = try ProviderTokenSigner(keyFile: keyFile, keyID: keyID, teamID: teamID)
+                return .token(ProviderTokenCache(signer: signer))
+            } catch {
+                throw ConfigurationError("\(label): token auth: \(error)")
+            }
+        case .certificate(let file, let password):
+            do {
+                let identity = try ClientIdentity.load(path: file, password: password)
+                try identity.validate(now: now)
+                return .certificate(identity)
+            } catch {
+                throw ConfigurationError("\(label): certificate auth (PGPUSH_CERT_FILE): \(error)")
+            }
         }
     }
 }

@@ -65,6 +65,12 @@ final class AppHealth: Sendable {
     static let longestPause: Duration = .seconds(300)
 
     private let state = Locked(State())
+    /// The time pauses are measured against; tests pass one that moves only when told.
+    private let now: @Sendable () -> ContinuousClock.Instant
+
+    init(now: @escaping @Sendable () -> ContinuousClock.Instant = { .now }) {
+        self.now = now
+    }
 
     /// Rows of `topic` waiting for its probe's answer (tests wait on it).
     func waitingRows(topic: String) -> Int {
@@ -73,7 +79,7 @@ final class AppHealth: Sendable {
 
     /// The whole app's phase, which the claim loop follows.
     var phase: Phase {
-        state.withLock { $0.app.currentPhase(at: .now) }
+        state.withLock { $0.app.currentPhase(at: now()) }
     }
 
     /// Whether a row for `topic` may be sent now: nil to send it, else how long to park it
@@ -84,10 +90,10 @@ final class AppHealth: Sendable {
         while true {
             // Waiting returns at once for a cancelled task: without this the loop would spin.
             if Task.isCancelled { return .zero }
+            let now = self.now()
             let admission = state.withLock { state -> Admission in
                 var entry = state.topics[topic, default: Topic()]
                 defer { state.topics[topic] = entry }
-                let now = ContinuousClock.now
                 switch entry.gate.currentPhase(at: now) {
                 case .healthy:
                     return .send
@@ -130,8 +136,8 @@ final class AppHealth: Sendable {
 
     /// Pauses the app, or one topic of it. Returns the pause when this report paused it.
     func reportProblem(topic: String? = nil) -> Duration? {
+        let now = self.now()
         let (pause, waiters) = state.withLock { state -> (Duration?, [CheckedContinuation<Void, Never>]) in
-            let now = ContinuousClock.now
             guard let topic else {
                 state.reportedHealthy = false
                 return (state.app.pause(at: now), [])

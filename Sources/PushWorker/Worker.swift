@@ -21,7 +21,7 @@ public final class Worker: Sendable {
     private let writer: OutcomeWriter
     private let listener: QueueListener
     private let inFlight = InFlightRegistry()
-    private let doorbells: [String: Doorbell]
+    private let claimLoops: [String: ClaimLoopSignals]
     private let health: [String: AppHealth]
     private let stopping = Atomic<Bool>(false)
     private let stopRequested = Latch()
@@ -54,7 +54,9 @@ public final class Worker: Sendable {
         let outcomes = DatabaseExecutor(name: "outcomes", conninfo: configuration.databaseURL, workerID: configuration.workerID)
         writer = OutcomeWriter(database: outcomes, interval: configuration.flushInterval, log: log, repeated: repeated)
         listener = try QueueListener()
-        doorbells = Dictionary(uniqueKeysWithValues: configuration.apps.map { ($0.name, Doorbell()) })
+        claimLoops = Dictionary(uniqueKeysWithValues: configuration.apps.map {
+            ($0.name, ClaimLoopSignals(pollInterval: configuration.pollInterval))
+        })
         health = Dictionary(uniqueKeysWithValues: configuration.apps.map { ($0.name, AppHealth()) })
         let metrics = WorkerMetrics(apps: configuration.apps.map(\.name))
         self.metrics = metrics
@@ -94,7 +96,7 @@ public final class Worker: Sendable {
         guard !stopping.exchange(true, ordering: .sequentiallyConsistent) else { return }
         drainDeadline.withLock { $0 = .now + configuration.drainTimeout }
         stopRequested.open()
-        doorbells.values.forEach { $0.ring() }
+        claimLoops.values.forEach { $0.doorbell.ring() }
     }
 
     private var isStopping: Bool { stopping.load(ordering: .sequentiallyConsistent) }
@@ -106,8 +108,8 @@ public final class Worker: Sendable {
             setting: configuration.listenDatabaseURL == nil ? "DATABASE_URL" : "PGPUSH_LISTEN_DATABASE_URL",
             notifyConninfo: configuration.databaseURL, pollInterval: configuration.pollInterval)
         listener.start(wakeUps, log: log,
-                       onQueued: { [doorbells] app in doorbells[app]?.ring() },
-                       onReconnect: { [doorbells] in doorbells.values.forEach { $0.ring() } })
+                       onQueued: { [claimLoops] app in claimLoops[app]?.rowsMayBeWaiting() },
+                       onReconnect: { [claimLoops] in claimLoops.values.forEach { $0.rowsMayBeWaiting() } })
         log.info("worker_started", ["worker": configuration.workerID, "apps": configuration.apps.map(\.name).joined(separator: ",")])
 
         await withTaskGroup(of: Void.self) { group in
@@ -162,26 +164,37 @@ public final class Worker: Sendable {
     // MARK: Claiming
 
     private func dispatch(_ app: AppConfiguration) async {
-        guard let sender = senders[app.name], let doorbell = doorbells[app.name], let health = health[app.name] else { return }
+        guard let sender = senders[app.name], let loop = claimLoops[app.name], let health = health[app.name] else { return }
         let target = Self.inFlightTarget(of: sender)
         var backoff = Duration.milliseconds(100)
         await withDiscardingTaskGroup { group in
             while !isStopping {
-                var limit = target - inFlight.count(app: app.name)
-                switch health.phase {
-                case .healthy: break
-                case .paused(let until):
-                    await doorbell.wait(timeout: ContinuousClock.now.duration(to: until))
+                if case .paused(let until) = health.phase {
+                    await loop.doorbell.wait(timeout: ContinuousClock.now.duration(to: until))
+                    // The rows the pause held back are due when it ends.
+                    loop.schedule.withLock { $0.rowsMayBeWaiting() }
                     continue
-                case .probing:
-                    limit = inFlight.count(app: app.name) == 0 ? 1 : 0
                 }
-                guard limit >= Self.smallestClaim(target: target) || (limit > 0 && inFlight.count(app: app.name) == 0) else {
-                    await doorbell.wait(timeout: configuration.pollInterval)
+                let room = { [inFlight] in
+                    Self.claimLimit(health.phase, target: target, inFlight: inFlight.count(app: app.name))
+                }
+                guard let limit = room() else {
+                    await loop.waitForRoom(timeout: configuration.pollInterval) { room() != nil }
+                    continue
+                }
+                switch loop.schedule.withLock({ $0.next(at: .now) }) {
+                case .claim:
+                    break
+                case .wait(let until, let wakeEarly):
+                    let wait = ContinuousClock.now.duration(to: until)
+                    // Sleeping through rings (the stop latch, not the doorbell) is what lets a
+                    // burst of NOTIFYs share one claim.
+                    if wakeEarly { await loop.doorbell.wait(timeout: wait) } else { await stopRequested.wait(timeout: wait) }
                     continue
                 }
                 let batch = min(limit, Self.largestClaim)
                 let result: ClaimResult
+                loop.schedule.withLock { $0.claimStarted(at: .now) }
                 do {
                     result = try await claims.run { [configuration] queue in
                         try queue.claim(app: app.name, limit: batch, lease: configuration.lease,
@@ -190,13 +203,16 @@ public final class Worker: Sendable {
                     backoff = .milliseconds(100)
                     repeated.recovered("claim_failed", key: app.name)
                 } catch {
+                    loop.schedule.withLock { $0.claimFailed() }
                     repeated.warning("claim_failed", key: app.name, ["app": app.name, "retry_in": backoff, "error": error])
-                    // The stop latch, not the doorbell: every finished send and NOTIFY rings the
-                    // doorbell, and a backoff that ends at each ring is no backoff in an outage.
+                    // The stop latch, not the doorbell: every NOTIFY rings the doorbell, and a
+                    // backoff that ends at each ring is no backoff in an outage.
                     await stopRequested.wait(timeout: backoff)
                     backoff = min(backoff * 2, .seconds(5))
                     continue
                 }
+                let taken = result.claimed.count + result.expiredIDs.count + result.knownInvalidIDs.count
+                loop.schedule.withLock { $0.claimEnded(taken: taken, asked: batch) }
                 if !result.expiredIDs.isEmpty {
                     log.info("expired_before_send", ["app": app.name, "count": result.expiredIDs.count])
                     metrics.recordExpiredAtClaim(app: app.name, count: result.expiredIDs.count)
@@ -209,10 +225,6 @@ public final class Worker: Sendable {
                 inFlight.add(result.claimed, app: app.name)
                 for row in result.claimed {
                     group.addTask { [self] in await deliver(row, app: app, sender: sender) }
-                }
-                if result.claimed.count < batch {
-                    // The queue is drained for now: sleep until NOTIFY, a finished send, or the poll interval.
-                    await doorbell.wait(timeout: configuration.pollInterval)
                 }
             }
         }
@@ -228,19 +240,28 @@ public final class Worker: Sendable {
     }
 
     /// Small top-ups cost a database round trip each: a claim waits until a quarter of the
-    /// window (at most 100 rows) is free.
+    /// window (at most 100 rows) is free, or nothing is in flight.
     static func smallestClaim(target: Int) -> Int { max(1, min(target / 4, 100)) }
+
+    /// How many rows the claim loop may claim now, or nil to wait for room: a probing app
+    /// sends one row alone, a paused one none.
+    static func claimLimit(_ phase: AppHealth.Phase, target: Int, inFlight: Int) -> Int? {
+        let limit: Int
+        switch phase {
+        case .healthy: limit = target - inFlight
+        case .probing: limit = inFlight == 0 ? 1 : 0
+        case .paused: return nil
+        }
+        return limit >= smallestClaim(target: target) || (limit > 0 && inFlight == 0) ? limit : nil
+    }
 
     private func deliver(_ row: ClaimedNotification, app: AppConfiguration, sender: any NotificationSender) async {
         defer {
             let remaining = inFlight.remove(row.id)
             let target = Self.inFlightTarget(of: sender)
-            // Wake the claim loop only when it has something to do — room for a claim, or
-            // nothing left in flight (a probing app, a drain). A ring per row cost the
-            // loop a wake-up and a timer per row.
-            if remaining == 0 || target - remaining >= Self.smallestClaim(target: target) {
-                doorbells[app.name]?.ring()
-            }
+            // Wakes the claim loop only if it waits for room and now has it, or nothing is left
+            // in flight (a probing app, a drain): a wake-up per row cost a timer and a claim per row.
+            claimLoops[app.name]?.sendFinished(roomNow: remaining == 0 || target - remaining >= Self.smallestClaim(target: target))
         }
         if isStopping {
             writer.add(.released(row))
@@ -260,15 +281,24 @@ public final class Worker: Sendable {
         }
         if let wait = await health[app.name]?.admit(topic: request.topic) {
             // Its topic is paused: back to the queue unsent and uncounted, last answer kept.
-            writer.add(Outcome(id: row.id, claimCount: row.claimCount, disposition: .retry(after: wait, countsAsAttempt: false)))
+            put(Outcome(id: row.id, claimCount: row.claimCount, disposition: .retry(after: wait, countsAsAttempt: false)), app: app)
             return
         }
         let result = await sender.send(request)
         metrics.recordLatency(result.latency)
         let decision = random.withLock { OutcomeDecider(retry: app.retry).decide(row, result, using: &$0) }
-        writer.add(decision.outcome)
+        put(decision.outcome, app: app)
         metrics.recordOutcome(app: app.name, decision.outcome)
         record(decision, row: row, topic: request.topic, app: app)
+    }
+
+    /// Hands an outcome to the writer; a row put back is claimed again when it comes due
+    /// (its `send_after` is written within one flush interval).
+    private func put(_ outcome: Outcome, app: AppConfiguration) {
+        writer.add(outcome)
+        if case .retry(let delay, _) = outcome.disposition {
+            claimLoops[app.name]?.retryComesDue(at: .now + delay + configuration.flushInterval)
+        }
     }
 
     private func record(_ decision: OutcomeDecider.Decision, row: ClaimedNotification, topic: String, app: AppConfiguration) {
@@ -282,7 +312,8 @@ public final class Worker: Sendable {
             }
         }
         if outcome.recordsError {
-            log.info("apns_error", ["id": row.id, "app": app.name, "token": row.notification.deviceToken,
+            let recipient = row.notification.channelID.map { ("channel", $0) } ?? ("token", row.notification.deviceToken)
+            log.info("apns_error", ["id": row.id, "app": app.name, recipient.0: recipient.1,
                                     "status": outcome.httpStatus.map(String.init) ?? "none",
                                     "reason": outcome.reason ?? "none", "outcome": Self.describe(outcome.disposition)])
         }
@@ -378,8 +409,8 @@ public final class Worker: Sendable {
 
     /// The worker's background duties: heartbeat (with the queue depth for
     /// /metrics) every 5 s, lease renewal every third of a lease, rescue of
-    /// dead workers' rows every half lease, pruning every 10 minutes when
-    /// configured. Lease renewal and heartbeat go on while draining.
+    /// dead workers' rows every half lease, history partitions created ahead every 10
+    /// minutes, pruning every 10 minutes when configured. Lease renewal and heartbeat go on while draining.
     private func maintain() async {
         var duties = PeriodicDuties()
         duties.add("heartbeat", every: .seconds(5), whileDraining: true) { await self.heartbeat() }
@@ -387,6 +418,7 @@ public final class Worker: Sendable {
             await self.renewLeases()
         }
         duties.add("rescue", every: configuration.lease / 2) { await self.rescueExpiredLeases() }
+        duties.add("history partitions", every: Self.pruneEvery) { await self.createHistoryPartitions() }
         if let retention = configuration.pruneAfter {
             duties.add("prune", every: Self.pruneEvery) { await self.prune(olderThan: retention) }
         }
@@ -451,10 +483,23 @@ public final class Worker: Sendable {
             repeated.recovered("rescue_failed")
             if rescued > 0 {
                 log.info("leases_rescued", ["rows": rescued])
-                doorbells.values.forEach { $0.ring() }
+                claimLoops.values.forEach { $0.rowsMayBeWaiting() }
             }
         } catch {
             repeated.warning("rescue_failed", ["error": error])
+        }
+    }
+
+    /// Partitions ready ahead of the newest id, whether or not this worker prunes: without
+    /// them new rows go to the default partition, the one retired row by row.
+    private func createHistoryPartitions() async {
+        do {
+            if let created = try await maintenance.run({ queue in try queue.createHistoryPartitions(onlyIfLeader: true) }),
+               created > 0 {
+                log.info("history_partitions_created", ["partitions": created])
+            }
+        } catch {
+            log.warning("history_partitions_failed", ["error": error])
         }
     }
 

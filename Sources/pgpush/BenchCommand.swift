@@ -30,13 +30,17 @@ enum BenchCommand {
           scale      for each of --scale-workers: that many `pgpush run` processes side by side, each
                      with --scale-connections connections at --cap, under a backlog, --scale-seconds
           faults     --fault-rows rows with --fault-mix and a GOAWAY every --goaway-after streams
+          broadcast  --broadcast-rows rows, every --broadcast-every-th a Live Activity update to one of
+                     --broadcast-channels broadcast channels, the rest alerts, drained uncapped
           memory     a backlog of --memory-rows rows, the uncapped worker for --memory-seconds: peak RSS
           history    claims timed with no finished rows, then with --history-rows finished rows in the
-                     table, and the claim's EXPLAIN ANALYZE (10,000,000 rows: several minutes, ~4 GB)
+                     table, and the claim's EXPLAIN ANALYZE; then that many finished rows retired by row
+                     deletes (schema 7) and by a partition drop (the same table migrated to 9): time, WAL,
+                     claim p99 meanwhile (10,000,000 rows: about 9 minutes, three tables of ~4 GB in turn)
 
         Flags:
           --quick                    about two minutes: 20,000 rows, 5 s capped and latency runs,
-                                     4 s steady and scale runs, 10,000 fault rows, 100,000-row memory backlog and history (flags below still apply)
+                                     4 s steady and scale runs, 10,000 fault and broadcast rows, 100,000-row memory backlog and history (flags below still apply)
           --json FILE                write the full report as JSON
           --scenarios LIST           e.g. database,transport,uncapped
           --rows N                   (default 200000)
@@ -57,6 +61,9 @@ enum BenchCommand {
           --fault-rows N             (default 50000)
           --fault-mix LIST           mock-apns --fault-mix (default 503=0.05,429=0.02)
           --goaway-after N           (default 5000)
+          --broadcast-rows N         (default 50000)
+          --broadcast-every N        every N-th row a broadcast (default 2: half)
+          --broadcast-channels N     (default 100)
           --memory-rows N            (default 1000000)
           --memory-seconds N         (default 15)
           --history-rows N           (default 10000000)
@@ -76,7 +83,7 @@ enum BenchCommand {
         "help", "quick", "json", "scenarios", "rows", "transport-requests", "connections", "payload-bytes", "cap",
         "capped-connections", "capped-seconds", "latency-rate", "latency-seconds", "latency-cap", "steady-rates", "steady-seconds",
         "scale-workers", "scale-connections", "scale-seconds", "fault-rows", "fault-mix",
-        "goaway-after", "memory-rows", "memory-seconds", "history-rows", "database-url", "reset-database", "keep-files", "check",
+        "goaway-after", "broadcast-rows", "broadcast-every", "broadcast-channels", "memory-rows", "memory-seconds", "history-rows", "database-url", "reset-database", "keep-files", "check",
     ]
     static let switches: Set<String> = ["help", "quick", "reset-database", "keep-files", "check"]
 
@@ -139,6 +146,9 @@ enum BenchCommand {
         try integer("scale-seconds", 2...3600, \.scaleSeconds)
         try integer("fault-rows", 1...100_000_000, \.faultRows)
         try integer("goaway-after", 1...100_000_000, \.goAwayAfter)
+        try integer("broadcast-rows", 1...100_000_000, \.broadcastRows)
+        try integer("broadcast-every", 1...1_000, \.broadcastEvery)
+        try integer("broadcast-channels", 1...10_000, \.broadcastChannels)
         try integer("memory-rows", 1...100_000_000, \.memoryRows)
         try integer("memory-seconds", 1...3600, \.memorySeconds)
         try integer("history-rows", 0...1_000_000_000, \.historyRows)

@@ -33,6 +33,9 @@ enum MockAPNsCommand {
                                  UID (or CN)
           --client-ca FILE       with --certificate-auth: accept only certificates issued by this CA
           --bundle-id B          topics must be B plus the push type's suffix (default: any topic)
+          --channels LIST        broadcast channels that exist from the start: comma-separated base64
+                                 ids (storage policy 1); more come with the management API
+                                 (POST /1/apps/<bundle id>/channels), served on the same port
 
         Faults (counts per connection unless said otherwise; random choices follow --seed):
           --faults FILE.json     a fault plan (see the APNsSimulator FaultPlan docs); flags below add to it
@@ -75,7 +78,7 @@ enum MockAPNsCommand {
 
     static let flags: Set<String> = [
         "help", "port", "host", "cert", "key", "ca-out", "max-streams", "environment", "team-id", "key-id",
-        "public-key", "p8", "certificate-auth", "client-ca", "bundle-id", "faults", "fault-503", "fault-500",
+        "public-key", "p8", "certificate-auth", "client-ca", "bundle-id", "channels", "faults", "fault-503", "fault-500",
         "fault-429", "fault-mix", "unregistered", "script", "latency-ms", "latency-jitter-ms", "goaway-after",
         "drop-after", "refuse-probability", "refuse-every", "seed", "log", "report", "goaway-before-first-stream",
         "topic-answer", "stale-provider-tokens-after", "expire-every-provider-token",
@@ -157,6 +160,13 @@ enum MockAPNsCommand {
             configuration.environment = environment
         }
         configuration.bundleID = arguments.value("bundle-id")
+        for id in arguments.value("channels")?.split(separator: ",") ?? [] {
+            let trimmed = id.trimmingCharacters(in: .whitespaces)
+            guard let decoded = Data(base64Encoded: trimmed), !decoded.isEmpty else {
+                throw UsageError("--channels takes base64 channel ids, got \"\(trimmed)\"")
+            }
+            configuration.channels[trimmed] = 1
+        }
         configuration.logPath = arguments.value("log")
         configuration.faults = try makeFaults(arguments)
         return configuration

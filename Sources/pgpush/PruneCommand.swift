@@ -3,16 +3,20 @@ import PushQueue
 
 enum PruneCommand {
     static let help = """
-        pgpush prune — delete finished notifications and old error rows
+        pgpush prune — retire finished notifications and their error rows past a retention
 
-        Deletes rows that finished (delivered, failed, expired, cancelled) longer ago than the
-        retention, and delivery_errors rows older than it, in batches of short transactions so
-        that no lock is held for long; safe while workers run. Queued and in-flight rows are
-        never touched. Workers can do the same periodically: set PGPUSH_PRUNE_AFTER_DAYS.
+        History is kept in partitions of notification ids (pgpush.history_partitions lists
+        them). A partition whose rows are all final (delivered, failed, expired, cancelled) and
+        finished longer ago than the retention is dropped whole, with the error rows of the same
+        ids: no row deletes, no vacuum. Rows that went to the default partition (while no
+        partition was ready) are deleted in batches of short transactions. A partition holding
+        a queued or in-flight row is kept, so rows may outlive the retention by the time their
+        partition takes to fill. Also creates the partitions ahead. Safe while workers run.
+        Workers do the same every 10 minutes: set PGPUSH_PRUNE_AFTER_DAYS.
 
         Flags:
           --older-than-days N   retention in days (required)
-          --batch-size N        rows per transaction (default 5000)
+          --batch-size N        rows of the default partition per transaction (default 5000)
           --database-url URL    libpq connection string or URI (default: $DATABASE_URL, then PG* variables)
 
         Examples:
@@ -31,8 +35,9 @@ enum PruneCommand {
         } ?? 5000
         let connection = try PostgresConnection(conninfo: try arguments.databaseURL())
         let queue = NotificationQueue(connection: connection, workerID: "pgpush-prune")
-        let deleted = try queue.prune(olderThan: .milliseconds(Int64(days * 86_400_000)), batchSize: batchSize) ?? 0
-        print("deleted \(deleted) finished notification(s) older than \(text) day(s)")
+        let created = try queue.createHistoryPartitions() ?? 0
+        let retired = try queue.prune(olderThan: .milliseconds(Int64(days * 86_400_000)), batchSize: batchSize) ?? 0
+        print("retired \(retired) finished notification(s) older than \(text) day(s); \(created) partition(s) created ahead")
         return 0
     }
 }

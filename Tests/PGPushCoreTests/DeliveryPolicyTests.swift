@@ -4,7 +4,8 @@ import Testing
 /// `DeliveryPolicy` row by row: Apple's reasons, the status fallback, the client's steps
 /// and what becomes of the row.
 struct DeliveryPolicyTests {
-    /// Apple's `/3/device` reasons with the status Apple lists and the meaning pgpush gives each.
+    /// Apple's `/3/device`, broadcast and channel management reasons with the status Apple
+    /// lists and the meaning pgpush gives each.
     static let table: [(reason: String, status: Int, meaning: AnswerMeaning)] = [
         ("BadCollapseId", 400, .rowRejected),
         ("BadDeviceToken", 400, .deadToken),
@@ -39,6 +40,15 @@ struct DeliveryPolicyTests {
         ("InternalServerError", 500, .serverTrouble),
         ("ServiceUnavailable", 503, .serverTrouble),
         ("Shutdown", 503, .serverTrouble),
+        ("FeatureNotEnabled", 400, .channelRefused),
+        ("MissingChannelId", 400, .channelRefused),
+        ("BadChannelId", 400, .channelRefused),
+        ("ChannelNotRegistered", 400, .channelRefused),
+        ("BadRequestParams", 400, .rowRejected),
+        ("BadRequestPayload", 400, .rowRejected),
+        ("MissingPushType", 400, .rowRejected),
+        ("CannotCreateChannelConfig", 400, .rowRejected),
+        ("TopicMismatch", 403, .credentialsRefused),
     ]
 
     static func meaning(_ status: Int, _ reason: String?, explicitTopic: Bool = false) -> AnswerMeaning {

@@ -41,12 +41,13 @@ struct PushNotificationTests {
     }
 
     static let silent = #"{"aps": {"content-available": 1}}"#
+    static let liveActivity = #"{"aps": {"event": "update", "timestamp": 1, "content-state": {}}}"#
 
     @Test(arguments: PushType.allCases)
     func derivesTopicAndPriorityPerPushType(type: PushType) throws {
         let notification = Self.notification(
             pushType: type.rawValue, topic: type == .mdm ? "com.apple.mgmt.External.1234" : nil,
-            payload: type == .background ? Self.silent : #"{"aps": {}}"#)
+            payload: type == .background ? Self.silent : type == .liveactivity ? Self.liveActivity : #"{"aps": {}}"#)
         let request = try notification.validated(bundleID: "com.example.app", authentication: .token)
         #expect(request.pushType == type)
         #expect(request.priority == type.defaultPriority)
@@ -55,7 +56,8 @@ struct PushNotificationTests {
 
     @Test(arguments: PushType.allCases)
     func prioritiesOutsideTheTypesTableAreRejected(type: PushType) {
-        let payload = type == .background ? Self.silent : type == .pushtotalk ? Self.serviceUpdate : "{}"
+        let payload = type == .background ? Self.silent : type == .pushtotalk ? Self.serviceUpdate
+            : type == .liveactivity ? Self.liveActivity : "{}"
         let topic = type == .mdm ? "mdm-topic" : nil
         for value in [-1, 0, 2, 4, 6, 9, 11, 100] {
             let failure = Self.failure(Self.notification(pushType: type.rawValue, priority: value, topic: topic, payload: payload))
@@ -167,7 +169,9 @@ struct PushNotificationTests {
         #expect(ValidationFailure.Reason.allCases.map(\.rawValue) == [
             "InvalidPushType", "BadDeviceToken", "BadPriority", "MissingTopic", "BadTopic",
             "TokenAuthenticationRequired", "InvalidPayload", "PayloadTooLarge", "BadBackgroundPayload",
-            "BadCollapseId", "BadExpirationDate",
+            "BadCollapseId", "BadExpirationDate", "BadChannelId", "LiveActivityMissingEvent", "LiveActivityMissingTimestamp",
+            "LiveActivityMissingContentState", "LiveActivityMissingAttributes", "LiveActivityMissingAlert",
+            "BroadcastCannotStartLiveActivity",
         ])
         #expect(ValidationFailure(.badTopic, "m").description == "BadTopic: m")
     }

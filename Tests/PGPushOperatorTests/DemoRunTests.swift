@@ -37,11 +37,24 @@ import Testing
         #expect(snapshot.errors.contains { $0.reason == "BadBackgroundPayload" && $0.status == nil })
         #expect(snapshot.queue.isEmpty)
 
-        // Sent: every row but the expired one, the bad payload and the known-invalid token, plus each retry.
+        // Sent: every row but the expired one, the bad payload and the known-invalid token, plus each retry,
+        // plus the channel's creation and deletion.
         let retries = result.rows.reduce(0) { $0 + max($1.attempts - 1, 0) }
-        #expect(result.simulator.totalRequests == scenario.notificationCount - 3 + retries)
+        #expect(result.simulator.managementRequests == 2)
+        #expect(result.simulator.totalRequests == scenario.notificationCount - 3 + retries + 2)
         #expect(result.simulator.maxRequestsPerConnectionPerSecond <= options.ratePerConnection)
         #expect(result.simulator.duplicateAcceptedAPNsIDs == 0)
+
+        // The Live Activity: started on a device subscribed to the channel, two updates broadcast to
+        // the channel, which the demo then deleted; pgpush.channels shows it so.
+        let channel = try #require(result.channel)
+        #expect(channel.deletedAt != nil && channel.messageStoragePolicy == 1 && channel.app == "demo")
+        #expect(result.simulator.broadcasts(toChannel: channel.channelID) == 2)
+        let broadcastRows = result.rows.filter { $0.label == "Live Activity update to the channel" }
+        #expect(broadcastRows.count == 2 && broadcastRows.allSatisfy { $0.token == channel.channelID && $0.status == "delivered" })
+        #expect(try database.query("SELECT deleted_at IS NOT NULL FROM pgpush.channels WHERE channel_id = $1",
+                                   [channel.channelID]).bool(0, 0) == true)
+        #expect(DemoReport(result: result, app: "demo", psqlCommand: nil).rendered().contains("2 broadcast request(s)"))
 
         #expect(updates.last?.isFinished == true)
         #expect(try database.query("SELECT status FROM pgpush.notifications WHERE app = 'shop'").string(0, 0) == "queued")

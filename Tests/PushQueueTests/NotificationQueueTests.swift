@@ -369,7 +369,7 @@ import Testing
             SELECT 'default', lpad(to_hex(g * 3), 64, '0'), 'Unregistered' FROM generate_series(1, $1::int) AS g
             """, [20_000])
         try connection.execute(script: "ANALYZE pgpush.notifications; ANALYZE pgpush.invalid_tokens")
-        let explained = try connection.query("EXPLAIN (COSTS OFF) " + NotificationQueue.claimSQL, ["w1", "default", 1000, 30.0, true])
+        let explained = try connection.query("EXPLAIN (COSTS OFF) " + NotificationQueue.claimSQL, ["w1", "default", 1000, 30.0, true, Int64.min])
         let plan = (0..<explained.rowCount).compactMap { explained.string($0, 0) }.joined(separator: "\n")
         #expect(plan.contains("Index Scan using notifications_queued_due"), "\(plan)")
         #expect(plan.contains("Index Scan using invalid_tokens_pkey"), "\(plan)")
@@ -443,31 +443,5 @@ import Testing
             try queue.reportAppHealth(app: "shop", topic: "", healthy: true, reason: nil)
         }
         #expect(empty.constraint == "app_health_topic_empty")
-    }
-}
-
-@Suite struct PruningTests {
-    @Test func prunesOnlyOldFinishedRowsInBatches() throws {
-        let conninfo = try TestDatabase.migrated()
-        let connection = try PostgresConnection(conninfo: conninfo)
-        try connection.query("""
-            INSERT INTO pgpush.notifications (device_token, payload, status, finished_at)
-            SELECT $1, '{}', CASE WHEN i % 2 = 0 THEN 'delivered' ELSE 'failed' END, now() - interval '10 days'
-              FROM generate_series(1, 25) AS i
-            """, [NotificationQueueTests.token])
-        try connection.query("INSERT INTO pgpush.notifications (device_token, payload, status, finished_at) VALUES ($1, '{}', 'delivered', now())",
-                             [NotificationQueueTests.token])
-        try connection.query("INSERT INTO pgpush.notifications (device_token, payload) VALUES ($1, '{}')", [NotificationQueueTests.token])
-        let queue = NotificationQueue(connection: connection, workerID: "pruner")
-        #expect(try queue.prune(olderThan: .seconds(7 * 86_400), batchSize: 10) == 25)
-        #expect(try connection.query("SELECT count(*) FROM pgpush.notifications").int(0, 0) == 2)
-
-        // Only one process prunes at a time: another one's prune transaction holds the lock.
-        let other = try PostgresConnection(conninfo: conninfo)
-        try other.transaction {
-            try other.query("SELECT pg_advisory_xact_lock($1)", [Int64(0x7067_7075_7368_0002)])
-            #expect(try queue.prune(olderThan: .zero, onlyIfLeader: true) == nil)
-        }
-        #expect(try queue.prune(olderThan: .zero, onlyIfLeader: true) == 1)
     }
 }

@@ -51,12 +51,14 @@ struct TransactionPoolingTests {
     @Test func pruneLeadersLeaveNoLockBehind() async throws {
         let (pooled, direct) = try TestDatabase.migratedBehindPooler()
         let database = try PostgresConnection(conninfo: direct)
+        // Three partitions of 1,000 finished rows, for the leaders to drop.
+        try TestDatabase.cutHistory(database, span: 1000, ahead: 4)
         try database.query("""
             INSERT INTO pgpush.notifications (device_token, payload, status, finished_at)
             SELECT lpad(to_hex(n), 64, '0'), '{"aps":{}}', 'delivered', now() - interval '2 days'
               FROM generate_series(1, 3000) AS n
             """)
-        // Several would-be leaders at once, each pruning in small batches, the way workers
+        // Several would-be leaders at once, each pruning step by step, the way workers
         // share the pooler's server connections.
         let failures = Locked<[String]>([])
         await withTaskGroup(of: Void.self) { group in

@@ -19,7 +19,9 @@ import Testing
         let app: AppConfiguration
         let directory: URL
 
-        init(faults: FaultPlan, ratePerConnection: Int = 0, connections: Int = 2, logRequests: Bool = false) throws {
+        /// `simulator` adjusts the simulator's configuration further (channels, environment…).
+        init(faults: FaultPlan, ratePerConnection: Int = 0, connections: Int = 2, logRequests: Bool = false,
+             simulator adjust: (inout SimulatorConfiguration) -> Void = { _ in }) throws {
             directory = FileManager.default.temporaryDirectory.appendingPathComponent("pgpush-worker-\(UUID())")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             let key = try ES256PrivateKey.generate()
@@ -30,6 +32,7 @@ import Testing
             configuration.bundleID = WorkerEndToEndTests.bundleID
             configuration.faults = faults
             if logRequests { configuration.logPath = directory.appendingPathComponent("requests.jsonl").path }
+            adjust(&configuration)
             simulator = try APNsSimulator(configuration: configuration)
             _ = try simulator.start()
             app = AppConfiguration(

@@ -19,6 +19,10 @@ public struct APNsEndpoint: Sendable, Hashable, CustomStringConvertible {
 
     public static let production = APNsEndpoint(host: productionHost, port: 443)
     public static let development = APNsEndpoint(host: developmentHost, port: 443)
+    /// Apple's broadcast channel management API: hosts and ports of its own (note the
+    /// port split: 2196 production, 2195 sandbox).
+    public static let channelManagementProduction = APNsEndpoint(host: "api-manage-broadcast.push.apple.com", port: 2196)
+    public static let channelManagementDevelopment = APNsEndpoint(host: "api-manage-broadcast.sandbox.push.apple.com", port: 2195)
 
     private init(host: String, port: Int) {
         self.host = host

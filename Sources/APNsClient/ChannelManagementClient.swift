@@ -1,0 +1,155 @@
+import Foundation
+import HTTP2TLS
+import Locking
+import PGPushCore
+
+/// Apple's broadcast channel management API for one app: create, read, delete and list the
+/// Live Activity channels of its bundle id, with the app's own credentials (provider token
+/// or certificate) on one HTTP/2 connection of its own.
+///
+/// Paths and answers as Apple documents them: `POST /1/apps/<bundle id>/channels` answers
+/// 201 with the new id in `apns-channel-id`; read and delete name the channel in the
+/// `apns-channel-id` header (never in the path), and delete answers 204; the list is
+/// `GET /1/apps/<bundle id>/all-channels`. 429 and 5xx are retried as `DeliveryPolicy`
+/// retries a push, except that a create is retried only after a 429: after a 5xx or a lost
+/// answer it may have been carried out, and a second one would make a second channel.
+public final class ChannelManagementClient: Sendable {
+    public let endpoint: APNsEndpoint
+    public let bundleID: String
+    private let authentication: APNsAuthentication
+    private let tls: ClientTLSContext
+    private let retry: RetryConfiguration
+    private let client: HTTP2Client
+    private let connection = Locked<HTTP2ClientConnection?>(nil)
+
+    public init(endpoint: APNsEndpoint, bundleID: String, authentication: APNsAuthentication, extraCAFile: String? = nil,
+                retry: RetryConfiguration = .default) throws(ChannelManagementError) {
+        self.endpoint = endpoint
+        self.bundleID = bundleID
+        self.authentication = authentication
+        self.retry = retry
+        var identity: ClientIdentity?
+        if case .certificate(let certificate) = authentication { identity = certificate }
+        do {
+            tls = try ClientTLSContext(extraCAFile: extraCAFile, identity: identity)
+            client = try HTTP2Client(threadName: "pgpush-channels")
+        } catch {
+            throw ChannelManagementError(status: nil, reason: nil, detail: "cannot set up TLS: \(error)")
+        }
+    }
+
+    deinit { client.shutdown() }
+
+    public func close() {
+        connection.withLock { $0?.close() }
+        client.shutdown()
+    }
+
+    /// Creates a channel; returns its id. `storesMessages`: Apple's storage policy 1 (the most
+    /// recent message is kept for devices offline at the time), else 0 (nothing stored: every
+    /// broadcast is then sent with expiration 0, for a higher publishing budget).
+    public func create(storesMessages: Bool) async throws(ChannelManagementError) -> String {
+        let body = #"{"message-storage-policy":\#(storesMessages ? 1 : 0),"push-type":"LiveActivity"}"#
+        let answer = try await exchange("POST", path: channelsPath, body: Array(body.utf8), expecting: 201, repeatable: false)
+        guard let id = answer.headers.value(of: "apns-channel-id"), !id.isEmpty else {
+            throw ChannelManagementError(status: answer.status, reason: nil, detail: "APNs answered 201 without apns-channel-id")
+        }
+        return id
+    }
+
+    /// The channel's storage policy (0 or 1).
+    public func read(channelID: String) async throws(ChannelManagementError) -> Int {
+        let answer = try await exchange("GET", path: channelsPath, channelID: channelID, expecting: 200)
+        let object = try? JSONSerialization.jsonObject(with: Data(answer.body)) as? [String: Any]
+        guard let policy = object?["message-storage-policy"] as? Int else {
+            throw ChannelManagementError(status: 200, reason: nil, detail: "APNs described the channel without message-storage-policy")
+        }
+        return policy
+    }
+
+    public func delete(channelID: String) async throws(ChannelManagementError) {
+        _ = try await exchange("DELETE", path: channelsPath, channelID: channelID, expecting: 204)
+    }
+
+    /// Every live channel of the app in this environment.
+    public func list() async throws(ChannelManagementError) -> [String] {
+        let answer = try await exchange("GET", path: "/1/apps/\(bundleID)/all-channels", expecting: 200)
+        let object = try? JSONSerialization.jsonObject(with: Data(answer.body)) as? [String: Any]
+        guard let channels = object?["channels"] as? [String] else {
+            throw ChannelManagementError(status: 200, reason: nil, detail: "APNs listed the channels without a \"channels\" array")
+        }
+        return channels
+    }
+
+    private var channelsPath: String { "/1/apps/\(bundleID)/channels" }
+
+    /// One request, retried while the answer says so; throws for any answer but `expecting`.
+    private func exchange(_ method: String, path: String, channelID: String? = nil, body: [UInt8] = [],
+                          expecting: Int, repeatable: Bool = true) async throws(ChannelManagementError) -> HTTP2Response {
+        var random = SystemRandomNumberGenerator()
+        var attempts = 0
+        while true {
+            attempts += 1
+            let answer: APNsAnswer
+            var response: HTTP2Response?
+            var failure: String?
+            switch await send(method, path: path, channelID: channelID, body: body) {
+            case .success(let sent):
+                if sent.status == expecting { return sent }
+                response = sent
+                answer = .answered(status: sent.status, reason: sent.body.isEmpty ? nil : APNsErrorBody.parse(sent.body)?.reason)
+            case .failure(let lost):
+                failure = lost.detail
+                answer = lost.answer
+                connection.withLock { $0 = nil }
+            }
+            let meaning = DeliveryPolicy.meaning(of: answer)
+            let mayRetry = repeatable || meaning == .deviceThrottled || meaning == .notProcessed
+            let history = RowHistory(attempts: attempts, uncountedRequeues: meaning == .notProcessed ? attempts - 1 : 0)
+            if mayRetry, case .retry(let delay, _) = DeliveryPolicy.rowAction(for: meaning, history: history, retry: retry,
+                                                                             using: &random) {
+                try? await Task.sleep(for: delay)
+                continue
+            }
+            throw ChannelManagementError(status: response?.status, answer: answer, failure: failure, attempts: attempts,
+                                         creating: !repeatable)
+        }
+    }
+
+    /// Why a request got no answer, in the policy's words and in a person's.
+    private struct Lost: Error {
+        var answer: APNsAnswer
+        var detail: String
+    }
+
+    private func send(_ method: String, path: String, channelID: String?, body: [UInt8]) async -> Result<HTTP2Response, Lost> {
+        var headers: [HTTP2TLS.HeaderField] = [HTTP2TLS.HeaderField("apns-request-id", UUID().uuidString.lowercased())]
+        if case .token(let cache) = authentication {
+            do {
+                headers.append(HTTP2TLS.HeaderField("authorization", "bearer \(try cache.currentToken().jwt)", neverIndex: true))
+            } catch {
+                return .failure(Lost(answer: .unsignable, detail: error.description))
+            }
+        }
+        if let channelID { headers.append(HTTP2TLS.HeaderField("apns-channel-id", channelID)) }
+        if !body.isEmpty { headers.append(HTTP2TLS.HeaderField("content-type", "application/json")) }
+        let open: HTTP2ClientConnection
+        if let existing = connection.withLock({ $0 }) {
+            open = existing
+        } else {
+            do {
+                open = try await client.connect(host: endpoint.host, port: endpoint.port, configuration: HTTP2ClientConfiguration(tls: tls))
+            } catch {
+                return .failure(Lost(answer: .unanswered(.notProcessed, goAwayReason: nil), detail: "cannot connect to \(endpoint): \(error)"))
+            }
+            connection.withLock { $0 = open }
+        }
+        do throws(RequestFailure) {
+            return .success(try await open.send(HTTP2Request(method: method, path: path, headers: headers, body: body,
+                                                             timeout: .seconds(30))))
+        } catch {
+            let processing: Processing = error.processing == .notProcessed ? .notProcessed : .mayHaveBeenProcessed
+            return .failure(Lost(answer: .unanswered(processing, goAwayReason: nil), detail: error.description))
+        }
+    }
+}

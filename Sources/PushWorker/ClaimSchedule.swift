@@ -1,0 +1,115 @@
+import Locking
+import Synchronization
+
+/// When one app's claim loop claims next. Pure: the loop and the events that concern it feed
+/// it, and it answers with the next step, so the rule reads (and is tested) in one place.
+///
+/// A claim costs a database round trip and a few thread wake-ups, as much worker CPU as
+/// sending the rows it brings when they come one at a time (BENCHMARKS.md, worker CPU at
+/// steady rates). So the loop claims only when rows may be waiting — a NOTIFY, the listener
+/// reconnecting, rescued leases, a pause ending, a claim that came back full, a retry of this
+/// worker's coming due, the poll interval since the last claim — and never sooner than `gap`
+/// after the previous claim, so that rows inserted in a burst share one claim. A finished
+/// send makes no claim by itself: it matters only when the loop waits for room.
+struct ClaimSchedule {
+    enum Step: Equatable {
+        case claim
+        /// Nothing to claim before `until`. `wakeEarly`: a NOTIFY (any ring) may bring the
+        /// claim forward; false while rows are known to wait and only the gap holds the claim.
+        case wait(until: ContinuousClock.Instant, wakeEarly: Bool)
+    }
+
+    /// The least time between two claims of one app: at 1,000 rows/s a claim takes about
+    /// five rows instead of one; a row inserted after a quiet spell is claimed at once.
+    static let standardGap: Duration = .milliseconds(5)
+
+    let gap: Duration
+    let pollInterval: Duration
+    private var lastClaim: ContinuousClock.Instant?
+    private var rowsMayWait = true
+    /// When rows this worker put back come due (claims take them in any order, so all kept).
+    private var retriesDue: [ContinuousClock.Instant] = []
+
+    init(gap: Duration = standardGap, pollInterval: Duration) {
+        self.gap = gap
+        self.pollInterval = pollInterval
+    }
+
+    /// Rows may be waiting: a NOTIFY for the app, a listener reconnect, rescued leases, the
+    /// end of a pause.
+    mutating func rowsMayBeWaiting() {
+        rowsMayWait = true
+    }
+
+    /// This worker put a row back with `send_after` at about `instant`.
+    mutating func retryComesDue(at instant: ContinuousClock.Instant) {
+        retriesDue.append(instant)
+    }
+
+    /// A claim starts now: whatever arrives from here on is news for the next one. (A row
+    /// committed before now is in this claim's snapshot; its NOTIFY may still come, and
+    /// costs at most one more claim.)
+    mutating func claimStarted(at now: ContinuousClock.Instant) {
+        lastClaim = now
+        rowsMayWait = false
+        retriesDue.removeAll { $0 <= now }
+    }
+
+    /// The claim took `taken` rows (expired and known-invalid ones included) of `asked`:
+    /// a full claim may have left rows behind.
+    mutating func claimEnded(taken: Int, asked: Int) {
+        if taken >= asked { rowsMayWait = true }
+    }
+
+    /// The claim failed: whatever it was for is still waiting.
+    mutating func claimFailed() {
+        rowsMayWait = true
+    }
+
+    func next(at now: ContinuousClock.Instant) -> Step {
+        guard let last = lastClaim else { return .claim }
+        var due = last + pollInterval
+        if let retry = retriesDue.min() { due = min(due, retry) }
+        if rowsMayWait { due = last }
+        due = max(due, last + gap)
+        return now >= due ? .claim : .wait(until: due, wakeEarly: !rowsMayWait)
+    }
+}
+
+/// What reaches one app's claim loop from other tasks and threads: the schedule it claims
+/// by, the doorbell that wakes it, and whether it waits for room (only then does a finished
+/// send wake it).
+final class ClaimLoopSignals: Sendable {
+    let doorbell = Doorbell()
+    let schedule: Locked<ClaimSchedule>
+    private let waitsForRoom = Atomic<Bool>(false)
+
+    init(pollInterval: Duration) {
+        schedule = Locked(ClaimSchedule(pollInterval: pollInterval))
+    }
+
+    /// A NOTIFY for the app, a listener reconnect, rescued leases.
+    func rowsMayBeWaiting() {
+        schedule.withLock { $0.rowsMayBeWaiting() }
+        doorbell.ring()
+    }
+
+    func retryComesDue(at instant: ContinuousClock.Instant) {
+        schedule.withLock { $0.retryComesDue(at: instant) }
+        doorbell.ring()
+    }
+
+    /// Waits for a finished send while `hasRoom` is false. `hasRoom` is asked again after the
+    /// flag is up, so a send finishing in between is never missed.
+    func waitForRoom(timeout: Duration, hasRoom: () -> Bool) async {
+        waitsForRoom.store(true, ordering: .sequentiallyConsistent)
+        defer { waitsForRoom.store(false, ordering: .sequentiallyConsistent) }
+        if hasRoom() { return }
+        await doorbell.wait(timeout: timeout)
+    }
+
+    /// A send finished; `roomNow`: the loop could claim, or has nothing left in flight.
+    func sendFinished(roomNow: Bool) {
+        if roomNow && waitsForRoom.load(ordering: .sequentiallyConsistent) { doorbell.ring() }
+    }
+}

@@ -1,0 +1,93 @@
+@testable import PushWorker
+import Testing
+
+/// When a claim loop claims, on a clock that moves only when the test says so.
+struct ClaimScheduleTests {
+    private let start = ContinuousClock.now
+    private let poll: Duration = .seconds(1)
+    private let gap: Duration = .milliseconds(5)
+
+    private func schedule() -> ClaimSchedule { ClaimSchedule(gap: gap, pollInterval: poll) }
+
+    @Test func theFirstClaimIsAtOnce() {
+        #expect(schedule().next(at: start) == .claim)
+    }
+
+    @Test func afterAClaimThatDrainedTheQueueOnlyNewsOrThePollClaims() {
+        var schedule = schedule()
+        schedule.claimStarted(at: start)
+        schedule.claimEnded(taken: 3, asked: 100)
+        // A finished send, or any wake-up that is not news, finds nothing to do.
+        #expect(schedule.next(at: start + .milliseconds(300)) == .wait(until: start + poll, wakeEarly: true))
+        #expect(schedule.next(at: start + poll) == .claim)
+    }
+
+    @Test func aNotifyClaimsAtOnceAfterAQuietSpell() {
+        var schedule = schedule()
+        schedule.claimStarted(at: start)
+        schedule.claimEnded(taken: 0, asked: 100)
+        schedule.rowsMayBeWaiting()
+        #expect(schedule.next(at: start + .milliseconds(10)) == .claim)
+    }
+
+    @Test func notifiesInABurstShareOneClaimAfterTheGap() {
+        var schedule = schedule()
+        schedule.claimStarted(at: start)
+        schedule.claimEnded(taken: 1, asked: 100)
+        schedule.rowsMayBeWaiting()
+        // Known to wait: sleep through further NOTIFYs until the gap has passed.
+        #expect(schedule.next(at: start + .milliseconds(1)) == .wait(until: start + gap, wakeEarly: false))
+        schedule.rowsMayBeWaiting()
+        #expect(schedule.next(at: start + gap) == .claim)
+    }
+
+    @Test func aNotifyDuringAClaimMakesOneMore() {
+        var schedule = schedule()
+        schedule.claimStarted(at: start)
+        schedule.rowsMayBeWaiting()
+        schedule.claimEnded(taken: 2, asked: 100)
+        #expect(schedule.next(at: start + gap) == .claim)
+    }
+
+    @Test func aFullClaimIsFollowedByAnotherAfterTheGap() {
+        var schedule = schedule()
+        schedule.claimStarted(at: start)
+        schedule.claimEnded(taken: 100, asked: 100)
+        #expect(schedule.next(at: start + .milliseconds(2)) == .wait(until: start + gap, wakeEarly: false))
+        #expect(schedule.next(at: start + gap) == .claim)
+    }
+
+    @Test func aRetryOfOursIsClaimedWhenItComesDueNotAtThePoll() {
+        var schedule = schedule()
+        schedule.claimStarted(at: start)
+        schedule.claimEnded(taken: 1, asked: 100)
+        schedule.retryComesDue(at: start + .milliseconds(400))
+        schedule.retryComesDue(at: start + .milliseconds(700))
+        #expect(schedule.next(at: start + .milliseconds(100)) == .wait(until: start + .milliseconds(400), wakeEarly: true))
+        #expect(schedule.next(at: start + .milliseconds(400)) == .claim)
+        // The claim at 400 ms takes the first retry; the later one keeps its own time.
+        schedule.claimStarted(at: start + .milliseconds(400))
+        schedule.claimEnded(taken: 1, asked: 100)
+        #expect(schedule.next(at: start + .milliseconds(500)) == .wait(until: start + .milliseconds(700), wakeEarly: true))
+    }
+
+    @Test func aFailedClaimIsTriedAgain() {
+        var schedule = schedule()
+        schedule.claimStarted(at: start)
+        schedule.claimFailed()
+        #expect(schedule.next(at: start + gap) == .claim)
+    }
+
+    /// The size rule and the wait-for-room check are one function: a probing app with its
+    /// probe in flight once claimed nothing yet found "room", and its loop spun.
+    @Test func aProbingAppClaimsOneRowAloneAndOtherwiseWaits() {
+        let target = 100
+        #expect(Worker.claimLimit(.probing, target: target, inFlight: 0) == 1)
+        #expect(Worker.claimLimit(.probing, target: target, inFlight: 1) == nil)
+        #expect(Worker.claimLimit(.paused(until: start), target: target, inFlight: 0) == nil)
+        #expect(Worker.claimLimit(.healthy, target: target, inFlight: 0) == 100)
+        // Small top-ups wait for a quarter of the window, unless nothing is in flight.
+        #expect(Worker.claimLimit(.healthy, target: target, inFlight: 80) == nil)
+        #expect(Worker.claimLimit(.healthy, target: target, inFlight: 75) == 25)
+    }
+}

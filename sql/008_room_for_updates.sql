@@ -1,0 +1,18 @@
+-- pgpush schema, part 8: room on every page of the queue table for its rows' own updates.
+--
+-- A notification is written three times: the INSERT, the claim (queued → sending) and the
+-- outcome. Neither update can be a HOT update, because `status` is in the predicates of the
+-- partial indexes that keep claims and lease rescue fast. What the update costs in WAL then
+-- depends on where the new row version goes:
+--   * on the same page as the old one, PostgreSQL logs only the bytes between the first and
+--     the last that changed (the payload, token and ids before `status` are not repeated);
+--   * on another page, it logs the whole new version, plus a lock record for the old one.
+-- Filled to 100%, a page has no room, so nearly every claim and outcome took the second path.
+-- With 10% left free (and the dead versions of earlier updates pruned as pages are read),
+-- they take the first: measured with one insert, claim and outcome per transaction, WAL per
+-- notification went from 1.53 kB to 1.21 kB (BENCHMARKS.md, 2026-12-01). 80% and 70% saved
+-- no more, and would only make the table bigger.
+--
+-- It applies to pages filled from now on; pages already full keep their rows as they are.
+-- Setting it takes a SHARE UPDATE EXCLUSIVE lock: inserts, claims and outcomes go on.
+ALTER TABLE pgpush.notifications SET (fillfactor = 90);
