@@ -80,11 +80,12 @@ extension Reliability {
                 #expect(rate.busiestSecond <= Self.ratePerConnection,
                         "connection \(stream) carried \(rate.busiestSecond) requests in one second at the wire")
                 #expect(rate.windows.count >= seconds / 2, "connection \(stream) had too few whole seconds of work: \(rate.windows)")
-                // The cap must not starve a connection (a request counted twice would halve the
-                // rate). How close to 100/s its quickest spans come is the machine's as much as
-                // pgpush's: 99.5–99.8/s on a quiet machine, 98.8/s with one core kept busy, 94.0/s
-                // with the machine also building three checkouts; the bench's capped runs measure it.
-                #expect(rate.unhinderedRate >= Double(Self.ratePerConnection) * 0.8,
+                // The cap must not starve a connection: a request counted twice would halve the
+                // rate. How close to 100/s its quickest spans come is the machine's as much as
+                // pgpush's: 99.3–99.8/s on a quiet machine, 97.5/s with one core kept busy, 94.0/s
+                // with the machine also building three checkouts, 79/s for two of eight worker
+                // processes in one CI run; the bench's capped runs measure it.
+                #expect(rate.unhinderedRate >= Double(Self.ratePerConnection) * 0.6,
                         "connection \(stream) kept \(rate.unhinderedRate)/s of \(Self.ratePerConnection)/s: \(rate.windows)")
             }
             print("reliability[wire] \(Self.workers) workers × \(Self.connections) connections, \(rows) rows:\n  "
