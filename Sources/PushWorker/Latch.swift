@@ -3,10 +3,20 @@ import Locking
 /// A one-way signal many tasks can wait on: once opened, every wait returns
 /// at once. The worker's stop request.
 final class Latch: Sendable {
+    /// One wait's progress. A timeout or a cancellation can come before the wait has
+    /// stored its continuation (a timer of a few milliseconds on a loaded machine): it is
+    /// kept as `released`, so the wait returns as soon as it gets there instead of
+    /// sleeping until the latch opens.
+    private enum Wait {
+        case starting
+        case waiting(CheckedContinuation<Void, Never>)
+        case released
+    }
+
     private struct State {
         var isOpen = false
-        var waiters: [Int: CheckedContinuation<Void, Never>] = [:]
-        var nextWaiter = 0
+        var waits: [Int: Wait] = [:]
+        var nextWait = 0
     }
 
     private let state = Locked(State())
@@ -14,32 +24,41 @@ final class Latch: Sendable {
     var isOpen: Bool { state.withLock { $0.isOpen } }
 
     func open() {
-        let waiters = state.withLock { state in
+        let waiting = state.withLock { state -> [CheckedContinuation<Void, Never>] in
             state.isOpen = true
-            defer { state.waiters = [:] }
-            return state.waiters
+            var waiting: [CheckedContinuation<Void, Never>] = []
+            for (id, wait) in state.waits {
+                guard case .waiting(let continuation) = wait else { continue }
+                waiting.append(continuation)
+                state.waits[id] = nil
+            }
+            return waiting
         }
-        waiters.values.forEach { $0.resume() }
+        waiting.forEach { $0.resume() }
     }
 
     /// Returns when the latch opens, `timeout` passes (nil: never), or the task is cancelled.
     func wait(timeout: Duration? = nil) async {
         let id = state.withLock { state in
-            defer { state.nextWaiter += 1 }
-            return state.nextWaiter
+            defer { state.nextWait += 1 }
+            state.waits[state.nextWait] = .starting
+            return state.nextWait
         }
         let timer = timeout.map { timeout in
             Task { [weak self] in
-                try? await Task.sleep(for: timeout)
+                guard (try? await Task.sleep(for: timeout)) != nil else { return }
                 self?.release(id)
             }
         }
-        defer { timer?.cancel() }
+        defer {
+            timer?.cancel()
+            state.withLock { $0.waits[id] = nil }
+        }
         await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 let resumeNow = state.withLock { state -> Bool in
-                    if state.isOpen || Task.isCancelled { return true }
-                    state.waiters[id] = continuation
+                    guard !state.isOpen, !Task.isCancelled, case .starting = state.waits[id] else { return true }
+                    state.waits[id] = .waiting(continuation)
                     return false
                 }
                 if resumeNow { continuation.resume() }
@@ -50,7 +69,18 @@ final class Latch: Sendable {
     }
 
     private func release(_ id: Int) {
-        let waiter = state.withLock { $0.waiters.removeValue(forKey: id) }
-        waiter?.resume()
+        let waiting = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            switch state.waits[id] {
+            case .starting:
+                state.waits[id] = .released
+                return nil
+            case .waiting(let continuation):
+                state.waits[id] = nil
+                return continuation
+            case .released, nil:
+                return nil
+            }
+        }
+        waiting?.resume()
     }
 }
