@@ -139,10 +139,7 @@ struct PoolStateMachine<Connection: AnyObject & Sendable> {
             let status = availability(live.connection)
             guard status.acceptsRequests else { continue }
             if let token, let carried = live.token, carried != token {
-                if carried.issuedAt <= token.issuedAt {
-                    stop(slot: index, connection: live.connection, at: now, into: &actions)
-                    actions.close.append((live.connection, graceful: true))
-                }
+                if carried.issuedAt <= token.issuedAt { retire(slot: index, connection: live.connection, at: now, into: &actions) }
                 continue
             }
             let limit = live.streamLimit(peerMaxConcurrentStreams: status.peerMaxConcurrentStreams,
@@ -243,8 +240,7 @@ struct PoolStateMachine<Connection: AnyObject & Sendable> {
     /// streams finish); the keeper connects a replacement.
     mutating func retire(_ lease: Lease, at now: Instant) -> Actions {
         var actions = Actions()
-        stop(slot: lease.slot, connection: lease.connection, at: now, into: &actions)
-        actions.close.append((lease.connection, graceful: true))
+        retire(slot: lease.slot, connection: lease.connection, at: now, into: &actions)
         return actions
     }
 
@@ -255,10 +251,14 @@ struct PoolStateMachine<Connection: AnyObject & Sendable> {
         var actions = Actions()
         for index in slots.indices {
             guard let live = slots[index].live, live.token?.jwt == jwt else { continue }
-            stop(slot: index, connection: live.connection, at: now, into: &actions)
-            actions.close.append((live.connection, graceful: true))
+            retire(slot: index, connection: live.connection, at: now, into: &actions)
         }
         return actions
+    }
+
+    private mutating func retire(slot: Int, connection: Connection, at now: Instant, into actions: inout Actions) {
+        stop(slot: slot, connection: connection, at: now, into: &actions)
+        actions.close.append((connection, graceful: true))
     }
 
     // MARK: keeping connections
