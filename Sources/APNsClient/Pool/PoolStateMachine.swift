@@ -3,9 +3,10 @@
 ///
 /// Each event is a `mutating` method; the owner calls it under its lock with the current
 /// instant and does what the returned value says (resume these waiters, close these
-/// connections, tell a keeper its next step). Time, connections' own status and the
-/// backoff's randomness come in from outside, so the machine is driven in tests with
-/// instants constructed by hand and stand-in connections.
+/// connections, tell a keeper its next step). Time and connections' own status come in
+/// as arguments, and a reconnect is given as a count of failures whose jittered delay the
+/// keeper draws, so the machine is driven in tests with instants constructed by hand and
+/// stand-in connections, and gives the same answers every time.
 struct PoolStateMachine<Connection: AnyObject & Sendable> {
     typealias Instant = ContinuousClock.Instant
     typealias WaiterID = WaiterQueue.ID
