@@ -2,14 +2,14 @@ import HTTP2TLS
 
 /// One request's claim on a stream of a pooled connection, granted at the instant the
 /// connection's rate recorded: the request is to be written now.
-struct ConnectionLease: Sendable {
+struct PoolLease<Connection: AnyObject & Sendable>: Sendable {
     let slot: Int
-    let connection: HTTP2ClientConnection
+    let connection: Connection
 }
 
 /// What asking the pool for a connection gave.
-enum LeaseAttempt: Sendable {
-    case leased(ConnectionLease)
+enum PoolLeaseAttempt<Connection: AnyObject & Sendable>: Sendable {
+    case leased(PoolLease<Connection>)
     /// Nothing to write on now; wait for the pool to change after this generation.
     /// `rateLimited`: a stream is free, but the rate is used up and another request
     /// already sleeps until it frees.
@@ -21,3 +21,6 @@ enum LeaseAttempt: Sendable {
     case tokenRefused
     case shutDown
 }
+
+typealias ConnectionLease = PoolLease<HTTP2ClientConnection>
+typealias LeaseAttempt = PoolLeaseAttempt<HTTP2ClientConnection>
