@@ -19,7 +19,7 @@ struct ClientConnectionStateMachine {
         /// A request has been answered: with `singleStreamUntilFirstResponse` the server
         /// allows more than one stream only after that.
         var answeredOnce = false
-        /// When bytes last came from the peer.
+        /// When the socket was last found readable and read.
         var lastReceive: UInt64
         /// When the PING still unanswered went out.
         var pingSentAt: UInt64?
@@ -132,7 +132,8 @@ struct ClientConnectionStateMachine {
         state = .awaitingSettings(Session(lastReceive: now))
     }
 
-    /// Bytes arrived from the peer: it is alive, and any PING counts as answered.
+    /// The socket was readable and has been read: the peer counts as alive, and a PING sent
+    /// before now as answered.
     mutating func received(now: UInt64) {
         updateSession { $0.lastReceive = now }
     }
