@@ -3,10 +3,10 @@ import Glibc
 
 /// The client side of the I/O thread: all client connections of one `HTTP2Client`.
 final class ClientDriver: EventLoopDriver {
-    private var connections: [Int: ClientConnection] = [:]
+    private var connections: [Int: ClientConnectionEngine] = [:]
     /// Why connections whose handles still exist were closed, for requests that arrive later.
     private var closedReasons: [Int: CloseReason] = [:]
-    private var polled: [ClientConnection] = []
+    private var polled: [ClientConnectionEngine] = []
     private let callbacks: OpaquePointer?
     private let counter: LiveObjectCounter
     private let readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 65_536, alignment: 16)
@@ -28,7 +28,7 @@ final class ClientDriver: EventLoopDriver {
                 setup.connected.resume(returning: .failure(.connectFailed("nghttp2 callbacks unavailable")))
                 return
             }
-            let connection = ClientConnection(setup: setup, callbacks: callbacks, counter: counter)
+            let connection = ClientConnectionEngine(setup: setup, callbacks: callbacks, counter: counter)
             if !connection.isClosed { connections[setup.id] = connection }
         case .send(let id, let pending):
             if let connection = connections[id] {

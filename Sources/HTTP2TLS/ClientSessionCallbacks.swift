@@ -1,6 +1,6 @@
 import CNGHTTP2
 
-/// The nghttp2 callback table for client sessions; user_data is the `ClientConnection`,
+/// The nghttp2 callback table for client sessions; user_data is the `ClientConnectionEngine`,
 /// which outlives its session because it deletes the session before it goes away.
 enum ClientSessionCallbacks {
     static func make() -> OpaquePointer? {
@@ -41,7 +41,7 @@ enum ClientSessionCallbacks {
         return callbacks
     }
 
-    static func connection(_ userData: UnsafeMutableRawPointer) -> ClientConnection {
-        Unmanaged<ClientConnection>.fromOpaque(userData).takeUnretainedValue()
+    static func connection(_ userData: UnsafeMutableRawPointer) -> ClientConnectionEngine {
+        Unmanaged<ClientConnectionEngine>.fromOpaque(userData).takeUnretainedValue()
     }
 }

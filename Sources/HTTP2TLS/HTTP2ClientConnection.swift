@@ -1,6 +1,7 @@
 import Synchronization
 
-/// A handle to one client connection living on its `HTTP2Client`'s I/O thread.
+/// A handle to one client connection living on its `HTTP2Client`'s I/O thread, where a
+/// `ClientConnectionEngine` runs it; commands reach the engine through the loop.
 public final class HTTP2ClientConnection: Sendable {
     public let id: Int
     public let host: String

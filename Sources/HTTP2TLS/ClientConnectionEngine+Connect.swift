@@ -1,0 +1,112 @@
+import CNGHTTP2
+import COpenSSL
+import Glibc
+
+/// Opening the connection: TCP to each address in turn, TLS with the expected host name and
+/// ALPN h2, then the nghttp2 session and its first SETTINGS.
+extension ClientConnectionEngine {
+    func startConnect(from index: Int) {
+        var lastError = ConnectError.connectFailed("no address")
+        var next = index
+        while next < setup.addresses.count {
+            switch Socket.startConnect(to: setup.addresses[next]) {
+            case .success(let fd):
+                counter.sockets.add(1, ordering: .relaxed)
+                descriptor = fd
+                state.connecting(addressIndex: next)
+                return
+            case .failure(let error):
+                lastError = error
+                next += 1
+            }
+        }
+        failConnect(lastError)
+    }
+
+    func finishTCPConnect(addressIndex: Int) {
+        let code = Socket.pendingError(descriptor)
+        guard code == 0 else {
+            closeDescriptor()
+            if addressIndex + 1 < setup.addresses.count {
+                startConnect(from: addressIndex + 1)
+            } else {
+                failConnect(.connectFailed("\(setup.addresses[addressIndex]): \(Socket.errorText(code))"))
+            }
+            return
+        }
+        guard let stream = TLSStream(descriptor: descriptor, context: configuration.tls.context, isServer: false,
+                                       timesReads: submitWindow != nil, counter: counter) else {
+            closeDescriptor()
+            failConnect(.tlsHandshakeFailed(OpenSSLErrors.describe("SSL_new")))
+            return
+        }
+        attach(stream)
+        let host = setup.host
+        // Without the expected name in place any certificate from a trusted CA would pass.
+        let nameSet: Bool
+        if Self.isIPAddress(host) {
+            nameSet = X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(stream.ssl), host) == 1
+        } else {
+            nameSet = pgpush_SSL_set_tlsext_host_name(stream.ssl, host) == 1 && SSL_set1_host(stream.ssl, host) == 1
+        }
+        guard nameSet else {
+            failConnect(.tlsHandshakeFailed(OpenSSLErrors.describe("cannot set expected host name \(host)")))
+            return
+        }
+        state.tcpConnected()
+        continueHandshake()
+    }
+
+    private static func isIPAddress(_ host: String) -> Bool {
+        var v4 = in_addr()
+        var v6 = in6_addr()
+        return inet_pton(AF_INET, host, &v4) == 1 || inet_pton(AF_INET6, host, &v6) == 1
+    }
+
+    func continueHandshake() {
+        guard let tls else { return }
+        switch tls.handshake() {
+        case .inProgress: return
+        case .failed(let detail): failConnect(.tlsHandshakeFailed(detail))
+        case .done:
+            let selected = ALPN.selected(by: tls.ssl)
+            guard selected == "h2" else {
+                failConnect(.alpnNotNegotiated(selected: selected))
+                return
+            }
+            guard startSession() else { return }
+            state.sessionStarted(now: MonotonicClock.now())
+            setup.shared.update { $0.phase = .open }
+            setup.connected.resume(returning: .success(()))
+            submitQueued()
+            transmit()
+        }
+    }
+
+    private func startSession() -> Bool {
+        var created: OpaquePointer?
+        let status = nghttp2_session_client_new(&created, callbacks, Unmanaged.passUnretained(self).toOpaque())
+        guard status == 0, let created else {
+            failConnect(.tlsHandshakeFailed("nghttp2_session_client_new: \(String(cString: nghttp2_strerror(status)))"))
+            return false
+        }
+        session = created
+        counter.http2Sessions.add(1, ordering: .relaxed)
+        var settings = [
+            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_ENABLE_PUSH.rawValue), value: 0),
+            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue), value: 1 << 24),
+        ]
+        _ = nghttp2_submit_settings(created, UInt8(NGHTTP2_FLAG_NONE.rawValue), &settings, settings.count)
+        // Let the server send large bodies without waiting for WINDOW_UPDATEs on the connection.
+        _ = nghttp2_session_set_local_window_size(created, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0, 1 << 24)
+        return true
+    }
+
+    /// Only while connecting: once the session runs, failures close it with their own reason.
+    func failConnect(_ error: ConnectError) {
+        switch state.state {
+        case .connecting, .handshaking: close(.ioError(error.description), connectError: error)
+        case .awaitingSettings, .active, .draining, .closed: return
+        }
+    }
+}

@@ -1,0 +1,382 @@
+/// One client connection's lifecycle and the rules that follow from it, with no I/O and no
+/// clock: `ClientConnectionEngine` reports what happened, passing the time in (MonotonicClock
+/// nanoseconds), and carries out what comes back. So every rule about streams, PING,
+/// deadlines and closing can be driven by a test on a clock it advances itself.
+struct ClientConnectionStateMachine {
+    /// The configuration's numbers, in nanoseconds.
+    struct Limits: Equatable {
+        var maxConcurrentStreams: Int
+        var singleStreamUntilFirstResponse: Bool
+        var connectTimeout: UInt64
+        var pingInterval: UInt64
+        var pingTimeout: UInt64
+    }
+
+    /// What is known once the HTTP/2 session runs: the peer's limit and its liveness.
+    struct Session: Equatable {
+        /// The peer's SETTINGS_MAX_CONCURRENT_STREAMS; nil until its first SETTINGS.
+        var peerMaxConcurrentStreams: Int?
+        /// A request has been answered: with `singleStreamUntilFirstResponse` the server
+        /// allows more than one stream only after that.
+        var answeredOnce = false
+        /// When the socket was last found readable and read.
+        var lastReceive: UInt64
+        /// When the PING still unanswered went out.
+        var pingSentAt: UInt64?
+    }
+
+    /// Why the connection takes no new requests.
+    enum Drain: Equatable {
+        /// This side asked (graceful close, stream ids used up).
+        case local
+        /// The peer sent GOAWAY; it decides the close reason even if this side asked first.
+        case goAway(GoAway)
+    }
+
+    enum State: Equatable {
+        case connecting(addressIndex: Int, deadline: UInt64)
+        case handshaking(deadline: UInt64)
+        /// The session runs; until the peer's SETTINGS only one stream may be open.
+        case awaitingSettings(Session)
+        case active(Session)
+        /// Streams in flight may finish; nothing new is submitted.
+        case draining(Session, Drain)
+        case closed(CloseReason)
+    }
+
+    /// What a timer asks the engine to do, in this order.
+    enum Action: Equatable {
+        /// The connect deadline passed before the session started.
+        case failConnect(ConnectError)
+        /// These requests (by token) passed their deadlines.
+        case expireRequests(Set<UInt64>)
+        /// The rate window allows another request: submit what the stream limit allows.
+        case submit
+        case sendPing
+        case close(CloseReason)
+    }
+
+    /// The outcome of a SETTINGS frame, for the engine to publish.
+    enum SettingsChange: Equatable {
+        case first(maxConcurrentStreams: Int)
+        case changed(maxConcurrentStreams: Int)
+        case unchanged
+    }
+
+    /// A close that has just happened: the reason to report, and what the engine needs to
+    /// fail the requests still open.
+    struct Closing: Equatable {
+        var reason: CloseReason
+        /// Streams above its last stream id were not processed.
+        var goAway: GoAway?
+        /// The caller of connect is still waiting for the outcome.
+        var connectPending: Bool
+    }
+
+    let limits: Limits
+    private(set) var state: State
+    /// Set by whatever can let another queued request go: a new request, a freed stream,
+    /// the peer's SETTINGS. Cleared when the engine submits.
+    private(set) var submitDue = false
+    /// When the rate window lets the next request go, if it held one back.
+    private(set) var rateTimer: UInt64?
+    /// Deadlines of the requests not yet resolved, queued or in flight, by token.
+    private var deadlines: [UInt64: UInt64] = [:]
+    /// No deadline comes before this; it may lag behind, ending in a scan that finds nothing.
+    private var earliestDeadline: UInt64 = .max
+
+    init(limits: Limits, now: UInt64) {
+        self.limits = limits
+        state = .connecting(addressIndex: 0, deadline: now &+ limits.connectTimeout)
+    }
+
+    // MARK: phase
+
+    var isClosed: Bool { if case .closed = state { return true } else { return false } }
+
+    var closeReason: CloseReason? { if case .closed(let reason) = state { return reason } else { return nil } }
+
+    /// The session runs (draining or not): frames may be read and written.
+    var sessionRunning: Bool {
+        switch state {
+        case .awaitingSettings, .active, .draining: return true
+        case .connecting, .handshaking, .closed: return false
+        }
+    }
+
+    var goAway: GoAway? {
+        if case .draining(_, .goAway(let goAway)) = state { return goAway } else { return nil }
+    }
+
+    private var connectPending: Bool {
+        switch state {
+        case .connecting, .handshaking: return true
+        case .awaitingSettings, .active, .draining, .closed: return false
+        }
+    }
+
+    /// The connection moved on to the address at `addressIndex` (the previous one failed).
+    mutating func connecting(addressIndex: Int) {
+        guard case .connecting(_, let deadline) = state else { return }
+        state = .connecting(addressIndex: addressIndex, deadline: deadline)
+    }
+
+    mutating func tcpConnected() {
+        guard case .connecting(_, let deadline) = state else { return }
+        state = .handshaking(deadline: deadline)
+    }
+
+    /// TLS with ALPN h2 is up and the nghttp2 session exists.
+    mutating func sessionStarted(now: UInt64) {
+        guard case .handshaking = state else { return }
+        state = .awaitingSettings(Session(lastReceive: now))
+    }
+
+    /// The socket was readable and has been read: the peer counts as alive, and a PING sent
+    /// before now as answered.
+    mutating func received(now: UInt64) {
+        updateSession { $0.lastReceive = now }
+    }
+
+    mutating func settingsReceived(maxConcurrentStreams limit: Int) -> SettingsChange {
+        let known = updateSession { session -> Int? in
+            defer { session.peerMaxConcurrentStreams = limit }
+            return session.peerMaxConcurrentStreams
+        }
+        guard let previous = known else { return .unchanged }
+        if case .awaitingSettings(let session) = state { state = .active(session) }
+        submitDue = true
+        // Before the first SETTINGS the limit counts as 1.
+        guard let previous else { return .first(maxConcurrentStreams: limit) }
+        return previous == limit ? .unchanged : .changed(maxConcurrentStreams: limit)
+    }
+
+    /// A request was answered.
+    mutating func streamAnswered() {
+        updateSession { $0.answeredOnce = true }
+        submitDue = true
+    }
+
+    /// A stream ended or a request left the queue without an answer: a slot may be free.
+    mutating func streamEnded() {
+        submitDue = true
+    }
+
+    // MARK: requests and the stream limit
+
+    /// A request was handed in: nil if it joins the queue, else why it fails at once.
+    mutating func requestQueued(token: UInt64, deadline: UInt64) -> RequestFailure? {
+        switch state {
+        case .closed(let reason):
+            return RequestFailure(.notProcessed, .connectionClosed(reason))
+        case .draining(_, .goAway(let goAway)):
+            return RequestFailure(.notProcessed, .goAway(goAway))
+        case .draining(_, .local):
+            return RequestFailure(.notProcessed, .connectionClosed(.closedLocally))
+        case .connecting, .handshaking, .awaitingSettings, .active:
+            deadlines[token] = deadline
+            earliestDeadline = min(earliestDeadline, deadline)
+            submitDue = true
+            return nil
+        }
+    }
+
+    /// The request was resolved, one way or another: its deadline no longer matters.
+    mutating func requestEnded(token: UInt64) {
+        deadlines[token] = nil
+    }
+
+    /// How many streams may be open now: one until the peer's SETTINGS (and, if configured,
+    /// until the first answer), then the lower of the peer's limit and ours; none unless
+    /// the session runs and takes new requests.
+    var streamLimit: Int {
+        let session: Session
+        switch state {
+        case .awaitingSettings(let current), .active(let current): session = current
+        case .connecting, .handshaking, .draining, .closed: return 0
+        }
+        var limit = min(limits.maxConcurrentStreams, session.peerMaxConcurrentStreams ?? 1)
+        if limits.singleStreamUntilFirstResponse && !session.answeredOnce { limit = min(limit, 1) }
+        return max(limit, 0)
+    }
+
+    /// The engine is about to submit from its queue: returns the stream limit to fill up to.
+    mutating func beginSubmitting() -> Int {
+        submitDue = false
+        rateTimer = nil
+        return streamLimit
+    }
+
+    /// The rate window holds the next request back until `instant`.
+    mutating func rateLimited(until instant: UInt64) {
+        rateTimer = instant
+    }
+
+    // MARK: draining and closing
+
+    /// The peer's GOAWAY: returns the failure for every request still queued.
+    mutating func goAwayReceived(_ goAway: GoAway) -> RequestFailure? {
+        switch state {
+        case .awaitingSettings(let session), .active(let session), .draining(let session, _):
+            state = .draining(session, .goAway(goAway))
+            return RequestFailure(.notProcessed, .goAway(goAway))
+        case .connecting, .handshaking, .closed:
+            return nil
+        }
+    }
+
+    /// This side takes no new requests: returns the failure for every request still queued.
+    mutating func drainLocally() -> RequestFailure? {
+        switch state {
+        case .awaitingSettings(let session), .active(let session):
+            state = .draining(session, .local)
+        case .draining:
+            break
+        case .connecting, .handshaking, .closed:
+            return nil
+        }
+        return RequestFailure(.notProcessed, .connectionClosed(.closedLocally))
+    }
+
+    /// What a close asked of the connection means: a graceful one drains a running session
+    /// (GOAWAY out, queued requests fail, streams in flight finish); anything else closes now.
+    enum CloseRequest: Equatable {
+        case none
+        case closeNow
+        case drain(queueFailure: RequestFailure)
+    }
+
+    mutating func closeRequested(graceful: Bool) -> CloseRequest {
+        if isClosed { return .none }
+        guard graceful, sessionRunning, let failure = drainLocally() else { return .closeNow }
+        return .drain(queueFailure: failure)
+    }
+
+    /// nghttp2 has nothing left to read or write (after a GOAWAY either way): the reason to
+    /// close with, or nil while it still has work.
+    func closeDue(sessionFinished: Bool) -> CloseReason? {
+        guard sessionFinished, sessionRunning else { return nil }
+        return goAway.map { .goAway($0) } ?? .closedLocally
+    }
+
+    /// The connection closes for `proposed`; nil if it already had.
+    mutating func close(_ proposed: CloseReason, openStreams: Int) -> Closing? {
+        var reason = proposed
+        let goAway = self.goAway
+        let connectPending = self.connectPending
+        switch state {
+        case .closed:
+            return nil
+        case .draining(_, let drain) where proposed == .peerClosed:
+            // After GOAWAY either side may close first; the GOAWAY is the real reason. After
+            // a local drain whose streams all ended, the peer only answered the GOAWAY.
+            switch drain {
+            case .goAway(let goAway): reason = .goAway(goAway)
+            case .local: if openStreams == 0 { reason = .closedLocally }
+            }
+        case .connecting, .handshaking, .awaitingSettings, .active, .draining:
+            break
+        }
+        state = .closed(reason)
+        rateTimer = nil
+        submitDue = false
+        deadlines.removeAll()
+        earliestDeadline = .max
+        return Closing(reason: reason, goAway: goAway, connectPending: connectPending)
+    }
+
+    // MARK: timers
+
+    /// The earliest instant `timerFired` has something to do.
+    var nextTimer: UInt64? {
+        switch state {
+        case .connecting(_, let deadline), .handshaking(let deadline):
+            return deadline
+        case .closed:
+            return nil
+        case .awaitingSettings(let session), .active(let session), .draining(let session, _):
+            let liveness = session.pingSentAt.map { $0 &+ limits.pingTimeout } ?? session.lastReceive &+ limits.pingInterval
+            return min(liveness, earliestDeadline, rateTimer ?? .max)
+        }
+    }
+
+    mutating func timerFired(now: UInt64) -> [Action] {
+        switch state {
+        case .connecting(_, let deadline), .handshaking(let deadline):
+            return now >= deadline ? [.failConnect(.timedOut)] : []
+        case .closed:
+            return []
+        case .awaitingSettings, .active, .draining:
+            break
+        }
+        var actions: [Action] = []
+        if now >= earliestDeadline {
+            let expired = expireDeadlines(now: now)
+            if !expired.isEmpty { actions.append(.expireRequests(expired)) }
+        }
+        if let rateTimer, now >= rateTimer { actions.append(.submit) }
+        if let liveness = checkLiveness(now: now) { actions.append(liveness) }
+        return actions
+    }
+
+    /// Removes and returns the requests whose deadlines passed by `now`.
+    private mutating func expireDeadlines(now: UInt64) -> Set<UInt64> {
+        var expired = Set<UInt64>()
+        var earliest = UInt64.max
+        for (token, deadline) in deadlines {
+            if deadline <= now { expired.insert(token) } else { earliest = min(earliest, deadline) }
+        }
+        for token in expired { deadlines[token] = nil }
+        earliestDeadline = earliest
+        return expired
+    }
+
+    /// A PING goes out after `pingInterval` without bytes from the peer; without bytes
+    /// within `pingTimeout` after it, the connection is dead.
+    private mutating func checkLiveness(now: UInt64) -> Action? {
+        let limits = self.limits
+        return updateSession { session -> Action? in
+            if let sentAt = session.pingSentAt {
+                if session.lastReceive >= sentAt {
+                    session.pingSentAt = nil
+                } else if now >= sentAt &+ limits.pingTimeout {
+                    return .close(.pingTimeout)
+                }
+            }
+            guard session.pingSentAt == nil, now >= session.lastReceive &+ limits.pingInterval else { return nil }
+            session.pingSentAt = now
+            return .sendPing
+        } ?? nil
+    }
+
+    /// Runs `change` on the session if one runs; nil otherwise.
+    @discardableResult
+    private mutating func updateSession<T>(_ change: (inout Session) -> T) -> T? {
+        switch state {
+        case .awaitingSettings(var session):
+            let result = change(&session)
+            state = .awaitingSettings(session)
+            return result
+        case .active(var session):
+            let result = change(&session)
+            state = .active(session)
+            return result
+        case .draining(var session, let drain):
+            let result = change(&session)
+            state = .draining(session, drain)
+            return result
+        case .connecting, .handshaking, .closed:
+            return nil
+        }
+    }
+}
+
+extension ClientConnectionStateMachine.Limits {
+    init(_ configuration: HTTP2ClientConfiguration) {
+        self.init(maxConcurrentStreams: configuration.maxConcurrentStreams,
+                  singleStreamUntilFirstResponse: configuration.singleStreamUntilFirstResponse,
+                  connectTimeout: MonotonicClock.nanoseconds(configuration.connectTimeout),
+                  pingInterval: MonotonicClock.nanoseconds(configuration.pingInterval),
+                  pingTimeout: MonotonicClock.nanoseconds(configuration.pingTimeout))
+    }
+}
