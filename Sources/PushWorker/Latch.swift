@@ -39,6 +39,12 @@ final class Latch: Sendable {
 
     /// Returns when the latch opens, `timeout` passes (nil: never), or the task is cancelled.
     func wait(timeout: Duration? = nil) async {
+        await wait(timeout: timeout, beforeRegistering: {})
+    }
+
+    /// `beforeRegistering` runs after the timer has started and before the wait stores its
+    /// continuation: a test holds the wait there so that the timer fires first.
+    func wait(timeout: Duration?, beforeRegistering: () -> Void) async {
         let id = state.withLock { state in
             defer { state.nextWait += 1 }
             state.waits[state.nextWait] = .starting
@@ -54,6 +60,7 @@ final class Latch: Sendable {
             timer?.cancel()
             state.withLock { $0.waits[id] = nil }
         }
+        beforeRegistering()
         await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 let resumeNow = state.withLock { state -> Bool in
