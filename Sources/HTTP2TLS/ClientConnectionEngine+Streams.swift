@@ -146,9 +146,11 @@ extension ClientConnectionEngine {
                     if $0.phase == .open { $0.phase = .ready }
                     $0.peerMaxConcurrentStreams = limit
                 }
+                publishStreamLimit()
                 setup.shared.publish(.ready(maxConcurrentStreams: limit))
             case .changed(let limit):
                 setup.shared.update { $0.peerMaxConcurrentStreams = limit }
+                publishStreamLimit()
                 setup.shared.publish(.maxConcurrentStreamsChanged(limit))
             case .unchanged:
                 break
@@ -189,6 +191,14 @@ extension ClientConnectionEngine {
         state.streamEnded()
     }
 
+    /// Publishes the stream limit while the connection takes requests (draining, it is 0
+    /// and the status says so by its phase).
+    private func publishStreamLimit() {
+        let limit = state.streamLimit
+        guard limit > 0 else { return }
+        setup.shared.update { if $0.streamLimit != limit { $0.streamLimit = limit } }
+    }
+
     func streamClosed(streamID: Int32, errorCode: UInt32) {
         guard let stream = streams.removeValue(forKey: streamID) else { return }
         state.streamEnded()
@@ -196,6 +206,7 @@ extension ClientConnectionEngine {
         settleWindow(stream, answered: answered)
         if answered, let status = stream.status {
             state.streamAnswered()
+            publishStreamLimit()
             let response = HTTP2Response(status: status, headers: stream.headers, body: stream.body, streamID: streamID)
             configuration.answerObserver?(stream.pending.request, response)
             resolve(stream.pending, .success(response))

@@ -52,6 +52,11 @@ public struct ConnectionStatus: Sendable, Equatable {
     public var phase: Phase
     /// The peer's SETTINGS_MAX_CONCURRENT_STREAMS (1 until it is known).
     public var peerMaxConcurrentStreams: Int
+    /// How many streams the connection takes at once now, by the transport's one rule
+    /// (`ClientConnectionStateMachine.streamLimit`): the peer's limit under the local cap,
+    /// and 1 until the first answer where the configuration asks for it. Updated before
+    /// the request that changed it resolves, so a caller woken by that answer sees it.
+    public var streamLimit = 1
     public var goAway: GoAway?
 
     /// True while `send` can be expected to go out on this connection.

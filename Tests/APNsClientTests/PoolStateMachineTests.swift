@@ -17,8 +17,7 @@ struct PoolStateMachineTests {
     }
 
     private func machine(slots: Int, rate: Int? = nil, oneStreamUntilFirstAnswer: Bool = false) -> Machine {
-        var machine = Machine(connections: slots, ratePerConnection: rate, localStreamCap: 100,
-                              oneStreamUntilFirstAnswer: oneStreamUntilFirstAnswer)
+        var machine = Machine(connections: slots, ratePerConnection: rate, oneStreamUntilFirstAnswer: oneStreamUntilFirstAnswer)
         #expect(machine.startKeepers() == 0..<slots)
         return machine
     }
@@ -40,7 +39,7 @@ struct PoolStateMachineTests {
                        avoiding avoided: Int? = nil, wasRateSleeper: Bool = false, token: ProviderToken? = nil,
                        acceptsRequests: Bool = true) -> (Machine.LeaseAttempt, Machine.Actions) {
         machine.lease(at: now, avoiding: avoided, wasRateSleeper: wasRateSleeper, token: token) { _ in
-            .init(acceptsRequests: acceptsRequests, peerMaxConcurrentStreams: streams)
+            .init(acceptsRequests: acceptsRequests, streamLimit: streams)
         }
     }
 
@@ -243,23 +242,24 @@ struct PoolStateMachineTests {
         #expect(pool.finish(newLease, answered: true, throttled: false, at: at(milliseconds: 300)).resumeWaiters == [waiter])
     }
 
-    @Test("token connections take one stream until the first answer, which wakes every waiter")
+    @Test("until a token connection's first answer its one stream is shared in turn; the answer wakes every waiter")
     func oneStreamUntilFirstAnswer() throws {
         var pool = machine(slots: 1, oneStreamUntilFirstAnswer: true)
         let now = at(milliseconds: 0)
         connect(&pool, slot: 0, at: now)
-        let first = try #require(leased(lease(&pool, at: now, streams: 10).0))
-        let a = try #require(wait(&pool, after: lease(&pool, at: now, streams: 10).0, at: now))
-        let b = try #require(wait(&pool, after: lease(&pool, at: now, streams: 10).0, at: now))
-        let c = try #require(wait(&pool, after: lease(&pool, at: now, streams: 10).0, at: now))
+        // The transport allows one stream until the first answer (its rule), 10 after it.
+        let first = try #require(leased(lease(&pool, at: now, streams: 1).0))
+        let a = try #require(wait(&pool, after: lease(&pool, at: now, streams: 1).0, at: now))
+        let b = try #require(wait(&pool, after: lease(&pool, at: now, streams: 1).0, at: now))
+        let c = try #require(wait(&pool, after: lease(&pool, at: now, streams: 1).0, at: now))
 
         // A failure without an answer frees the one stream for the next request only.
         #expect(pool.finish(first, answered: false, throttled: false, at: now).resumeWaiters == [a])
-        let (secondAttempt, passOn) = lease(&pool, at: now, streams: 10)
+        let (secondAttempt, passOn) = lease(&pool, at: now, streams: 1)
         let second = try #require(leased(secondAttempt))
         #expect(passOn.resumeWaiters == [b])
         // b finds the one stream taken and waits again, behind c.
-        let bAgain = try #require(wait(&pool, after: lease(&pool, at: now, streams: 10).0, at: now))
+        let bAgain = try #require(wait(&pool, after: lease(&pool, at: now, streams: 1).0, at: now))
         // The first answer opens the connection to many streams: everyone looks again.
         #expect(pool.finish(second, answered: true, throttled: false, at: now).resumeWaiters == [c, bAgain])
         #expect(leased(lease(&pool, at: now, streams: 10).0) != nil)

@@ -103,6 +103,27 @@ struct ConcurrencyTests {
         server.setMaxConcurrentStreams(1000, connectionID: try #require(connectionID.withLock { $0 }))
         #expect(await events.next() == .maxConcurrentStreamsChanged(1000))
         #expect(connection.status.peerMaxConcurrentStreams == 1000)
+        #expect(connection.status.streamLimit == 1000)
+    }
+
+    @Test("the status's stream limit: 1 until the first answer where asked, then the peer's under the local cap")
+    func publishedStreamLimit() async throws {
+        let server = try makeServer(ClosureHandler { _, responder in responder.respond(status: 200) }, maxConcurrentStreams: 50)
+        defer { server.shutdown() }
+        let client = try HTTP2Client()
+        defer { client.shutdown() }
+        for singleStream in [true, false] {
+            var configuration = try clientConfiguration()
+            configuration.singleStreamUntilFirstResponse = singleStream
+            configuration.maxConcurrentStreams = 20
+            let connection = try await client.connect(host: "127.0.0.1", port: server.port, configuration: configuration)
+            var events = connection.events.makeAsyncIterator()
+            #expect(await events.next() == .ready(maxConcurrentStreams: 50))
+            #expect(connection.status.streamLimit == (singleStream ? 1 : 20), "before the first answer, single stream \(singleStream)")
+            _ = try await connection.send(request(0))
+            #expect(connection.status.streamLimit == 20, "after the first answer, single stream \(singleStream)")
+            connection.close()
+        }
     }
 
     @Test("with singleStreamUntilFirstResponse nothing else is sent before the first answer")

@@ -90,7 +90,6 @@ final class APNsConnectionPool: Sendable {
         self.statistics = statistics
         shared = Locked(Shared(machine: Machine(
             connections: connections, ratePerConnection: ratePerConnection,
-            localStreamCap: connectionConfiguration.maxConcurrentStreams,
             oneStreamUntilFirstAnswer: connectionConfiguration.singleStreamUntilFirstResponse)))
     }
 
@@ -147,7 +146,7 @@ final class APNsConnectionPool: Sendable {
             // instant its caller started waiting for the lock.
             machine.lease(at: clock.now, avoiding: avoided, wasRateSleeper: wasRateSleeper, token: token) { connection in
                 let status = connection.status
-                return .init(acceptsRequests: status.acceptsRequests, peerMaxConcurrentStreams: status.peerMaxConcurrentStreams)
+                return .init(acceptsRequests: status.acceptsRequests, streamLimit: status.streamLimit)
             }
         }
     }

@@ -20,17 +20,6 @@ struct PoolSlot<Connection: AnyObject & Sendable> {
         var inFlight = 0
         /// The keeper waits for the connection to stop taking requests, to replace it.
         var keeperWaits = false
-
-        /// How many streams the connection may have open: the server's
-        /// MAX_CONCURRENT_STREAMS (1 until its SETTINGS arrive) under our own cap, and just
-        /// 1 on a token connection until its first answer. Requests beyond it wait in the
-        /// pool rather than in the transport's queue, so that a request leaves for the wire
-        /// at the instant its rate limiter gave it; queued in the transport, it would go
-        /// out later in a burst that APNs could count as more than the rate in one second.
-        func streamLimit(peerMaxConcurrentStreams: Int, localCap: Int, oneStreamUntilFirstAnswer: Bool) -> Int {
-            if oneStreamUntilFirstAnswer && !answeredSinceConnect { return 1 }
-            return max(1, min(localCap, peerMaxConcurrentStreams))
-        }
     }
 
     enum Phase {

@@ -45,7 +45,11 @@ struct PoolStateMachine<Connection: AnyObject & Sendable> {
     /// I/O thread at any moment, before the connection's events tell the pool.
     struct Availability {
         var acceptsRequests: Bool
-        var peerMaxConcurrentStreams: Int
+        /// The streams the transport lets the connection have open now; requests beyond it
+        /// wait here rather than in the transport's queue, so that each leaves for the wire
+        /// at the instant its rate limiter gave it (queued in the transport, they would go
+        /// out later in a burst APNs could count as more than the rate in one second).
+        var streamLimit: Int
     }
 
     /// What the owner must do after an event, in this order: cancel the keeper tasks,
@@ -82,12 +86,12 @@ struct PoolStateMachine<Connection: AnyObject & Sendable> {
     /// renewal must not take it to a fresh connection.
     private var refusedJWT: String?
     private(set) var lastConnectError: String?
-    private let localStreamCap: Int
+    /// The transport takes one stream per connection until its first answer, which then
+    /// opens it to many: every waiter looks again.
     private let oneStreamUntilFirstAnswer: Bool
 
-    init(connections: Int, ratePerConnection: Int?, localStreamCap: Int, oneStreamUntilFirstAnswer: Bool) {
+    init(connections: Int, ratePerConnection: Int?, oneStreamUntilFirstAnswer: Bool) {
         slots = (0..<connections).map { _ in PoolSlot(ratePerConnection: ratePerConnection) }
-        self.localStreamCap = localStreamCap
         self.oneStreamUntilFirstAnswer = oneStreamUntilFirstAnswer
     }
 
@@ -143,9 +147,7 @@ struct PoolStateMachine<Connection: AnyObject & Sendable> {
                 if carried.issuedAt <= token.issuedAt { retire(slot: index, connection: live.connection, at: now, into: &actions) }
                 continue
             }
-            let limit = live.streamLimit(peerMaxConcurrentStreams: status.peerMaxConcurrentStreams,
-                                         localCap: localStreamCap, oneStreamUntilFirstAnswer: oneStreamUntilFirstAnswer)
-            guard live.inFlight < limit else { continue }
+            guard live.inFlight < status.streamLimit else { continue }
             let candidate = Candidate(slot: index, start: max(slots[index].rate.earliestStart(at: now), now),
                                       load: live.inFlight, avoided: index == avoided)
             if best.map({ candidate.isBetter(than: $0) }) ?? true { best = candidate }

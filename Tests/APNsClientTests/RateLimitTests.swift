@@ -1,38 +1,9 @@
 import APNsClient
-import Locking
 import PGPushCore
 import Testing
 
-/// A clock that only moves when a sleeper asks it to: `sleep(until:)` records the deadline
-/// and jumps there, so waits can be checked to the nanosecond.
-final class JumpingClock: Clock, Sendable {
-    typealias Instant = ContinuousClock.Instant
-    private let state: Locked<(now: Instant, sleeps: [Instant])>
-    let origin: Instant
-
-    init() {
-        origin = ContinuousClock.now
-        state = Locked((origin, []))
-    }
-
-    var now: Instant { state.withLock { $0.now } }
-    var minimumResolution: Duration { .nanoseconds(1) }
-    var sleeps: [Instant] { state.withLock { $0.sleeps } }
-
-    func sleep(until deadline: Instant, tolerance: Duration?) async throws {
-        state.withLock { state in
-            state.sleeps.append(deadline)
-            if deadline > state.now { state.now = deadline }
-        }
-    }
-
-    func advance(by duration: Duration) {
-        state.withLock { $0.now = $0.now.advanced(by: duration) }
-    }
-}
-
-@Suite("Rate limiter: at most N sends in any one-second window, waits computed exactly")
-struct RateLimiterTests {
+@Suite("Sliding window: at most N sends in any one-second window, waits computed exactly")
+struct SlidingWindowRateLimitTests {
     typealias Instant = ContinuousClock.Instant
     let origin = ContinuousClock.now
 
@@ -106,18 +77,6 @@ struct RateLimiterTests {
         #expect(starts[10..<15].allSatisfy { $0 == origin.advanced(by: .seconds(2)) })
         limit.setLimit(100)
         #expect(limit.limit == 10, "never above the configured cap")
-    }
-
-    @Test("acquire sleeps until exactly the reserved instant, one sleep per waiting send")
-    func asyncAcquire() async {
-        let clock = JumpingClock()
-        let limiter = RateLimiter(limit: 4, clock: clock)
-        var waits: [Duration] = []
-        for _ in 0..<12 { waits.append(await limiter.acquire()) }
-        #expect(waits[0..<4].allSatisfy { $0 == .zero })
-        #expect(waits[4] == .seconds(1))
-        #expect(clock.sleeps == [clock.origin.advanced(by: .seconds(1)), clock.origin.advanced(by: .seconds(2))])
-        #expect(clock.now == clock.origin.advanced(by: .seconds(2)))
     }
 }
 
