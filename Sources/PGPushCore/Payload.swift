@@ -6,7 +6,7 @@
 /// - A background push must carry `"aps": {"content-available": 1}` and no
 ///   `alert`, `badge` or `sound` ("send no alert, badge or sound
 ///   with it"). Such a push is rejected rather than silently sent, because APNs
-///   may accept it and then throttle or drop it on the device (§2 [Unconfirmed]).
+///   may accept it and then throttle or drop it on the device (docs/apns.md, "Payload limits").
 public struct Payload: Equatable, Sendable {
     /// The compact UTF-8 JSON body.
     public let bytes: [UInt8]
