@@ -14,27 +14,27 @@ import Synchronization
 /// deregisters.
 public final class Worker: Sendable {
     public let configuration: WorkerConfiguration
-    private let senders: [String: any NotificationSender]
-    private let log: Log
-    private let claims: DatabaseExecutor
-    private let maintenance: DatabaseExecutor
-    private let writer: OutcomeWriter
-    private let listener: QueueListener
-    private let inFlight = InFlightRegistry()
-    private let claimLoops: [String: ClaimLoopSignals]
-    private let health: [String: AppHealth]
-    private let stopping = Atomic<Bool>(false)
-    private let stopRequested = Latch()
-    private let drainDeadline = Locked<ContinuousClock.Instant?>(nil)
-    private let counters = Locked(WorkerCounters())
+    let senders: [String: any NotificationSender]
+    let log: Log
+    let claims: DatabaseExecutor
+    let maintenance: DatabaseExecutor
+    let writer: OutcomeWriter
+    let listener: QueueListener
+    let inFlight = InFlightRegistry()
+    let claimLoops: [String: ClaimLoopSignals]
+    let health: [String: AppHealth]
+    let stopping = Atomic<Bool>(false)
+    let stopRequested = Latch()
+    let drainDeadline = Locked<ContinuousClock.Instant?>(nil)
+    let counters = Locked(WorkerCounters())
     // Jitter for retry delays. Seeded rather than SystemRandomNumberGenerator: a zero-sized
     // generator under a lock looks to ThreadSanitizer like a race on a neighbouring object.
-    private let random = Locked(SeededRandomNumberGenerator(seed: UInt64.random(in: 1...UInt64.max)))
-    private let metrics: WorkerMetrics
-    private let repeated: RepeatedWarnings
-    private let metricsServer: MetricsServer?
+    let random = Locked(SeededRandomNumberGenerator(seed: UInt64.random(in: 1...UInt64.max)))
+    let metrics: WorkerMetrics
+    let repeated: RepeatedWarnings
+    let metricsServer: MetricsServer?
     /// Where the next heartbeat's count of rows finished in the database starts.
-    private let finishedRowsSince = Locked<String?>(nil)
+    let finishedRowsSince = Locked<String?>(nil)
     /// How often the worker holding the prune lock prunes (when PGPUSH_PRUNE_AFTER_DAYS is set).
     static let pruneEvery: Duration = .seconds(600)
     /// Claims never ask for more than this many rows at once.
@@ -99,7 +99,7 @@ public final class Worker: Sendable {
         claimLoops.values.forEach { $0.doorbell.ring() }
     }
 
-    private var isStopping: Bool { stopping.load(ordering: .sequentiallyConsistent) }
+    var isStopping: Bool { stopping.load(ordering: .sequentiallyConsistent) }
 
     public func run() async throws {
         try await register()
@@ -160,362 +160,9 @@ public final class Worker: Sendable {
         log.info("worker_stopped", ["sent": totals.sent, "delivered": totals.delivered, "failed": totals.failed,
                                     "retried": totals.retried])
     }
-
-    // MARK: Claiming
-
-    private func dispatch(_ app: AppConfiguration) async {
-        guard let sender = senders[app.name], let loop = claimLoops[app.name], let health = health[app.name] else { return }
-        let target = Self.inFlightTarget(of: sender)
-        var backoff = Duration.milliseconds(100)
-        await withDiscardingTaskGroup { group in
-            while !isStopping {
-                if case .paused(let until) = health.phase {
-                    await loop.doorbell.wait(timeout: ContinuousClock.now.duration(to: until))
-                    // The rows the pause held back are due when it ends.
-                    loop.schedule.withLock { $0.rowsMayBeWaiting() }
-                    continue
-                }
-                let room = { [inFlight] in
-                    Self.claimLimit(health.phase, target: target, inFlight: inFlight.count(app: app.name))
-                }
-                guard let limit = room() else {
-                    await loop.waitForRoom(timeout: configuration.pollInterval) { room() != nil }
-                    continue
-                }
-                switch loop.schedule.withLock({ $0.next(at: .now) }) {
-                case .claim:
-                    break
-                case .wait(let until, let wakeEarly):
-                    let wait = ContinuousClock.now.duration(to: until)
-                    // Sleeping through rings (the stop latch, not the doorbell) is what lets a
-                    // burst of NOTIFYs share one claim.
-                    if wakeEarly { await loop.doorbell.wait(timeout: wait) } else { await stopRequested.wait(timeout: wait) }
-                    continue
-                }
-                let batch = min(limit, Self.largestClaim)
-                let result: ClaimResult
-                loop.schedule.withLock { $0.claimStarted(at: .now) }
-                do {
-                    result = try await claims.run { [configuration] queue in
-                        try queue.claim(app: app.name, limit: batch, lease: configuration.lease,
-                                        skipKnownInvalidTokens: app.skipKnownInvalidTokens)
-                    }
-                    backoff = .milliseconds(100)
-                    repeated.recovered("claim_failed", key: app.name)
-                } catch {
-                    loop.schedule.withLock { $0.claimFailed() }
-                    repeated.warning("claim_failed", key: app.name, ["app": app.name, "retry_in": backoff, "error": error])
-                    // The stop latch, not the doorbell: every NOTIFY rings the doorbell, and a
-                    // backoff that ends at each ring is no backoff in an outage.
-                    await stopRequested.wait(timeout: backoff)
-                    backoff = min(backoff * 2, .seconds(5))
-                    continue
-                }
-                let taken = result.claimed.count + result.expiredIDs.count + result.knownInvalidIDs.count
-                loop.schedule.withLock { $0.claimEnded(taken: taken, asked: batch) }
-                if !result.expiredIDs.isEmpty {
-                    log.info("expired_before_send", ["app": app.name, "count": result.expiredIDs.count])
-                    metrics.recordExpiredAtClaim(app: app.name, count: result.expiredIDs.count)
-                }
-                if !result.knownInvalidIDs.isEmpty {
-                    log.info("known_invalid_tokens_skipped", ["app": app.name, "count": result.knownInvalidIDs.count,
-                                                               "why": "APNs answered Unregistered or ExpiredToken for them before"])
-                    metrics.recordKnownInvalid(app: app.name, count: result.knownInvalidIDs.count)
-                }
-                inFlight.add(result.claimed, app: app.name)
-                for row in result.claimed {
-                    group.addTask { [self] in await deliver(row, app: app, sender: sender) }
-                }
-            }
-        }
-    }
-
-    // MARK: Sending
-
-    /// Rows in flight per app: a second's worth at the cap, never more than the
-    /// connections carry (a high or no cap must not claim a whole backlog).
-    static func inFlightTarget(of sender: any NotificationSender) -> Int {
-        let carried = max(sender.connections, 1) * inFlightPerConnection
-        return min(sender.requestsPerSecond.map { max($0, 1) } ?? carried, carried)
-    }
-
-    /// Small top-ups cost a database round trip each: a claim waits until a quarter of the
-    /// window (at most 100 rows) is free, or nothing is in flight.
-    static func smallestClaim(target: Int) -> Int { max(1, min(target / 4, 100)) }
-
-    /// How many rows the claim loop may claim now, or nil to wait for room: a probing app
-    /// sends one row alone, a paused one none.
-    static func claimLimit(_ phase: AppHealth.Phase, target: Int, inFlight: Int) -> Int? {
-        let limit: Int
-        switch phase {
-        case .healthy: limit = target - inFlight
-        case .probing: limit = inFlight == 0 ? 1 : 0
-        case .paused: return nil
-        }
-        return limit >= smallestClaim(target: target) || (limit > 0 && inFlight == 0) ? limit : nil
-    }
-
-    private func deliver(_ row: ClaimedNotification, app: AppConfiguration, sender: any NotificationSender) async {
-        defer {
-            let remaining = inFlight.remove(row.id)
-            let target = Self.inFlightTarget(of: sender)
-            // Wakes the claim loop only if it waits for room and now has it, or nothing is left
-            // in flight (a probing app, a drain): a wake-up per row cost a timer and a claim per row.
-            claimLoops[app.name]?.sendFinished(roomNow: remaining == 0 || target - remaining >= Self.smallestClaim(target: target))
-        }
-        if isStopping {
-            writer.add(.released(row))
-            return
-        }
-        let request: APNsRequest
-        do {
-            request = try row.notification.validated(bundleID: app.bundleID, authentication: sender.authenticationMethod)
-        } catch {
-            let outcome = OutcomeDecider(retry: app.retry).rejected(row, error)
-            writer.add(outcome)
-            metrics.recordOutcome(app: app.name, outcome)
-            counters.withLock { $0.failed += 1 }
-            log.info("notification_rejected", ["id": row.id, "app": app.name, "reason": error.reason.rawValue,
-                                               "detail": error.message])
-            return
-        }
-        if let wait = await health[app.name]?.admit(topic: request.topic) {
-            // Its topic is paused: back to the queue unsent and uncounted, last answer kept.
-            put(Outcome(id: row.id, claimCount: row.claimCount, disposition: .retry(after: wait, countsAsAttempt: false)), app: app)
-            return
-        }
-        let result = await sender.send(request)
-        metrics.recordLatency(result.latency)
-        let decision = random.withLock { OutcomeDecider(retry: app.retry).decide(row, result, using: &$0) }
-        put(decision.outcome, app: app)
-        metrics.recordOutcome(app: app.name, decision.outcome)
-        record(decision, row: row, topic: request.topic, app: app)
-    }
-
-    /// Hands an outcome to the writer; a row put back is claimed again when it comes due
-    /// (its `send_after` is written within one flush interval).
-    private func put(_ outcome: Outcome, app: AppConfiguration) {
-        writer.add(outcome)
-        if case .retry(let delay, _) = outcome.disposition {
-            claimLoops[app.name]?.retryComesDue(at: .now + delay + configuration.flushInterval)
-        }
-    }
-
-    private func record(_ decision: OutcomeDecider.Decision, row: ClaimedNotification, topic: String, app: AppConfiguration) {
-        let outcome = decision.outcome
-        counters.withLock { counters in
-            counters.sent += 1
-            switch outcome.disposition {
-            case .delivered: counters.delivered += 1
-            case .failed, .expired: counters.failed += 1
-            case .retry: counters.retried += 1
-            }
-        }
-        if outcome.recordsError {
-            let recipient = row.notification.channelID.map { ("channel", $0) } ?? ("token", row.notification.deviceToken)
-            log.info("apns_error", ["id": row.id, "app": app.name, recipient.0: recipient.1,
-                                    "status": outcome.httpStatus.map(String.init) ?? "none",
-                                    "reason": outcome.reason ?? "none", "outcome": Self.describe(outcome.disposition)])
-        }
-        guard let appHealth = health[app.name] else { return }
-        if outcome.httpStatus != nil {
-            switch appHealth.recordAnswer(reason: outcome.disposition == .delivered ? nil : outcome.reason) {
-            case .suspected:
-                log.error("environment_mismatch_suspected", [
-                    "app": app.name, "environment": app.environment.rawValue,
-                    "why": "most recent answers are BadDeviceToken: tokens may belong to the other APNs environment"])
-                reportHealth(app: app.name, healthy: false, reason: Self.environmentMismatch)
-            case .cleared:
-                reportHealth(app: app.name, healthy: true, reason: nil)
-            case .unchanged:
-                break
-            }
-        }
-        // An answer APNs gave past its credential checks proves the app's credentials and,
-        // unless it refused the topic, the topic.
-        let passedChecks = outcome.httpStatus.map { (200..<500).contains($0) } ?? false
-        switch decision.action {
-        case .pause(.topic):
-            if let pause = appHealth.reportProblem(topic: topic) {
-                log.error("topic_paused", ["app": app.name, "topic": topic, "reason": decision.pauseReason ?? "", "retry_in": pause])
-                reportHealth(app: app.name, topic: topic, healthy: false, reason: decision.pauseReason)
-            }
-        case .pause(.app):
-            _ = appHealth.topicAnswered(topic, accepted: false)
-            if let pause = appHealth.reportProblem() {
-                log.error("app_paused", ["app": app.name, "reason": decision.pauseReason ?? "", "retry_in": pause])
-                reportHealth(app: app.name, healthy: false, reason: decision.pauseReason)
-            }
-        default:
-            if appHealth.topicAnswered(topic, accepted: passedChecks) {
-                log.info("topic_resumed", ["app": app.name, "topic": topic])
-                reportHealth(app: app.name, topic: topic, healthy: true, reason: nil)
-            }
-            if passedChecks, appHealth.reportSuccess() {
-                reportHealth(app: app.name, healthy: true, reason: nil)
-            }
-        }
-    }
-
-    /// The `app_health` reason when most answers are BadDeviceToken.
-    static let environmentMismatch = "LikelyEnvironmentMismatch"
-
-    private func reportHealth(app: String, topic: String? = nil, healthy: Bool, reason: String?) {
-        metrics.recordHealth(app: app, topic: topic, healthy: healthy)
-        Task { [self] in
-            do {
-                try await maintenance.run { queue in
-                    try queue.reportAppHealth(app: app, topic: topic, healthy: healthy, reason: reason)
-                }
-            } catch {
-                log.warning("app_health_not_written", ["app": app, "error": error])
-            }
-        }
-    }
-
-    private static func describe(_ disposition: Outcome.Disposition) -> String {
-        switch disposition {
-        case .delivered: "delivered"
-        case .failed: "failed"
-        case .expired: "expired"
-        case .retry(let delay, let counts): "retry_in_\(delay)" + (counts ? "" : "_uncounted")
-        }
-    }
-
-    // MARK: Services
-
-    private var record: WorkerRecord {
-        WorkerRecord(
-            id: configuration.workerID, host: ProcessInfo.processInfo.hostName, pid: getpid(), version: PGPushVersion.current,
-            apps: configuration.apps.map(\.name), connections: configuration.apps.reduce(0) { $0 + $1.connections })
-    }
-
-    private func register() async throws {
-        let record = self.record
-        var backoff = Duration.milliseconds(200)
-        while true {
-            do {
-                try await maintenance.run { queue in try queue.register(record) }
-                repeated.recovered("database_unreachable")
-                return
-            } catch {
-                if isStopping { throw error }
-                repeated.warning("database_unreachable", ["retry_in": backoff, "error": error])
-                await stopRequested.wait(timeout: backoff)
-                backoff = min(backoff * 2, .seconds(5))
-            }
-        }
-    }
-
-    /// The worker's background duties: heartbeat (with the queue depth for
-    /// /metrics) every 5 s, lease renewal every third of a lease, rescue of
-    /// dead workers' rows every half lease, history partitions created ahead every 10
-    /// minutes, pruning every 10 minutes when configured. Lease renewal and heartbeat go on while draining.
-    private func maintain() async {
-        var duties = PeriodicDuties()
-        duties.add("heartbeat", every: .seconds(5), whileDraining: true) { await self.heartbeat() }
-        duties.add("lease renewal", every: configuration.lease / 3, whileDraining: true, firstRunNow: false) {
-            await self.renewLeases()
-        }
-        duties.add("rescue", every: configuration.lease / 2) { await self.rescueExpiredLeases() }
-        duties.add("history partitions", every: Self.pruneEvery) { await self.createHistoryPartitions() }
-        if let retention = configuration.pruneAfter {
-            duties.add("prune", every: Self.pruneEvery) { await self.prune(olderThan: retention) }
-        }
-        while !isStopping || !inFlight.isEmpty {
-            let wait = await duties.runDue(draining: isStopping)
-            if isStopping {
-                try? await Task.sleep(for: min(wait, .milliseconds(200)))
-            } else {
-                await stopRequested.wait(timeout: wait)
-            }
-        }
-    }
-
-    private func heartbeat() async {
-        let totals = statistics
-        let record = self.record
-        let apps = configuration.apps.map(\.name)
-        let since = finishedRowsSince.withLock { $0 }
-        do {
-            let (depth, unserved, finished, registeredAgain) = try await maintenance.run { queue in
-                // A deleted row would leave the worker invisible to status and to the rescue of
-                // dead workers' rows, for as long as it runs.
-                let registeredAgain = try !queue.heartbeat(totals)
-                if registeredAgain {
-                    try queue.register(record)
-                    _ = try queue.heartbeat(totals)
-                }
-                return (try queue.queueDepth(), try queue.unservedDue(), try queue.finishedRows(apps: apps, since: since),
-                        registeredAgain)
-            }
-            if registeredAgain { log.warning("worker_registered_again", ["why": "its row in pgpush.workers was gone"]) }
-            metrics.recordQueueDepth(depth, unserved: unserved)
-            metrics.recordFinishedInDatabase(finished.counts)
-            finishedRowsSince.withLock { $0 = finished.upTo }
-            repeated.recovered("heartbeat_failed")
-        } catch {
-            repeated.warning("heartbeat_failed", ["error": error])
-        }
-    }
-
-    private func renewLeases() async {
-        let ids = inFlight.ids
-        guard !ids.isEmpty else { return }
-        let lease = configuration.lease
-        do {
-            _ = try await maintenance.run { queue in try queue.renewLeases(ids: ids, lease: lease) }
-            repeated.recovered("lease_renewal_failed")
-        } catch {
-            repeated.warning("lease_renewal_failed", ["rows": ids.count, "error": error])
-        }
-    }
-
-    private func rescueExpiredLeases() async {
-        let maxAttempts = configuration.rescueMaxAttempts
-        // The rows this worker holds: in flight, then in the writer. A row enters the writer
-        // before it leaves the registry, so read in this order it is in one reading or both.
-        let holding = inFlight.ids + writer.unwrittenIDs
-        do {
-            let rescued = try await maintenance.run { queue in
-                try queue.rescueExpiredLeases(maxAttempts: maxAttempts, holding: holding)
-            }
-            repeated.recovered("rescue_failed")
-            if rescued > 0 {
-                log.info("leases_rescued", ["rows": rescued])
-                claimLoops.values.forEach { $0.rowsMayBeWaiting() }
-            }
-        } catch {
-            repeated.warning("rescue_failed", ["error": error])
-        }
-    }
-
-    /// Partitions ready ahead of the newest id, whether or not this worker prunes: without
-    /// them new rows go to the default partition, the one retired row by row.
-    private func createHistoryPartitions() async {
-        do {
-            if let created = try await maintenance.run({ queue in try queue.createHistoryPartitions(onlyIfLeader: true) }),
-               created > 0 {
-                log.info("history_partitions_created", ["partitions": created])
-            }
-        } catch {
-            log.warning("history_partitions_failed", ["error": error])
-        }
-    }
-
-    private func prune(olderThan retention: Duration) async {
-        do {
-            if let deleted = try await maintenance.run({ queue in try queue.prune(olderThan: retention, onlyIfLeader: true) }),
-               deleted > 0 {
-                log.info("pruned", ["rows": deleted])
-            }
-        } catch {
-            log.warning("prune_failed", ["error": error])
-        }
-    }
 }
 
 /// The version written to `pgpush.workers` and printed by `pgpush --version`.
 public enum PGPushVersion {
-    public static let current = "0.1.0"
+    public static let current = "0.3.0"
 }

@@ -1,0 +1,258 @@
+import Foundation
+import PGPushCore
+import Postgres
+
+/// A setting is missing or wrong; the message names it.
+public struct ConfigurationError: Error, CustomStringConvertible, Sendable, Equatable {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// The JSON configuration file. Keys are snake_case in the file
+/// (`database_url`, `key_file`, `rate_per_connection`, …).
+struct ConfigurationFile: Decodable {
+    var databaseUrl: String?
+    var leaseSeconds: Int?
+    var drainSeconds: Int?
+    var apps: [FileApp]?
+
+    static func read(path: String) throws(ConfigurationError) -> ConfigurationFile {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ConfigurationError("cannot read the configuration file \(path)")
+        }
+        return try decode(data, source: path)
+    }
+
+    static func decode(_ data: Data, source: String) throws(ConfigurationError) -> ConfigurationFile {
+        do {
+            let decoder = JSONDecoder()
+            decoder.keyDecodingStrategy = .convertFromSnakeCase
+            return try decoder.decode(ConfigurationFile.self, from: data)
+        } catch {
+            throw ConfigurationError("configuration file \(source) is not valid: \(Self.explain(error))")
+        }
+    }
+
+    private static func explain(_ error: any Error) -> String {
+        switch error {
+        case DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context),
+             DecodingError.keyNotFound(_, let context), DecodingError.dataCorrupted(let context):
+            let path = context.codingPath.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
+            return (path.isEmpty ? "" : "at \(path): ") + context.debugDescription
+        default:
+            return String(describing: error)
+        }
+    }
+}
+
+struct FileApp: Decodable {
+    var name: String
+    var topic: String?
+    var environment: String?
+    var apnsUrl: String?
+    var caFile: String?
+    var teamId: String?
+    var keyId: String?
+    var keyFile: String?
+    var certFile: String?
+    var certPassword: String?
+    var connections: Int?
+    var ratePerConnection: Int?
+    var retry: FileRetry?
+    var skipKnownInvalidTokens: Bool?
+
+    init(name: String) { self.name = name }
+
+    /// One retry setting given as text (a flag or an environment variable).
+    mutating func setRetry(_ setting: RetrySetting, text: String) throws(ConfigurationError) {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        var retry = self.retry ?? FileRetry()
+        switch setting.allowed {
+        case .count(_, let field):
+            guard let value = Int(trimmed) else { throw setting.refused("\"\(text)\"", app: name) }
+            retry[keyPath: field] = Double(value)
+        case .seconds(let field):
+            guard let value = Double(trimmed), value.isFinite else { throw setting.refused("\"\(text)\"", app: name) }
+            retry[keyPath: field] = value
+        }
+        self.retry = retry
+    }
+
+    func validated() throws(ConfigurationError) -> AppConfiguration {
+        let label = "app \"\(name)\""
+        guard !name.isEmpty else { throw ConfigurationError("an app has an empty name") }
+        guard let topic, !topic.isEmpty else {
+            throw ConfigurationError("\(label): the bundle id is missing (PGPUSH_TOPIC, or \"topic\" in the file)")
+        }
+        let environment: AppConfiguration.Environment
+        switch self.environment ?? "production" {
+        case "production": environment = .production
+        case "development", "sandbox": environment = .development
+        case let other: throw ConfigurationError("\(label): PGPUSH_APNS_ENV must be production or development, got \"\(other)\"")
+        }
+        let tokenParts = [teamId, keyId, keyFile].compactMap { $0 }
+        let authentication: AppConfiguration.Authentication
+        switch (tokenParts.count, certFile) {
+        case (3, nil):
+            authentication = .token(teamID: teamId ?? "", keyID: keyId ?? "", keyFile: keyFile ?? "")
+        case (0, let certificate?):
+            authentication = .certificate(file: certificate, password: certPassword)
+        case (0, nil):
+            throw ConfigurationError("\(label): no credentials: set PGPUSH_TEAM_ID, PGPUSH_KEY_ID and PGPUSH_KEY_FILE "
+                                     + "(token auth) or PGPUSH_CERT_FILE (certificate auth)")
+        case (_, nil):
+            throw ConfigurationError("\(label): token auth needs all of PGPUSH_TEAM_ID, PGPUSH_KEY_ID and PGPUSH_KEY_FILE")
+        default:
+            throw ConfigurationError("\(label): choose token auth (PGPUSH_KEY_FILE) or certificate auth (PGPUSH_CERT_FILE), not both")
+        }
+        let connections = self.connections ?? 4
+        guard (1...64).contains(connections) else {
+            throw ConfigurationError("\(label): PGPUSH_CONNECTIONS must be between 1 and 64, got \(connections)")
+        }
+        let rate = ratePerConnection ?? 100
+        guard rate >= 0 else { throw ConfigurationError("\(label): PGPUSH_RATE_PER_CONNECTION must be ≥ 0") }
+        if let apnsUrl, !apnsUrl.hasPrefix("https://") {
+            throw ConfigurationError("\(label): PGPUSH_APNS_URL must start with https:// (TLS is always on), got \"\(apnsUrl)\"")
+        }
+        return AppConfiguration(name: name, bundleID: topic, environment: environment, apnsURL: apnsUrl, caFile: caFile,
+                                authentication: authentication, connections: connections, ratePerConnection: rate,
+                                retry: try (retry ?? FileRetry()).validated(app: name),
+                                skipKnownInvalidTokens: skipKnownInvalidTokens ?? true)
+    }
+}
+
+/// `"retry"` of one app in the file; flags and environment variables fill in the same fields.
+/// The counts are read as numbers too, so that 2.5 gets the setting's own message rather
+/// than the decoder's.
+struct FileRetry: Decodable {
+    var serverErrors: Double?
+    var delayMinSeconds: Double?
+    var delayMaxSeconds: Double?
+    var tooManyRequestsBaseSeconds: Double?
+    var tooManyRequestsMaxDelaySeconds: Double?
+    var tooManyRequestsMaxAttempts: Double?
+
+    /// The settings given, over the defaults, each checked against its range and the
+    /// pairs against each other (minimum ≤ maximum).
+    func validated(app: String) throws(ConfigurationError) -> RetryConfiguration {
+        var retry = RetryConfiguration.default
+        func count(_ setting: RetrySetting, default value: Int) throws(ConfigurationError) -> Int {
+            guard case .count(let range, let field) = setting.allowed, let given = self[keyPath: field] else { return value }
+            guard given.isFinite, given == given.rounded(), Double(range.lowerBound) <= given, given <= Double(range.upperBound) else {
+                throw setting.refused(RetrySetting.format(given), app: app)
+            }
+            return Int(given)
+        }
+        func seconds(_ setting: RetrySetting, default value: Duration) throws(ConfigurationError) -> Duration {
+            guard case .seconds(let field) = setting.allowed, let given = self[keyPath: field] else { return value }
+            // Checked before the conversion, which traps on values past Int64; nanosecond
+            // precision, and a value that rounds to 0 ns counts as 0.
+            guard given.isFinite, given > 0, given <= RetrySetting.longestDelaySeconds else {
+                throw setting.refused(RetrySetting.format(given), app: app)
+            }
+            let nanoseconds = Int64((given * 1e9).rounded())
+            guard nanoseconds > 0 else { throw setting.refused(RetrySetting.format(given), app: app) }
+            return .nanoseconds(nanoseconds)
+        }
+        retry.serverErrorRetries = try count(.serverErrors, default: retry.serverErrorRetries)
+        retry.tooManyRequestsMaximumAttempts = try count(.tooManyRequestsMaxAttempts, default: retry.tooManyRequestsMaximumAttempts)
+        let minimum = try seconds(.delayMinSeconds, default: retry.serverErrorDelay.lowerBound)
+        let maximum = try seconds(.delayMaxSeconds, default: retry.serverErrorDelay.upperBound)
+        guard minimum <= maximum else {
+            throw ConfigurationError("app \"\(app)\": \(RetrySetting.delayMinSeconds.name) must not exceed "
+                                     + "\(RetrySetting.delayMaxSeconds.name): \(RetrySetting.format(minimum)) > \(RetrySetting.format(maximum))")
+        }
+        retry.serverErrorDelay = minimum ... maximum
+        retry.tooManyRequestsBaseDelay = try seconds(.tooManyRequestsBaseSeconds, default: retry.tooManyRequestsBaseDelay)
+        retry.tooManyRequestsMaximumDelay = try seconds(.tooManyRequestsMaxDelaySeconds, default: retry.tooManyRequestsMaximumDelay)
+        guard retry.tooManyRequestsBaseDelay <= retry.tooManyRequestsMaximumDelay else {
+            throw ConfigurationError("app \"\(app)\": \(RetrySetting.tooManyRequestsMaxDelaySeconds.name) must be at least "
+                                     + "\(RetrySetting.tooManyRequestsBaseSeconds.name): "
+                                     + "\(RetrySetting.format(retry.tooManyRequestsMaximumDelay)) < \(RetrySetting.format(retry.tooManyRequestsBaseDelay))")
+        }
+        return retry
+    }
+}
+
+/// The per-app retry settings: flag, environment variable, key in the file's `"retry"`, allowed values.
+enum RetrySetting: CaseIterable {
+    case serverErrors, delayMinSeconds, delayMaxSeconds
+    case tooManyRequestsBaseSeconds, tooManyRequestsMaxDelaySeconds, tooManyRequestsMaxAttempts
+
+    /// The values allowed, and where they go.
+    enum Allowed {
+        /// A whole number in the range.
+        case count(ClosedRange<Int>, WritableKeyPath<FileRetry, Double?>)
+        /// Decimal seconds, more than 0 and at most `longestDelaySeconds`.
+        case seconds(WritableKeyPath<FileRetry, Double?>)
+    }
+
+    /// No retry waits longer than an hour; the bound also keeps every value far from
+    /// where the conversion to whole nanoseconds overflows.
+    static let longestDelaySeconds = 3600.0
+
+    var flag: String {
+        switch self {
+        case .serverErrors: "retry-server-errors"
+        case .delayMinSeconds: "retry-delay-min-seconds"
+        case .delayMaxSeconds: "retry-delay-max-seconds"
+        case .tooManyRequestsBaseSeconds: "retry-429-base-seconds"
+        case .tooManyRequestsMaxDelaySeconds: "retry-429-max-delay-seconds"
+        case .tooManyRequestsMaxAttempts: "retry-429-max-attempts"
+        }
+    }
+
+    var variable: String {
+        switch self {
+        case .serverErrors: "PGPUSH_RETRY_SERVER_ERRORS"
+        case .delayMinSeconds: "PGPUSH_RETRY_DELAY_MIN_SECONDS"
+        case .delayMaxSeconds: "PGPUSH_RETRY_DELAY_MAX_SECONDS"
+        case .tooManyRequestsBaseSeconds: "PGPUSH_RETRY_429_BASE_SECONDS"
+        case .tooManyRequestsMaxDelaySeconds: "PGPUSH_RETRY_429_MAX_DELAY_SECONDS"
+        case .tooManyRequestsMaxAttempts: "PGPUSH_RETRY_429_MAX_ATTEMPTS"
+        }
+    }
+
+    var fileKey: String {
+        switch self {
+        case .serverErrors: "server_errors"
+        case .delayMinSeconds: "delay_min_seconds"
+        case .delayMaxSeconds: "delay_max_seconds"
+        case .tooManyRequestsBaseSeconds: "too_many_requests_base_seconds"
+        case .tooManyRequestsMaxDelaySeconds: "too_many_requests_max_delay_seconds"
+        case .tooManyRequestsMaxAttempts: "too_many_requests_max_attempts"
+        }
+    }
+
+    var allowed: Allowed {
+        switch self {
+        case .serverErrors: .count(0...20, \.serverErrors)
+        case .delayMinSeconds: .seconds(\.delayMinSeconds)
+        case .delayMaxSeconds: .seconds(\.delayMaxSeconds)
+        case .tooManyRequestsBaseSeconds: .seconds(\.tooManyRequestsBaseSeconds)
+        case .tooManyRequestsMaxDelaySeconds: .seconds(\.tooManyRequestsMaxDelaySeconds)
+        case .tooManyRequestsMaxAttempts: .count(1...100, \.tooManyRequestsMaxAttempts)
+        }
+    }
+
+    /// How error messages name the setting: its variable and its key in the file.
+    var name: String { "\(variable) (retry.\(fileKey) in the file)" }
+
+    /// The setting's value is not allowed: the message names it and the allowed values.
+    func refused(_ value: String, app: String) -> ConfigurationError {
+        let allowedValues = switch allowed {
+        case .count(let range, _): "a whole number from \(range.lowerBound) to \(range.upperBound)"
+        case .seconds: "a number of seconds more than 0 and at most \(Self.format(Self.longestDelaySeconds))"
+        }
+        return ConfigurationError("app \"\(app)\": \(name) must be \(allowedValues), got \(value)")
+    }
+
+    static func format(_ seconds: Double) -> String {
+        seconds == seconds.rounded() && abs(seconds) < 1e15 ? String(Int64(seconds)) : String(seconds)
+    }
+
+    static func format(_ duration: Duration) -> String {
+        let (seconds, attoseconds) = duration.components
+        return format(Double(seconds) + Double(attoseconds) / 1e18) + " s"
+    }
+}

@@ -1,0 +1,75 @@
+import Foundation
+import Locking
+import PGPushCore
+import PushQueue
+import Synchronization
+
+/// The claim loop: one per app, claiming what there is room for, when `ClaimSchedule` says.
+extension Worker {
+    func dispatch(_ app: AppConfiguration) async {
+        guard let sender = senders[app.name], let loop = claimLoops[app.name], let health = health[app.name] else { return }
+        let target = Self.inFlightTarget(of: sender)
+        var backoff = Duration.milliseconds(100)
+        await withDiscardingTaskGroup { group in
+            while !isStopping {
+                if case .paused(let until) = health.phase {
+                    await loop.doorbell.wait(timeout: ContinuousClock.now.duration(to: until))
+                    // The rows the pause held back are due when it ends.
+                    loop.schedule.withLock { $0.rowsMayBeWaiting() }
+                    continue
+                }
+                let room = { [inFlight] in
+                    Self.claimLimit(health.phase, target: target, inFlight: inFlight.count(app: app.name))
+                }
+                guard let limit = room() else {
+                    await loop.waitForRoom(timeout: configuration.pollInterval) { room() != nil }
+                    continue
+                }
+                switch loop.schedule.withLock({ $0.next(at: .now) }) {
+                case .claim:
+                    break
+                case .wait(let until, let wakeEarly):
+                    let wait = ContinuousClock.now.duration(to: until)
+                    // Sleeping through rings (the stop latch, not the doorbell) is what lets a
+                    // burst of NOTIFYs share one claim.
+                    if wakeEarly { await loop.doorbell.wait(timeout: wait) } else { await stopRequested.wait(timeout: wait) }
+                    continue
+                }
+                let batch = min(limit, Self.largestClaim)
+                let result: ClaimResult
+                loop.schedule.withLock { $0.claimStarted(at: .now) }
+                do {
+                    result = try await claims.run { [configuration] queue in
+                        try queue.claim(app: app.name, limit: batch, lease: configuration.lease,
+                                        skipKnownInvalidTokens: app.skipKnownInvalidTokens)
+                    }
+                    backoff = .milliseconds(100)
+                    repeated.recovered("claim_failed", key: app.name)
+                } catch {
+                    loop.schedule.withLock { $0.claimFailed() }
+                    repeated.warning("claim_failed", key: app.name, ["app": app.name, "retry_in": backoff, "error": error])
+                    // The stop latch, not the doorbell: every NOTIFY rings the doorbell, and a
+                    // backoff that ends at each ring is no backoff in an outage.
+                    await stopRequested.wait(timeout: backoff)
+                    backoff = min(backoff * 2, .seconds(5))
+                    continue
+                }
+                let taken = result.claimed.count + result.expiredIDs.count + result.knownInvalidIDs.count
+                loop.schedule.withLock { $0.claimEnded(taken: taken, asked: batch) }
+                if !result.expiredIDs.isEmpty {
+                    log.info("expired_before_send", ["app": app.name, "count": result.expiredIDs.count])
+                    metrics.recordExpiredAtClaim(app: app.name, count: result.expiredIDs.count)
+                }
+                if !result.knownInvalidIDs.isEmpty {
+                    log.info("known_invalid_tokens_skipped", ["app": app.name, "count": result.knownInvalidIDs.count,
+                                                               "why": "APNs answered Unregistered or ExpiredToken for them before"])
+                    metrics.recordKnownInvalid(app: app.name, count: result.knownInvalidIDs.count)
+                }
+                inFlight.add(result.claimed, app: app.name)
+                for row in result.claimed {
+                    group.addTask { [self] in await deliver(row, app: app, sender: sender) }
+                }
+            }
+        }
+    }
+}

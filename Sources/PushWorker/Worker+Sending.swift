@@ -1,0 +1,158 @@
+import Foundation
+import Locking
+import PGPushCore
+import PushQueue
+import Synchronization
+
+/// One row from claim to outcome: validate, admit (app and topic health), send, decide, record.
+extension Worker {
+    /// Rows in flight per app: a second's worth at the cap, never more than the
+    /// connections carry (a high or no cap must not claim a whole backlog).
+    static func inFlightTarget(of sender: any NotificationSender) -> Int {
+        let carried = max(sender.connections, 1) * inFlightPerConnection
+        return min(sender.requestsPerSecond.map { max($0, 1) } ?? carried, carried)
+    }
+
+    /// Small top-ups cost a database round trip each: a claim waits until a quarter of the
+    /// window (at most 100 rows) is free, or nothing is in flight.
+    static func smallestClaim(target: Int) -> Int { max(1, min(target / 4, 100)) }
+
+    /// How many rows the claim loop may claim now, or nil to wait for room: a probing app
+    /// sends one row alone, a paused one none.
+    static func claimLimit(_ phase: AppHealth.Phase, target: Int, inFlight: Int) -> Int? {
+        let limit: Int
+        switch phase {
+        case .healthy: limit = target - inFlight
+        case .probing: limit = inFlight == 0 ? 1 : 0
+        case .paused: return nil
+        }
+        return limit >= smallestClaim(target: target) || (limit > 0 && inFlight == 0) ? limit : nil
+    }
+
+    func deliver(_ row: ClaimedNotification, app: AppConfiguration, sender: any NotificationSender) async {
+        defer {
+            let remaining = inFlight.remove(row.id)
+            let target = Self.inFlightTarget(of: sender)
+            // Wakes the claim loop only if it waits for room and now has it, or nothing is left
+            // in flight (a probing app, a drain): a wake-up per row cost a timer and a claim per row.
+            claimLoops[app.name]?.sendFinished(roomNow: remaining == 0 || target - remaining >= Self.smallestClaim(target: target))
+        }
+        if isStopping {
+            writer.add(.released(row))
+            return
+        }
+        let request: APNsRequest
+        do {
+            request = try row.notification.validated(bundleID: app.bundleID, authentication: sender.authenticationMethod)
+        } catch {
+            let outcome = OutcomeDecider(retry: app.retry).rejected(row, error)
+            writer.add(outcome)
+            metrics.recordOutcome(app: app.name, outcome)
+            counters.withLock { $0.failed += 1 }
+            log.info("notification_rejected", ["id": row.id, "app": app.name, "reason": error.reason.rawValue,
+                                               "detail": error.message])
+            return
+        }
+        if let wait = await health[app.name]?.admit(topic: request.topic) {
+            // Its topic is paused: back to the queue unsent and uncounted, last answer kept.
+            put(Outcome(id: row.id, claimCount: row.claimCount, disposition: .retry(after: wait, countsAsAttempt: false)), app: app)
+            return
+        }
+        let result = await sender.send(request)
+        metrics.recordLatency(result.latency)
+        let decision = random.withLock { OutcomeDecider(retry: app.retry).decide(row, result, using: &$0) }
+        put(decision.outcome, app: app)
+        metrics.recordOutcome(app: app.name, decision.outcome)
+        record(decision, row: row, topic: request.topic, app: app)
+    }
+
+    /// Hands an outcome to the writer; a row put back is claimed again when it comes due
+    /// (its `send_after` is written within one flush interval).
+    func put(_ outcome: Outcome, app: AppConfiguration) {
+        writer.add(outcome)
+        if case .retry(let delay, _) = outcome.disposition {
+            claimLoops[app.name]?.retryComesDue(at: .now + delay + configuration.flushInterval)
+        }
+    }
+
+    func record(_ decision: OutcomeDecider.Decision, row: ClaimedNotification, topic: String, app: AppConfiguration) {
+        let outcome = decision.outcome
+        counters.withLock { counters in
+            counters.sent += 1
+            switch outcome.disposition {
+            case .delivered: counters.delivered += 1
+            case .failed, .expired: counters.failed += 1
+            case .retry: counters.retried += 1
+            }
+        }
+        if outcome.recordsError {
+            let recipient = row.notification.channelID.map { ("channel", $0) } ?? ("token", row.notification.deviceToken)
+            log.info("apns_error", ["id": row.id, "app": app.name, recipient.0: recipient.1,
+                                    "status": outcome.httpStatus.map(String.init) ?? "none",
+                                    "reason": outcome.reason ?? "none", "outcome": Self.describe(outcome.disposition)])
+        }
+        guard let appHealth = health[app.name] else { return }
+        if outcome.httpStatus != nil {
+            switch appHealth.recordAnswer(reason: outcome.disposition == .delivered ? nil : outcome.reason) {
+            case .suspected:
+                log.error("environment_mismatch_suspected", [
+                    "app": app.name, "environment": app.environment.rawValue,
+                    "why": "most recent answers are BadDeviceToken: tokens may belong to the other APNs environment"])
+                reportHealth(app: app.name, healthy: false, reason: Self.environmentMismatch)
+            case .cleared:
+                reportHealth(app: app.name, healthy: true, reason: nil)
+            case .unchanged:
+                break
+            }
+        }
+        // An answer APNs gave past its credential checks proves the app's credentials and,
+        // unless it refused the topic, the topic.
+        let passedChecks = outcome.httpStatus.map { (200..<500).contains($0) } ?? false
+        switch decision.action {
+        case .pause(.topic):
+            if let pause = appHealth.reportProblem(topic: topic) {
+                log.error("topic_paused", ["app": app.name, "topic": topic, "reason": decision.pauseReason ?? "", "retry_in": pause])
+                reportHealth(app: app.name, topic: topic, healthy: false, reason: decision.pauseReason)
+            }
+        case .pause(.app):
+            _ = appHealth.topicAnswered(topic, accepted: false)
+            if let pause = appHealth.reportProblem() {
+                log.error("app_paused", ["app": app.name, "reason": decision.pauseReason ?? "", "retry_in": pause])
+                reportHealth(app: app.name, healthy: false, reason: decision.pauseReason)
+            }
+        default:
+            if appHealth.topicAnswered(topic, accepted: passedChecks) {
+                log.info("topic_resumed", ["app": app.name, "topic": topic])
+                reportHealth(app: app.name, topic: topic, healthy: true, reason: nil)
+            }
+            if passedChecks, appHealth.reportSuccess() {
+                reportHealth(app: app.name, healthy: true, reason: nil)
+            }
+        }
+    }
+
+    /// The `app_health` reason when most answers are BadDeviceToken.
+    static let environmentMismatch = "LikelyEnvironmentMismatch"
+
+    func reportHealth(app: String, topic: String? = nil, healthy: Bool, reason: String?) {
+        metrics.recordHealth(app: app, topic: topic, healthy: healthy)
+        Task { [self] in
+            do {
+                try await maintenance.run { queue in
+                    try queue.reportAppHealth(app: app, topic: topic, healthy: healthy, reason: reason)
+                }
+            } catch {
+                log.warning("app_health_not_written", ["app": app, "error": error])
+            }
+        }
+    }
+
+    static func describe(_ disposition: Outcome.Disposition) -> String {
+        switch disposition {
+        case .delivered: "delivered"
+        case .failed: "failed"
+        case .expired: "expired"
+        case .retry(let delay, let counts): "retry_in_\(delay)" + (counts ? "" : "_uncounted")
+        }
+    }
+}
