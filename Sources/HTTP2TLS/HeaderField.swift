@@ -1,6 +1,8 @@
 /// One HTTP header field. `neverIndex` asks HPACK never to add it to a compression table
 /// (RFC 7541 §7.1.3), for values such as bearer tokens that an attacker could probe.
-public struct HeaderField: Sendable, Hashable {
+///
+/// Its description leaves out an `authorization` value, so credentials never reach a log line.
+public struct HeaderField: Sendable, Hashable, CustomStringConvertible {
     public var name: String
     public var value: String
     public var neverIndex: Bool
@@ -9,6 +11,10 @@ public struct HeaderField: Sendable, Hashable {
         self.name = name
         self.value = value
         self.neverIndex = neverIndex
+    }
+
+    public var description: String {
+        name.lowercased() == "authorization" ? "\(name): <redacted>" : "\(name): \(value)"
     }
 }
 
