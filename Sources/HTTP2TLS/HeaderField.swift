@@ -1,7 +1,8 @@
 /// One HTTP header field. `neverIndex` asks HPACK never to add it to a compression table
 /// (RFC 7541 §7.1.3), for values such as bearer tokens that an attacker could probe.
 ///
-/// Its description leaves out an `authorization` value, so credentials never reach a log line.
+/// Its description leaves out an `authorization` value, so credentials never reach a log line,
+/// and shows the never-index flag, which decides how the field is compressed.
 public struct HeaderField: Sendable, Hashable, CustomStringConvertible {
     public var name: String
     public var value: String
@@ -14,7 +15,8 @@ public struct HeaderField: Sendable, Hashable, CustomStringConvertible {
     }
 
     public var description: String {
-        name.lowercased() == "authorization" ? "\(name): <redacted>" : "\(name): \(value)"
+        let shown = name.lowercased() == "authorization" ? "<redacted>" : value
+        return neverIndex ? "\(name): \(shown) (never indexed)" : "\(name): \(shown)"
     }
 }
 
