@@ -115,7 +115,8 @@ public final class APNsClient: Sendable {
             let (lease, token) = granted
             // Built once the connection is granted, with the token read for it: a request
             // that waited through a renewal never carries the token that was refused.
-            let wireRequest = http2Request(for: request, token: token)
+            let wireRequest = APNsWireRequest.make(for: request, authority: configuration.endpoint.authority,
+                                                   providerToken: token, timeout: configuration.requestTimeout)
             let outcome: Result<HTTP2Response, RequestFailure>
             do throws(RequestFailure) {
                 outcome = .success(try await lease.connection.send(wireRequest))
@@ -239,16 +240,6 @@ public final class APNsClient: Sendable {
         return DeliveryFailure(
             processing: .notProcessed, cause: .couldNotConnect,
             detail: "no connection to \(configuration.endpoint) within \(configuration.requestTimeout)\(why)")
-    }
-
-    private func http2Request(for request: APNsRequest, token: ProviderToken?) -> HTTP2Request {
-        let endpoint = configuration.endpoint
-        // The transport writes the pseudo-headers itself from method, path and authority.
-        let fields = request.headerFields(authority: endpoint.authority, providerToken: token?.jwt)
-            .filter { !$0.name.hasPrefix(":") }
-            .map { HTTP2TLS.HeaderField($0.name, $0.value, neverIndex: $0.neverIndex) }
-        return HTTP2Request(method: "POST", path: request.path, authority: endpoint.authority, headers: fields,
-                            body: request.body, timeout: configuration.requestTimeout)
     }
 
     private func deliveryFailure(from failure: RequestFailure) -> DeliveryFailure {

@@ -123,16 +123,16 @@ public final class ChannelManagementClient: Sendable {
     }
 
     private func send(_ method: String, path: String, channelID: String?, body: [UInt8]) async -> Result<HTTP2Response, Lost> {
-        var headers: [HTTP2TLS.HeaderField] = [HTTP2TLS.HeaderField("apns-request-id", UUID().uuidString.lowercased())]
+        var headers = [HeaderField("apns-request-id", UUID().uuidString.lowercased())]
         if case .token(let cache) = authentication {
             do {
-                headers.append(HTTP2TLS.HeaderField("authorization", "bearer \(try cache.currentToken().jwt)", neverIndex: true))
+                headers.append(HeaderField("authorization", try cache.currentToken().authorizationHeader, neverIndex: true))
             } catch {
                 return .failure(Lost(answer: .unsignable, detail: error.description))
             }
         }
-        if let channelID { headers.append(HTTP2TLS.HeaderField("apns-channel-id", channelID)) }
-        if !body.isEmpty { headers.append(HTTP2TLS.HeaderField("content-type", "application/json")) }
+        if let channelID { headers.append(HeaderField("apns-channel-id", channelID)) }
+        if !body.isEmpty { headers.append(HeaderField("content-type", "application/json")) }
         let open: HTTP2ClientConnection
         if let existing = connection.withLock({ $0 }) {
             open = existing

@@ -55,7 +55,7 @@ public enum BroadcastRules {
 
     /// Headers and body of a broadcast, in the order APNs reports them: channel, push type,
     /// priority, expiration, payload. Whether the channel exists is the registry's to say.
-    public static func checkBroadcast(headers: [HTTP2TLS.HeaderField], body: [UInt8]) -> Result<Broadcast, SimulatorAnswer> {
+    public static func checkBroadcast(headers: [HeaderField], body: [UInt8]) -> Result<Broadcast, SimulatorAnswer> {
         let channelID: String
         switch checkChannelHeader(headers) {
         case .success(let id): channelID = id
@@ -79,7 +79,7 @@ public enum BroadcastRules {
     }
 
     /// The `apns-channel-id` header: present, and base64.
-    public static func checkChannelHeader(_ headers: [HTTP2TLS.HeaderField]) -> Result<String, SimulatorAnswer> {
+    public static func checkChannelHeader(_ headers: [HeaderField]) -> Result<String, SimulatorAnswer> {
         guard let channelID = headers.value(of: "apns-channel-id"), !channelID.isEmpty else {
             return .failure(SimulatorAnswer(.missingChannelID))
         }

@@ -38,7 +38,7 @@ struct ChannelRegistry {
     }
 
     /// Carries out a management request whose route and credentials passed.
-    mutating func manage(_ route: BroadcastRules.Route, headers: [HTTP2TLS.HeaderField], body: [UInt8]) -> SimulatorAnswer {
+    mutating func manage(_ route: BroadcastRules.Route, headers: [HeaderField], body: [UInt8]) -> SimulatorAnswer {
         guard broadcastEnabled else { return SimulatorAnswer(.featureNotEnabled) }
         switch route {
         case .broadcast:

@@ -22,7 +22,7 @@ public enum RequestRules {
     }
 
     /// Checks headers, token and payload of a request whose route and credentials passed.
-    public static func checkContent(rawToken: String, headers: [HTTP2TLS.HeaderField], body: [UInt8],
+    public static func checkContent(rawToken: String, headers: [HeaderField], body: [UInt8],
                                     topics: TopicPolicy) -> Result<AcceptedRequest, SimulatorAnswer> {
         var seen = Set<String>()
         for field in headers {

@@ -4,7 +4,7 @@ import HTTP2TLS
 /// and carried out after it is released.
 struct SimulatorDecision: Sendable {
     enum Step: Sendable {
-        case respond(status: Int, headers: [HTTP2TLS.HeaderField], body: [UInt8], after: Duration)
+        case respond(status: Int, headers: [HeaderField], body: [UInt8], after: Duration)
         case refuse
         case drop
         /// Nothing for the stream itself: the GOAWAY sent with this decision leaves it out,

@@ -122,24 +122,24 @@ struct SimulatorState {
 
         recorder.processed(apnsID: apnsID)
         recorder.answered(answer, apnsID: apnsID)
-        var headers: [HTTP2TLS.HeaderField]
+        var headers: [HeaderField]
         if BroadcastRules.route(method: request.method, path: request.path) != nil {
             // Broadcasts and channel requests echo (or make up) `apns-request-id`; every
             // broadcast answer carries an `apns-unique-id`, in production too.
-            headers = [HTTP2TLS.HeaderField("apns-request-id",
+            headers = [HeaderField("apns-request-id",
                                             request.headers.value(of: "apns-request-id") ?? UUID().uuidString.lowercased())]
             if environment == .development || request.path.hasPrefix(BroadcastRules.broadcastPathPrefix) {
-                headers.append(HTTP2TLS.HeaderField("apns-unique-id", UUID().uuidString.lowercased()))
+                headers.append(HeaderField("apns-unique-id", UUID().uuidString.lowercased()))
             }
         } else {
-            headers = [HTTP2TLS.HeaderField("apns-id", apnsID ?? UUID().uuidString.lowercased())]
+            headers = [HeaderField("apns-id", apnsID ?? UUID().uuidString.lowercased())]
             // The sandbox adds a fresh id to every answer, errors included; production never does.
             if environment == .development {
-                headers.append(HTTP2TLS.HeaderField("apns-unique-id", UUID().uuidString.lowercased()))
+                headers.append(HeaderField("apns-unique-id", UUID().uuidString.lowercased()))
             }
         }
-        for (name, value) in answer.headers.sorted(by: { $0.key < $1.key }) { headers.append(HTTP2TLS.HeaderField(name, value)) }
-        if !answer.body.isEmpty { headers.append(HTTP2TLS.HeaderField("content-type", "application/json")) }
+        for (name, value) in answer.headers.sorted(by: { $0.key < $1.key }) { headers.append(HeaderField(name, value)) }
+        if !answer.body.isEmpty { headers.append(HeaderField("content-type", "application/json")) }
         let step = SimulatorDecision.Step.respond(status: answer.status, headers: headers, body: answer.body,
                                                   after: faults.latency())
         return logged(SimulatorDecision(step: step, goAway: goAway, raiseStreamLimit: raiseStreamLimit),

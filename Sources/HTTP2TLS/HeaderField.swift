@@ -1,6 +1,9 @@
 /// One HTTP header field. `neverIndex` asks HPACK never to add it to a compression table
 /// (RFC 7541 §7.1.3), for values such as bearer tokens that an attacker could probe.
-public struct HeaderField: Sendable, Hashable {
+///
+/// Its description leaves out an `authorization` value, so credentials never reach a log line,
+/// and shows the never-index flag, which decides how the field is compressed.
+public struct HeaderField: Sendable, Hashable, CustomStringConvertible {
     public var name: String
     public var value: String
     public var neverIndex: Bool
@@ -9,6 +12,11 @@ public struct HeaderField: Sendable, Hashable {
         self.name = name
         self.value = value
         self.neverIndex = neverIndex
+    }
+
+    public var description: String {
+        let shown = name.lowercased() == "authorization" ? "<redacted>" : value
+        return neverIndex ? "\(name): \(shown) (never indexed)" : "\(name): \(shown)"
     }
 }
 

@@ -1,10 +1,15 @@
 import Foundation
 
-/// A validated notification in the shape APNs wants: `POST /3/device/<token>`, or for a
-/// broadcast `POST /4/broadcasts/apps/<bundle id>`, with its headers and compact JSON body.
+/// A validated notification in APNs's terms: who gets it (one device, or a broadcast
+/// channel of the app), its push type, topic, priority, expiration, collapse id and
+/// apns-id, and the compact JSON body. How that is written as an HTTP/2 request is
+/// the APNs client's business.
 ///
-/// The JWT is not part of it: one token is shared by many requests and replaced
-/// every ~50 minutes, so the sender passes it in when building the header list.
+/// A broadcast carries no collapse id (validation refuses one) and always an expiration
+/// and a priority, which APNs requires for it.
+///
+/// The provider token is not part of it: one token is shared by many requests and
+/// replaced every ~50 minutes, so the sender adds it when the request is written.
 public struct APNsRequest: Equatable, Sendable {
     /// Who gets it: one device, or every device subscribed to a broadcast channel.
     public enum Recipient: Equatable, Sendable {
@@ -17,63 +22,14 @@ public struct APNsRequest: Equatable, Sendable {
     public let recipient: Recipient
     public let pushType: PushType
     public let priority: APNsPriority
-    /// The `apns-topic` of a device push; for a broadcast, the bundle id its path names
-    /// (a broadcast carries no `apns-topic`).
+    /// The topic of a device push; for a broadcast, the bundle id of the app whose
+    /// channel it goes to.
     public let topic: String
     public let apnsID: UUID
-    /// Absolute UNIX seconds; nil omits the header (APNs's default storage policy).
+    /// Absolute UNIX seconds, 0 meaning "try once, store nothing"; nil leaves APNs's
+    /// default storage policy.
     public let expiration: Int64?
     public let collapseID: String?
     /// The compact JSON body.
     public let body: [UInt8]
-
-    public var path: String {
-        switch recipient {
-        case .device(let token): "/3/device/\(token.hex)"
-        case .channel: "/4/broadcasts/apps/\(topic)"
-        }
-    }
-
-    /// The complete header list for this request, pseudo-headers first, each
-    /// name once (APNs answers a repeated header with 400 DuplicateHeaders).
-    ///
-    /// `:scheme` and `:authority` are included because RFC 9113 §8.3.1 makes
-    /// `:scheme` mandatory for a request, and a server (nghttp2 included) resets
-    /// a stream without it.
-    ///
-    /// A broadcast names its channel in `apns-channel-id` (never in the path) and carries
-    /// no `apns-topic` or `apns-collapse-id`; APNs requires its expiration and priority,
-    /// which validation always sets for it. Its id header is `apns-request-id`.
-    ///
-    /// - Parameters:
-    ///   - authority: the APNs host (and port when not 443), e.g. `api.push.apple.com`.
-    ///   - providerToken: the JWT for token authentication; nil on a certificate connection.
-    public func headerFields(authority: String, providerToken: String?) -> [HeaderField] {
-        var fields: [HeaderField] = [
-            HeaderField(name: ":method", value: "POST", neverIndex: false),
-            HeaderField(name: ":scheme", value: "https", neverIndex: false),
-            HeaderField(name: ":authority", value: authority, neverIndex: false),
-            HeaderField(name: ":path", value: path, neverIndex: true),
-        ]
-        if let providerToken {
-            fields.append(HeaderField(name: "authorization", value: "bearer \(providerToken)", neverIndex: false))
-        }
-        fields.append(HeaderField(name: "apns-push-type", value: pushType.rawValue, neverIndex: false))
-        // Broadcasts name the request's id `apns-request-id`; the row's apns_id serves as both.
-        let idHeader = if case .channel = recipient { "apns-request-id" } else { "apns-id" }
-        fields.append(HeaderField(name: idHeader, value: apnsID.lowercasedString, neverIndex: true))
-        if let expiration {
-            fields.append(HeaderField(name: "apns-expiration", value: String(expiration), neverIndex: true))
-        }
-        fields.append(HeaderField(name: "apns-priority", value: priority.headerValue, neverIndex: false))
-        if case .channel(let channelID) = recipient {
-            fields.append(HeaderField(name: "apns-channel-id", value: channelID, neverIndex: true))
-            return fields
-        }
-        fields.append(HeaderField(name: "apns-topic", value: topic, neverIndex: false))
-        if let collapseID {
-            fields.append(HeaderField(name: "apns-collapse-id", value: collapseID, neverIndex: true))
-        }
-        return fields
-    }
 }

@@ -1,4 +1,4 @@
-/// A device token as APNs wants it in `:path`: lowercase hex of the bytes the app
+/// A device token as APNs wants it in a device push's URL: lowercase hex of the bytes the app
 /// received at registration.
 ///
 /// The length is deliberately not fixed: 64 hex digits is common, but 108 and 160

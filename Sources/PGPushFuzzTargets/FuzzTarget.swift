@@ -52,9 +52,9 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         let parts = text.components(separatedBy: "\n\n")
         var lines = (parts.first ?? "").split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         let path = lines.isEmpty ? "" : lines.removeFirst()
-        let headers = lines.compactMap { line -> HTTP2TLS.HeaderField? in
+        let headers = lines.compactMap { line -> HeaderField? in
             guard let colon = line.firstIndex(of: ":") else { return nil }
-            return HTTP2TLS.HeaderField(String(line[..<colon]).lowercased(),
+            return HeaderField(String(line[..<colon]).lowercased(),
                                         String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces))
         }
         let body = Array(parts.dropFirst().joined(separator: "\n\n").utf8)

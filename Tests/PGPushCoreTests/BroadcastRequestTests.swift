@@ -2,8 +2,8 @@ import Foundation
 import Testing
 @testable import PGPushCore
 
-/// Channel rows become broadcasts (`/4/broadcasts/apps/<bundle id>` with `apns-channel-id`),
-/// and Live Activity bodies must carry the fields Apple requires, on token and channel rows.
+/// Channel rows become broadcasts to the app's channel (their wire form is in
+/// `APNsWireRequestTests`), and Live Activity bodies must carry the fields Apple requires, on token and channel rows.
 struct BroadcastRequestTests {
     static let channel = "dGhlIGNoYW5uZWw="
     static let apnsID = UUID(uuidString: "0A1B2C3D-4E5F-6A7B-8C9D-0E1F2A3B4C5D")!
@@ -28,34 +28,29 @@ struct BroadcastRequestTests {
         }
     }
 
-    @Test func channelRowGoesToTheBroadcastPathWithItsHeaders() throws {
+    @Test func channelRowBecomesABroadcastToTheAppsChannel() throws {
         let request = try Self.row(priority: 5, expiration: 1_900_000_000)
             .validated(bundleID: "com.example.app", authentication: .token)
-        #expect(request.path == "/4/broadcasts/apps/com.example.app")
-        #expect(request.headerFields(authority: "api.push.apple.com", providerToken: "jwt") == [
-            HeaderField(name: ":method", value: "POST", neverIndex: false),
-            HeaderField(name: ":scheme", value: "https", neverIndex: false),
-            HeaderField(name: ":authority", value: "api.push.apple.com", neverIndex: false),
-            HeaderField(name: ":path", value: "/4/broadcasts/apps/com.example.app", neverIndex: true),
-            HeaderField(name: "authorization", value: "bearer jwt", neverIndex: false),
-            HeaderField(name: "apns-push-type", value: "liveactivity", neverIndex: false),
-            HeaderField(name: "apns-request-id", value: "0a1b2c3d-4e5f-6a7b-8c9d-0e1f2a3b4c5d", neverIndex: true),
-            HeaderField(name: "apns-expiration", value: "1900000000", neverIndex: true),
-            HeaderField(name: "apns-priority", value: "5", neverIndex: false),
-            HeaderField(name: "apns-channel-id", value: Self.channel, neverIndex: true),
-        ])
+        #expect(request.notificationID == 9)
+        #expect(request.recipient == .channel(Self.channel))
+        #expect(request.topic == "com.example.app")
+        #expect(request.pushType == .liveactivity)
+        #expect(request.priority == .powerAware)
+        #expect(request.apnsID == Self.apnsID)
+        #expect(request.expiration == 1_900_000_000)
+        #expect(request.collapseID == nil)
+        #expect(request.body == Array(#"{"aps":{"event":"update","timestamp":1700000000,"content-state":{"score":"1-0"}}}"#.utf8))
     }
 
-    @Test func expirationAndPriorityAreAlwaysSent() throws {
+    @Test func expirationAndPriorityAreAlwaysSet() throws {
         let plain = try Self.row().validated(bundleID: "com.example.app", authentication: .certificate)
         #expect(plain.expiration == 0 && plain.priority == .immediate)
-        let names = plain.headerFields(authority: "h", providerToken: nil).map(\.name)
-        #expect(names.contains("apns-expiration") && names.contains("apns-priority"))
-        #expect(!names.contains("apns-topic") && !names.contains("apns-id") && !names.contains("apns-collapse-id"))
+        #expect(plain.collapseID == nil)
         // Delivered once (as the claim marks rows of a channel that stores nothing): 0 whatever expires_at says.
         #expect(try Self.row(expiration: 1_900_000_000, deliverOnce: true).validated(bundleID: "b", authentication: .token).expiration == 0)
-        // An explicit topic is the bundle id in the path.
-        #expect(try Self.row(topic: "com.other.app").validated(bundleID: "b", authentication: .token).path == "/4/broadcasts/apps/com.other.app")
+        // An explicit topic is the bundle id the broadcast goes to.
+        let other = try Self.row(topic: "com.other.app").validated(bundleID: "b", authentication: .token)
+        #expect(other.topic == "com.other.app" && other.recipient == .channel(Self.channel))
     }
 
     @Test func channelRowsBreakingBroadcastRulesAreRefused() {

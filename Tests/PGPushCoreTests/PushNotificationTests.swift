@@ -30,7 +30,7 @@ struct PushNotificationTests {
     @Test func validAlertBecomesARequest() throws {
         let request = try Self.notification().validated(bundleID: "com.example.app", authentication: .token)
         #expect(request.notificationID == 42)
-        #expect(request.path == "/3/device/" + String(repeating: "ab", count: 32))
+        #expect(request.recipient == .device(try DeviceToken(validating: String(repeating: "ab", count: 32))))
         #expect(request.pushType == .alert)
         #expect(request.priority == .immediate)
         #expect(request.topic == "com.example.app")
@@ -80,7 +80,6 @@ struct PushNotificationTests {
             .validated(bundleID: "com.example.app", authentication: .token)
         #expect(request.priority == .immediate)
         #expect(request.expiration == 0)
-        #expect(request.headerFields(authority: "a", providerToken: nil).contains { $0.name == "apns-expiration" && $0.value == "0" })
         let audioAt5 = Self.failure(Self.notification(pushType: "pushtotalk", priority: 5, payload: #"{"speaker":"Ann"}"#))
         #expect(audioAt5?.reason == .badPriority)
         #expect(Self.failure(Self.notification(pushType: "pushtotalk", priority: 5, payload: Self.serviceUpdate)) == nil)
