@@ -47,15 +47,15 @@ struct JSONScanner {
         return try outcome.get()
     }
 
-    private let input: UnsafeBufferPointer<UInt8>
-    private let compacting: Bool
-    private let buildingValue: Bool
-    private let maximumDepth: Int
-    private var position = 0
-    private var depth = 0
+    let input: UnsafeBufferPointer<UInt8>
+    let compacting: Bool
+    let buildingValue: Bool
+    let maximumDepth: Int
+    var position = 0
+    var depth = 0
     /// Start of the significant bytes not yet copied to `output`.
-    private var pendingStart = 0
-    private var output: [UInt8] = []
+    var pendingStart = 0
+    var output: [UInt8] = []
 
     private init(input: UnsafeBufferPointer<UInt8>, compacting: Bool, buildingValue: Bool, maximumDepth: Int) {
         self.input = input
@@ -65,7 +65,7 @@ struct JSONScanner {
         if compacting { output.reserveCapacity(input.count) }
     }
 
-    private mutating func scanDocument() throws(JSONSyntaxError) -> JSONValue? {
+    mutating func scanDocument() throws(JSONSyntaxError) -> JSONValue? {
         skipWhitespace()
         guard position < input.count else {
             throw JSONSyntaxError(kind: input.isEmpty ? .empty : .unexpectedEnd, offset: position)
@@ -79,7 +79,7 @@ struct JSONScanner {
 
     // MARK: Values
 
-    private mutating func scanValue() throws(JSONSyntaxError) -> JSONValue? {
+    mutating func scanValue() throws(JSONSyntaxError) -> JSONValue? {
         guard position < input.count else { throw failure(.unexpectedEnd) }
         switch input[position] {
         case .openBrace: return try scanObject()
@@ -103,7 +103,7 @@ struct JSONScanner {
         }
     }
 
-    private mutating func scanObject() throws(JSONSyntaxError) -> JSONValue? {
+    mutating func scanObject() throws(JSONSyntaxError) -> JSONValue? {
         try enterContainer()
         position += 1
         var members: [String: JSONValue] = [:]
@@ -138,7 +138,7 @@ struct JSONScanner {
         }
     }
 
-    private mutating func scanArray() throws(JSONSyntaxError) -> JSONValue? {
+    mutating func scanArray() throws(JSONSyntaxError) -> JSONValue? {
         try enterContainer()
         position += 1
         var elements: [JSONValue] = []
@@ -167,12 +167,12 @@ struct JSONScanner {
         }
     }
 
-    private mutating func enterContainer() throws(JSONSyntaxError) {
+    mutating func enterContainer() throws(JSONSyntaxError) {
         guard depth < maximumDepth else { throw failure(.nestingTooDeep) }
         depth += 1
     }
 
-    private mutating func scanLiteral(_ literal: StaticString) throws(JSONSyntaxError) {
+    mutating func scanLiteral(_ literal: StaticString) throws(JSONSyntaxError) {
         let count = literal.utf8CodeUnitCount
         let expected = UnsafeBufferPointer(start: literal.utf8Start, count: count)
         for index in 0..<count {
@@ -185,7 +185,7 @@ struct JSONScanner {
     }
 
     /// `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`, kept as written.
-    private mutating func scanNumber() throws(JSONSyntaxError) -> JSONValue? {
+    mutating func scanNumber() throws(JSONSyntaxError) -> JSONValue? {
         let start = position
         if peek() == .minus { position += 1 }
         switch peek() ?? 0 {
@@ -212,125 +212,15 @@ struct JSONScanner {
         return .number(String(decoding: UnsafeBufferPointer(rebasing: input[start..<position]), as: UTF8.self))
     }
 
-    private mutating func skipDigits() {
+    mutating func skipDigits() {
         while position < input.count, isDigit(input[position]) { position += 1 }
-    }
-
-    // MARK: Strings
-
-    /// Validates a string (escapes, UTF-8, no raw control characters); returns its
-    /// decoded text only when building values.
-    private mutating func scanString() throws(JSONSyntaxError) -> String? {
-        position += 1
-        var decoded: [UInt8] = []
-        var pendingHighSurrogate: UInt32?
-        while true {
-            guard position < input.count else { throw failure(.unexpectedEnd) }
-            let byte = input[position]
-            if byte == .quote {
-                position += 1
-                if pendingHighSurrogate != nil { appendScalar(0xFFFD, to: &decoded) }
-                return buildingValue ? String(decoding: decoded, as: UTF8.self) : nil
-            }
-            if byte == .backslash {
-                let scalar = try scanEscape()
-                guard buildingValue else { continue }
-                // Pair surrogates; a lone one decodes to U+FFFD (the text is still valid JSON).
-                if let high = pendingHighSurrogate {
-                    pendingHighSurrogate = nil
-                    if (0xDC00...0xDFFF).contains(scalar) {
-                        appendScalar(0x10000 + ((high - 0xD800) << 10) + (scalar - 0xDC00), to: &decoded)
-                        continue
-                    }
-                    appendScalar(0xFFFD, to: &decoded)
-                }
-                switch scalar {
-                case 0xD800...0xDBFF: pendingHighSurrogate = scalar
-                case 0xDC00...0xDFFF: appendScalar(0xFFFD, to: &decoded)
-                default: appendScalar(scalar, to: &decoded)
-                }
-                continue
-            }
-            if pendingHighSurrogate != nil {
-                pendingHighSurrogate = nil
-                appendScalar(0xFFFD, to: &decoded)
-            }
-            if byte < 0x20 { throw failure(.controlCharacterInString) }
-            if byte < 0x80 {
-                position += 1
-                if buildingValue { decoded.append(byte) }
-                continue
-            }
-            let length = try utf8SequenceLength()
-            if buildingValue { decoded.append(contentsOf: UnsafeBufferPointer(rebasing: input[position..<position + length])) }
-            position += length
-        }
-    }
-
-    /// Reads one escape starting at the backslash; returns the code unit it stands for.
-    private mutating func scanEscape() throws(JSONSyntaxError) -> UInt32 {
-        position += 1
-        guard position < input.count else { throw failure(.unexpectedEnd) }
-        let letter = input[position]
-        position += 1
-        switch letter {
-        case .quote: return 0x22
-        case .backslash: return 0x5C
-        case .slash: return 0x2F
-        case .lowercaseB: return 0x08
-        case .lowercaseF: return 0x0C
-        case .lowercaseN: return 0x0A
-        case .lowercaseR: return 0x0D
-        case .lowercaseT: return 0x09
-        case .lowercaseU:
-            var value: UInt32 = 0
-            for _ in 0..<4 {
-                guard position < input.count else { throw failure(.unexpectedEnd) }
-                guard let digit = hexValue(input[position]) else { throw failure(.invalidEscape) }
-                value = value << 4 | digit
-                position += 1
-            }
-            return value
-        default:
-            position -= 1
-            throw failure(.invalidEscape)
-        }
-    }
-
-    /// Length of the well-formed UTF-8 sequence at `position` (Unicode Table 3-7:
-    /// no overlong forms, no surrogates, nothing above U+10FFFF).
-    private func utf8SequenceLength() throws(JSONSyntaxError) -> Int {
-        let lead = input[position]
-        let length: Int
-        var secondRange: ClosedRange<UInt8> = 0x80...0xBF
-        switch lead {
-        case 0xC2...0xDF: length = 2
-        case 0xE0: length = 3; secondRange = 0xA0...0xBF
-        case 0xE1...0xEC, 0xEE...0xEF: length = 3
-        case 0xED: length = 3; secondRange = 0x80...0x9F
-        case 0xF0: length = 4; secondRange = 0x90...0xBF
-        case 0xF1...0xF3: length = 4
-        case 0xF4: length = 4; secondRange = 0x80...0x8F
-        default: throw failure(.invalidUTF8)
-        }
-        guard position + length <= input.count else { throw failure(.invalidUTF8) }
-        guard secondRange.contains(input[position + 1]) else { throw failure(.invalidUTF8) }
-        for index in 2..<length where !(0x80...0xBF).contains(input[position + index]) {
-            throw failure(.invalidUTF8)
-        }
-        return length
-    }
-
-    private func appendScalar(_ scalar: UInt32, to bytes: inout [UInt8]) {
-        let unicodeScalar = Unicode.Scalar(scalar) ?? "\u{FFFD}"
-        UTF8.encode(unicodeScalar) { bytes.append($0) }
     }
 
     // MARK: Whitespace and compaction
 
     /// Skips insignificant whitespace; when compacting, first copies the
     /// significant bytes before it.
-    private mutating func skipWhitespace() {
+    mutating func skipWhitespace() {
         guard position < input.count, isWhitespace(input[position]) else { return }
         flushPending()
         position += 1
@@ -338,7 +228,7 @@ struct JSONScanner {
         pendingStart = position
     }
 
-    private mutating func flushPending() {
+    mutating func flushPending() {
         guard compacting, pendingStart < position else { return }
         output.append(contentsOf: UnsafeBufferPointer(rebasing: input[pendingStart..<position]))
         pendingStart = position
@@ -346,30 +236,30 @@ struct JSONScanner {
 
     // MARK: Helpers
 
-    private func peek() -> UInt8? {
+    func peek() -> UInt8? {
         position < input.count ? input[position] : nil
     }
 
-    private mutating func expect(_ byte: UInt8) throws(JSONSyntaxError) {
+    mutating func expect(_ byte: UInt8) throws(JSONSyntaxError) {
         guard position < input.count else { throw failure(.unexpectedEnd) }
         guard input[position] == byte else { throw failure(.unexpectedByte) }
         position += 1
     }
 
-    private func failure(_ kind: JSONSyntaxError.Kind) -> JSONSyntaxError {
+    func failure(_ kind: JSONSyntaxError.Kind) -> JSONSyntaxError {
         JSONSyntaxError(kind: kind, offset: position)
     }
 
-    private func isWhitespace(_ byte: UInt8) -> Bool {
+    func isWhitespace(_ byte: UInt8) -> Bool {
         byte == .space || byte == .newline || byte == .carriageReturn || byte == .tab
     }
 
-    private func isDigit(_ byte: UInt8?) -> Bool {
+    func isDigit(_ byte: UInt8?) -> Bool {
         guard let byte else { return false }
         return byte >= .digitZero && byte <= .digitNine
     }
 
-    private func hexValue(_ byte: UInt8) -> UInt32? {
+    func hexValue(_ byte: UInt8) -> UInt32? {
         switch byte {
         case .digitZero ... .digitNine: UInt32(byte - .digitZero)
         case UInt8(ascii: "a")...UInt8(ascii: "f"): UInt32(byte - UInt8(ascii: "a") + 10)
@@ -379,7 +269,8 @@ struct JSONScanner {
     }
 }
 
-private extension UInt8 {
+/// JSON's structural bytes, for the scanner's two files.
+extension UInt8 {
     static let openBrace = UInt8(ascii: "{")
     static let closeBrace = UInt8(ascii: "}")
     static let openBracket = UInt8(ascii: "[")
