@@ -1,5 +1,6 @@
 import Foundation
 import HTTP2TLS
+import PushCrypto
 import Locking
 import PGPushCore
 

@@ -1,5 +1,6 @@
 import Foundation
 import HTTP2TLS
+import PushCrypto
 import Locking
 
 /// An APNs look-alike over real TLS + HTTP/2, for tests, the demo, the

@@ -1,6 +1,7 @@
 import APNsSimulator
 import Foundation
 import HTTP2TLS
+import PushCrypto
 import PGPushCore
 import PushWorker
 

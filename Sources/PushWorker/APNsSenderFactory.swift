@@ -1,6 +1,7 @@
 import APNsClient
 import Foundation
 import HTTP2TLS
+import PushCrypto
 import PGPushCore
 
 /// Builds one `APNsClient` per configured app: loads its key or certificate

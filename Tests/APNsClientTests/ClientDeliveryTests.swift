@@ -2,6 +2,7 @@ import APNsClient
 import Dispatch
 import Foundation
 import HTTP2TLS
+import PushCrypto
 import PGPushCore
 import Testing
 

@@ -1,7 +1,7 @@
 import APNsClient
 import APNsSimulator
 import Foundation
-import HTTP2TLS
+import PushCrypto
 import Locking
 import PGPushCore
 import PGPushTestSupport

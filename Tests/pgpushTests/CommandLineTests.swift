@@ -1,6 +1,6 @@
 import APNsSimulator
 import Foundation
-import HTTP2TLS
+import PushCrypto
 import PGPushTestSupport
 import Postgres
 import Testing

@@ -1,4 +1,4 @@
-import HTTP2TLS
+import PushCrypto
 import PGPushCore
 
 /// How an app proves itself to APNs.

@@ -1,5 +1,5 @@
 import Foundation
-import HTTP2TLS
+import PushCrypto
 import PGPushCore
 
 /// Makes APNs provider tokens: header `{"alg":"ES256","kid":…}`, claims
