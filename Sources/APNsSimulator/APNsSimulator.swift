@@ -1,7 +1,7 @@
 import Foundation
 import HTTP2TLS
-import PushCrypto
 import Locking
+import PushCrypto
 
 /// An APNs look-alike over real TLS + HTTP/2, for tests, the demo, the
 /// benchmark and `pgpush mock-apns`.

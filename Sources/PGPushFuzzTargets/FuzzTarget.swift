@@ -1,8 +1,8 @@
 import APNsSimulator
 import Foundation
 import HTTP2TLS
-import PushCrypto
 import PGPushCore
+import PushCrypto
 import PushWorker
 
 /// The inputs pgpush takes from outside, as fuzz targets: each takes arbitrary

@@ -9,11 +9,12 @@ import Foundation
 ///
 /// The simulator uses the same type for its server certificate (`fromPEM`).
 ///
-/// What Apple's extensions say (APNs topics and environments) is read where the APNs
-/// client is; the TLS layer installs the identity through `withOpenSSLObjects`.
+/// What Apple's extensions say (APNs topics and environments) is read in APNsClient,
+/// which knows what they mean; HTTP2TLS installs the identity into its TLS context.
 ///
 /// `@unchecked Sendable`: immutable after loading; the X509 and EVP_PKEY objects are
-/// only read (SSL_CTX_use_* takes its own references) and are freed in `deinit`.
+/// only read, also by the code `withOpenSSLObjects` lends them to (SSL_CTX_use_* takes
+/// its own references), and are freed in `deinit`.
 public final class ClientIdentity: @unchecked Sendable, CustomStringConvertible {
     private let certificate: OpaquePointer
     private let privateKey: OpaquePointer

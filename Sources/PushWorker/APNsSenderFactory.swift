@@ -1,8 +1,8 @@
 import APNsClient
 import Foundation
 import HTTP2TLS
-import PushCrypto
 import PGPushCore
+import PushCrypto
 
 /// Builds one `APNsClient` per configured app: loads its key or certificate
 /// and checks them before the worker connects anywhere.

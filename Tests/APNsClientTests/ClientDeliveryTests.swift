@@ -2,8 +2,8 @@ import APNsClient
 import Dispatch
 import Foundation
 import HTTP2TLS
-import PushCrypto
 import PGPushCore
+import PushCrypto
 import Testing
 
 /// The client against a fake APNs over real TLS and HTTP/2 on loopback. Serialized: the

@@ -1,9 +1,9 @@
 import APNsSimulator
 import Foundation
 import HTTP2TLS
-import PushCrypto
 import Locking
 import PGPushCore
+import PushCrypto
 import Testing
 
 let testTeamID = "TEAM123456"

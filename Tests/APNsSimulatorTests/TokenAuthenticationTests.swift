@@ -1,8 +1,8 @@
 import APNsSimulator
 import Foundation
 import HTTP2TLS
-import PushCrypto
 import PGPushCore
+import PushCrypto
 import Testing
 
 @Suite("Simulator over TLS: provider tokens")

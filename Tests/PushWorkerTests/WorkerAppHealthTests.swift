@@ -1,8 +1,8 @@
 import APNsSimulator
 import Foundation
-import PushCrypto
 import PGPushTestSupport
 import Postgres
+import PushCrypto
 import PushWorker
 import Testing
 
