@@ -2,9 +2,11 @@
 import PackageDescription
 
 // Layout: a pure core (PGPushCore) with no I/O; one small wrapper module per C
-// library (Postgres over libpq, HTTP2TLS over nghttp2 + OpenSSL); the APNs
-// client, the queue, the worker and the simulator above them; `pgpush` is a
-// thin command-line layer.
+// library (Postgres over libpq, PushCrypto over OpenSSL's keys and certificates,
+// HTTP2TLS over nghttp2 + OpenSSL's TLS); the APNs client, the queue, the worker
+// and the simulator above them; the operator commands' logic (PGPushOperator),
+// the demo (PGPushDemo) and the benchmarks (PGPushBench) above those; `pgpush`
+// is a thin command-line layer. Every target lists exactly the modules it imports.
 let package = Package(
     name: "pgpush",
     platforms: [.macOS(.v15)],
@@ -28,30 +30,36 @@ let package = Package(
 
         // C-library wrappers.
         .target(name: "Postgres", dependencies: ["CLibPQ", "CShims"]),
-        .target(name: "HTTP2TLS", dependencies: ["CNGHTTP2", "COpenSSL", "CShims", "Locking"]),
+        // ES256 keys and signatures, PKCS#12, PEM, certificates, the self-signed CA, credential files.
+        .target(name: "PushCrypto", dependencies: ["COpenSSL", "CShims"]),
+        .target(name: "HTTP2TLS", dependencies: ["CNGHTTP2", "COpenSSL", "CShims", "Locking", "PushCrypto"]),
 
         // I/O layers.
         .target(name: "EmbeddedPostgres", dependencies: ["Postgres", "Spawn"]),
-        .target(name: "APNsClient", dependencies: ["PGPushCore", "HTTP2TLS", "Locking"]),
+        .target(name: "APNsClient", dependencies: ["PGPushCore", "HTTP2TLS", "PushCrypto", "Locking"]),
         .target(name: "PushQueue", dependencies: ["PGPushCore", "Postgres"]),
-        .target(name: "APNsSimulator", dependencies: ["PGPushCore", "HTTP2TLS", "Locking"]),
-        .target(name: "PushWorker", dependencies: ["PGPushCore", "PushQueue", "APNsClient", "HTTP2TLS", "Postgres", "CShims", "Locking"]),
-        // What operators see: the demo scenario, status snapshots, enqueue requests and their errors.
-        .target(name: "PGPushOperator", dependencies: [
-            "PGPushCore", "Postgres", "PushQueue", "PushWorker", "APNsClient", "APNsSimulator", "HTTP2TLS", "Locking",
+        .target(name: "APNsSimulator", dependencies: ["PGPushCore", "HTTP2TLS", "PushCrypto", "Locking"]),
+        .target(name: "PushWorker", dependencies: [
+            "PGPushCore", "PushQueue", "APNsClient", "HTTP2TLS", "PushCrypto", "Postgres", "CShims", "Locking",
+        ]),
+        // What operators see: status snapshots, enqueue requests and their errors, channel management.
+        .target(name: "PGPushOperator", dependencies: ["Postgres", "APNsClient"]),
+        // `pgpush demo`: a scenario run against the simulator with a worker in the same process.
+        .target(name: "PGPushDemo", dependencies: [
+            "PGPushCore", "Postgres", "PushQueue", "PushWorker", "APNsSimulator", "PushCrypto", "PGPushOperator", "Locking",
         ]),
         // `pgpush bench`: scenarios and measurement, run against separate simulator and worker processes.
         .target(name: "PGPushBench", dependencies: [
-            "PGPushCore", "Postgres", "EmbeddedPostgres", "PushQueue", "APNsClient", "APNsSimulator", "PushWorker", "HTTP2TLS", "Locking",
-            "Spawn",
+            "PGPushCore", "Postgres", "EmbeddedPostgres", "PushQueue", "APNsClient", "APNsSimulator", "PushWorker", "PushCrypto",
+            "Locking", "Spawn",
         ]),
         .executableTarget(name: "pgpush", dependencies: [
             "PGPushCore", "Postgres", "EmbeddedPostgres", "PushQueue", "APNsClient", "APNsSimulator", "PushWorker",
-            "PGPushOperator", "PGPushBench", "HTTP2TLS", "Locking",
+            "PGPushOperator", "PGPushDemo", "PGPushBench", "HTTP2TLS", "PushCrypto", "Locking",
         ]),
 
         // Fuzz targets over every input pgpush takes from outside, and their libFuzzer / replay entry.
-        .target(name: "PGPushFuzzTargets", dependencies: ["PGPushCore", "PushWorker", "APNsSimulator", "HTTP2TLS"]),
+        .target(name: "PGPushFuzzTargets", dependencies: ["PGPushCore", "PushWorker", "APNsSimulator", "HTTP2TLS", "PushCrypto"]),
         .executableTarget(name: "pgpush-fuzz", dependencies: ["PGPushFuzzTargets"]),
 
         // Shared by the test targets: the throwaway PostgreSQL cluster and fresh databases.
@@ -61,23 +69,27 @@ let package = Package(
         .testTarget(name: "PGPushCoreTests", dependencies: ["PGPushCore"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "EmbeddedPostgres", "PGPushTestSupport"]),
         .testTarget(name: "PushQueueTests", dependencies: ["PushQueue", "Postgres", "PGPushTestSupport", "PGPushCore"]),
-        .testTarget(name: "HTTP2TLSTests", dependencies: ["HTTP2TLS", "Locking", "PGPushTestSupport"]),
+        .testTarget(name: "PushCryptoTests", dependencies: ["PushCrypto", "COpenSSL", "PGPushTestSupport"]),
+        .testTarget(name: "HTTP2TLSTests", dependencies: ["HTTP2TLS", "PushCrypto", "COpenSSL", "Locking", "PGPushTestSupport"]),
         .testTarget(name: "APNsClientTests", dependencies: [
-            "APNsClient", "APNsSimulator", "HTTP2TLS", "PGPushCore", "Locking", "PGPushTestSupport",
+            "APNsClient", "APNsSimulator", "HTTP2TLS", "PushCrypto", "PGPushCore", "Locking", "PGPushTestSupport",
         ]),
         .testTarget(name: "PushWorkerTests", dependencies: [
-            "PushWorker", "PushQueue", "PGPushCore", "PGPushTestSupport", "Postgres", "APNsSimulator", "APNsClient", "HTTP2TLS",
+            "PushWorker", "PushQueue", "PGPushCore", "PGPushTestSupport", "Postgres", "APNsSimulator", "APNsClient", "PushCrypto",
             "Locking",
         ]),
         .testTarget(name: "PGPushFuzzTargetsTests", dependencies: ["PGPushFuzzTargets"]),
-        .testTarget(name: "pgpushTests", dependencies: ["PGPushTestSupport", "Postgres", "APNsSimulator", "HTTP2TLS"]),
-        .testTarget(name: "PGPushOperatorTests", dependencies: ["PGPushOperator", "PGPushTestSupport", "Postgres", "Locking"]),
-        .testTarget(name: "APNsSimulatorTests", dependencies: ["APNsSimulator", "HTTP2TLS", "PGPushCore", "PGPushTestSupport", "Locking"]),
+        .testTarget(name: "pgpushTests", dependencies: ["PGPushTestSupport", "Postgres", "APNsSimulator", "PushCrypto"]),
+        .testTarget(name: "PGPushOperatorTests", dependencies: ["PGPushOperator", "PGPushTestSupport", "Postgres"]),
+        .testTarget(name: "PGPushDemoTests", dependencies: ["PGPushDemo", "PGPushTestSupport", "Postgres", "Locking"]),
+        .testTarget(name: "APNsSimulatorTests", dependencies: [
+            "APNsSimulator", "HTTP2TLS", "PushCrypto", "PGPushCore", "PGPushTestSupport", "Locking",
+        ]),
         .testTarget(name: "PGPushBenchTests", dependencies: ["PGPushBench", "PGPushTestSupport", "Postgres"]),
         // Fault suite: kills, database outages and APNs storms against the "nothing is lost" invariants.
         .testTarget(name: "ReliabilityTests", dependencies: [
             "PushWorker", "PushQueue", "PGPushCore", "PGPushTestSupport", "Postgres", "EmbeddedPostgres", "APNsSimulator",
-            "APNsClient", "HTTP2TLS",
+            "APNsClient", "PushCrypto",
         ]),
     ]
 )

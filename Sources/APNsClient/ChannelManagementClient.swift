@@ -2,6 +2,7 @@ import Foundation
 import HTTP2TLS
 import Locking
 import PGPushCore
+import PushCrypto
 
 /// Apple's broadcast channel management API for one app: create, read, delete and list the
 /// Live Activity channels of its bundle id, with the app's own credentials (provider token

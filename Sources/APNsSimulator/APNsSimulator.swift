@@ -1,6 +1,7 @@
 import Foundation
 import HTTP2TLS
 import Locking
+import PushCrypto
 
 /// An APNs look-alike over real TLS + HTTP/2, for tests, the demo, the
 /// benchmark and `pgpush mock-apns`.

@@ -1,4 +1,4 @@
-import HTTP2TLS
+import PushCrypto
 
 /// What the simulator checks a provider token (JWT) against: the team, the key id and
 /// the public half of the `.p8` key.

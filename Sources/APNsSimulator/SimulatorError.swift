@@ -1,4 +1,5 @@
 import HTTP2TLS
+import PushCrypto
 
 /// Why the simulator could not start (or write its files). Never contains key material.
 public enum SimulatorError: Error, Sendable, CustomStringConvertible {

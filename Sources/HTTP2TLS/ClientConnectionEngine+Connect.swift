@@ -1,6 +1,7 @@
 import CNGHTTP2
 import COpenSSL
 import Glibc
+import PushCrypto
 
 /// Opening the connection: TCP to each address in turn, TLS with the expected host name and
 /// ALPN h2, then the nghttp2 session and its first SETTINGS.

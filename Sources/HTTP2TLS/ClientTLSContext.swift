@@ -1,5 +1,6 @@
 import COpenSSL
 import CShims
+import PushCrypto
 
 /// The OpenSSL client context shared by connections: TLS 1.2+, ALPN h2, peer verification
 /// against the system trust store plus an optional extra CA file, optional client identity,

@@ -1,5 +1,6 @@
 import COpenSSL
 import CShims
+import PushCrypto
 
 /// PEM text given inline or as a file path.
 public enum PEMSource: Sendable, Equatable {

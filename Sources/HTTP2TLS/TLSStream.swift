@@ -1,6 +1,7 @@
 import COpenSSL
 import CShims
 import Glibc
+import PushCrypto
 
 /// A non-blocking socket with an OpenSSL session on it, plus the outgoing bytes not yet
 /// accepted by SSL_write. Thread-confined to the I/O thread; closes both in `close()`.

@@ -1,4 +1,4 @@
-import HTTP2TLS
+import PushCrypto
 
 /// The key and identifiers the simulator checks and the worker signs with.
 public struct BenchCredentials: Sendable {

@@ -2,6 +2,7 @@ import APNsSimulator
 import Foundation
 import HTTP2TLS
 import PGPushCore
+import PushCrypto
 import PushWorker
 
 /// The inputs pgpush takes from outside, as fuzz targets: each takes arbitrary

@@ -1,7 +1,6 @@
 import APNsClient
 import Foundation
 import Postgres
-import PushWorker
 
 /// One channel as `pgpush channels` shows it: what APNs said and what `pgpush.channels` records.
 public struct ChannelRecord: Sendable, Equatable, Encodable {
@@ -28,17 +27,23 @@ public struct ChannelRecord: Sendable, Equatable, Encodable {
 /// is what workers read (a deleted channel's rows fail without a request, a channel that
 /// stores nothing gets expiration 0) and what applications can see.
 public final class ChannelManagement {
-    public let app: AppConfiguration
+    /// The app's name in `pgpush.channels`.
+    public let appName: String
+    /// Which APNs environment the app's channels live in: the table records it per channel.
+    private let environment: APNsEndpoint.Environment
     public let client: ChannelManagementClient
     private let database: PostgresConnection
 
-    public init(app: AppConfiguration, client: ChannelManagementClient, database: PostgresConnection) {
-        self.app = app
+    public init(appName: String, environment: APNsEndpoint.Environment, client: ChannelManagementClient,
+                database: PostgresConnection) {
+        self.appName = appName
+        self.environment = environment
         self.client = client
         self.database = database
     }
 
-    private var environment: String { app.environment == .production ? "production" : "sandbox" }
+    /// The table's name for `environment`.
+    private var environmentLabel: String { environment == .production ? "production" : "sandbox" }
 
     public func create(storesMessages: Bool) async throws -> ChannelRecord {
         let id = try await client.create(storesMessages: storesMessages)
@@ -46,7 +51,7 @@ public final class ChannelManagement {
             INSERT INTO pgpush.channels (app, channel_id, message_storage_policy, environment) VALUES ($1, $2, $3, $4)
             ON CONFLICT (app, channel_id) DO UPDATE SET message_storage_policy = EXCLUDED.message_storage_policy,
                                                          environment = EXCLUDED.environment, deleted_at = NULL
-            """, [app.name, id, storesMessages ? 1 : 0, environment])
+            """, [appName, id, storesMessages ? 1 : 0, environmentLabel])
         return try record(id)
     }
 
@@ -60,12 +65,12 @@ public final class ChannelManagement {
                 INSERT INTO pgpush.channels (app, channel_id, environment)
                 SELECT $1, id, $3 FROM unnest($2::text[]) AS id
                 ON CONFLICT (app, channel_id) DO NOTHING
-                """, [app.name, ids, environment])
+                """, [appName, ids, environmentLabel])
             try database.query("""
                 UPDATE pgpush.channels SET deleted_at = now()
                  WHERE app = $1 AND deleted_at IS NULL AND channel_id <> ALL($2::text[])
                    AND coalesce(environment, $3) = $3
-                """, [app.name, ids, environment])
+                """, [appName, ids, environmentLabel])
         }
         return try records(ids)
     }
@@ -76,7 +81,7 @@ public final class ChannelManagement {
             try database.query("""
                 INSERT INTO pgpush.channels (app, channel_id, message_storage_policy, environment) VALUES ($1, $2, $3, $4)
                 ON CONFLICT (app, channel_id) DO UPDATE SET message_storage_policy = EXCLUDED.message_storage_policy
-                """, [app.name, id, policy, environment])
+                """, [appName, id, policy, environmentLabel])
             return try record(id)
         } catch let error as ChannelManagementError {
             try markGoneIfUnknown(id, error)
@@ -104,7 +109,7 @@ public final class ChannelManagement {
         try database.query("""
             INSERT INTO pgpush.channels (app, channel_id, environment, deleted_at) VALUES ($1, $2, $3, now())
             ON CONFLICT (app, channel_id) DO UPDATE SET deleted_at = coalesce(pgpush.channels.deleted_at, now())
-            """, [app.name, id, environment])
+            """, [appName, id, environmentLabel])
     }
 
     private func record(_ id: String) throws -> ChannelRecord {
@@ -117,7 +122,7 @@ public final class ChannelManagement {
             SELECT app, channel_id, message_storage_policy, environment, extract(epoch FROM created_at),
                    extract(epoch FROM deleted_at), refused_reason
               FROM pgpush.channels WHERE app = $1 AND channel_id = ANY($2::text[]) ORDER BY created_at, channel_id
-            """, [app.name, ids])
+            """, [appName, ids])
         return (0..<result.rowCount).map { row in
             ChannelRecord(app: result.string(row, 0) ?? "", channelID: result.string(row, 1) ?? "",
                           messageStoragePolicy: result.int(row, 2), environment: result.string(row, 3),

@@ -2,6 +2,7 @@ import APNsClient
 import Foundation
 import HTTP2TLS
 import PGPushCore
+import PushCrypto
 
 /// Builds one `APNsClient` per configured app: loads its key or certificate
 /// and checks them before the worker connects anywhere.

@@ -84,7 +84,9 @@ enum ChannelsCommand {
         let result = Locked<Result<[ChannelRecord], any Error>?>(nil)
         _ = try blockOn {
             do {
-                let management = ChannelManagement(app: app, client: client, database: try PostgresConnection(conninfo: conninfo))
+                let management = ChannelManagement(
+                    appName: app.name, environment: app.environment == .production ? .production : .development, client: client,
+                    database: try PostgresConnection(conninfo: conninfo))
                 let records: [ChannelRecord] = switch action {
                 case "create": [try await management.create(storesMessages: storesMessages)]
                 case "show": [try await management.show(channel ?? "")]

@@ -2,7 +2,7 @@ import Dispatch
 import EmbeddedPostgres
 import Foundation
 import Locking
-import PGPushOperator
+import PGPushDemo
 import Postgres
 import PushQueue
 import PushWorker

@@ -1,6 +1,7 @@
 import APNsClient
 import Foundation
 import HTTP2TLS
+import PushCrypto
 import PGPushCore
 import Postgres
 import PushQueue

@@ -1,7 +1,7 @@
 import APNsSimulator
 import Dispatch
 import Foundation
-import HTTP2TLS
+import PushCrypto
 import PushWorker
 
 enum MockAPNsCommand {

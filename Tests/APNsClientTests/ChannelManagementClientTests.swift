@@ -1,8 +1,8 @@
 import APNsClient
 import APNsSimulator
 import Foundation
-import HTTP2TLS
 import PGPushCore
+import PushCrypto
 import Testing
 
 /// `ChannelManagementClient` against the simulator over TLS + HTTP/2: Apple's paths and

@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import HTTP2TLS
 import PGPushCore
+import PushCrypto
 import Testing
 
 /// The client against a fake APNs over real TLS and HTTP/2 on loopback. Serialized: the

@@ -2,6 +2,7 @@ import PGPushTestSupport
 import APNsClient
 import Foundation
 import HTTP2TLS
+import PushCrypto
 import Locking
 import PGPushCore
 

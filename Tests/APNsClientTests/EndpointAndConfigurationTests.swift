@@ -1,7 +1,7 @@
 import PGPushTestSupport
 import APNsClient
 import Foundation
-import HTTP2TLS
+import PushCrypto
 import PGPushCore
 import Testing
 

@@ -1,5 +1,5 @@
 import Foundation
-import HTTP2TLS
+import PushCrypto
 import Testing
 @testable import APNsClient
 

@@ -1,6 +1,6 @@
 import PGPushTestSupport
 import Foundation
-import HTTP2TLS
+import PushCrypto
 import PGPushCore
 import Testing
 @testable import APNsClient

@@ -1,7 +1,7 @@
 import APNsSimulator
 import Foundation
-import HTTP2TLS
 import PGPushCore
+import PushCrypto
 import Testing
 
 @Suite("Simulator over TLS: certificate authentication")

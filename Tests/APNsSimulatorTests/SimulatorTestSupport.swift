@@ -3,6 +3,7 @@ import Foundation
 import HTTP2TLS
 import Locking
 import PGPushCore
+import PushCrypto
 import Testing
 
 let testTeamID = "TEAM123456"

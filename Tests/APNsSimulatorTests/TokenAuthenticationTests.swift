@@ -2,6 +2,7 @@ import APNsSimulator
 import Foundation
 import HTTP2TLS
 import PGPushCore
+import PushCrypto
 import Testing
 
 @Suite("Simulator over TLS: provider tokens")

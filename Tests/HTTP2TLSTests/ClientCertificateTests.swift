@@ -1,4 +1,5 @@
 import HTTP2TLS
+import PushCrypto
 import Testing
 
 /// Runs once `ClientIdentity` can load PEM files (the credentials work); skipped before.

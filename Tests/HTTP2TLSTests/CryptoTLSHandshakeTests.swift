@@ -3,6 +3,7 @@ import COpenSSL
 import Foundation
 import Testing
 @testable import HTTP2TLS
+@testable import PushCrypto
 
 /// Proves that what the crypto code produces works in a real TLS handshake:
 /// a server certificate from `SelfSignedAuthority`, and a client identity

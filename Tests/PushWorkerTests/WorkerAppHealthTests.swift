@@ -1,8 +1,8 @@
 import APNsSimulator
 import Foundation
-import HTTP2TLS
 import PGPushTestSupport
 import Postgres
+import PushCrypto
 import PushWorker
 import Testing
 

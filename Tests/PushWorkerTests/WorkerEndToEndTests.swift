@@ -1,11 +1,11 @@
 import APNsClient
 import APNsSimulator
 import Foundation
-import HTTP2TLS
 import Locking
 import PGPushCore
 import PGPushTestSupport
 import Postgres
+import PushCrypto
 import PushWorker
 import Testing
 

@@ -1,7 +1,7 @@
 import APNsClient
 import APNsSimulator
 import Foundation
-import HTTP2TLS
+import PushCrypto
 import PushWorker
 
 /// The APNs simulator as the fault suite drives it: its own CA and server

@@ -1,7 +1,7 @@
 import APNsSimulator
 import Foundation
-import HTTP2TLS
 import PGPushTestSupport
+import PushCrypto
 import Testing
 
 /// `pgpush doctor` asking APNs (here the simulator, which checks JWTs against the key it

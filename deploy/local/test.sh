@@ -47,14 +47,14 @@ echo "== AddressSanitizer: transport, queue, worker and core tests ==" >&2
 # Tests that assert rates or delays are left out: the sanitizer slows everything down.
 # (--skip matches test ids, Module.Suite/function(), not display names.)
 ASAN_OPTIONS=detect_leaks=0 swift test --sanitize=address --scratch-path .build/asan -Xswiftc -use-ld=lld \
-    --filter 'PostgresTests|PushQueueTests|HTTP2TLSTests|APNsClientTests|PushWorkerTests|PGPushCoreTests' \
+    --filter 'PostgresTests|PushQueueTests|PushCryptoTests|HTTP2TLSTests|APNsClientTests|PushWorkerTests|PGPushCoreTests' \
     --skip 'oneConnectionNeverExceeds|answersFollowTheDefaultRetryPolicy|rateCap|answeredRequestsAreCountedFromTheirAnswers|singleStreamUntilFirstAnswer|pingTimeout|deadline'
 
 echo "== ThreadSanitizer: transport, queue, client, simulator and worker tests ==" >&2
 # pgpush's locks are pthread mutexes (Sources/Locking) so that TSan sees them; any report
 # stops the run. The same timing-sensitive tests as above are left out.
 TSAN_OPTIONS=halt_on_error=1 swift test --sanitize=thread --scratch-path .build/tsan \
-    --filter 'PostgresTests|PushQueueTests|HTTP2TLSTests|APNsClientTests|APNsSimulatorTests|PushWorkerTests' \
+    --filter 'PostgresTests|PushQueueTests|PushCryptoTests|HTTP2TLSTests|APNsClientTests|APNsSimulatorTests|PushWorkerTests' \
     --skip 'oneConnectionNeverExceeds|answersFollowTheDefaultRetryPolicy|rateCap|answeredRequestsAreCountedFromTheirAnswers|singleStreamUntilFirstAnswer|pingTimeout|deadline'
 
 echo "== libFuzzer: 20 s per target ==" >&2

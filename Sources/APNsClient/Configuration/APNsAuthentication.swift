@@ -1,5 +1,5 @@
-import HTTP2TLS
 import PGPushCore
+import PushCrypto
 
 /// How an app proves itself to APNs.
 public enum APNsAuthentication: Sendable {

@@ -1,6 +1,6 @@
 import Foundation
-import HTTP2TLS
 import PGPushCore
+import PushCrypto
 
 /// Makes APNs provider tokens: header `{"alg":"ES256","kid":…}`, claims
 /// `{"iss":…,"iat":…}`, signed with the team's P-256 key as raw r‖s (RFC 7518 §3.4).

@@ -1,6 +1,6 @@
 import Foundation
 import Locking
-import PGPushOperator
+import PGPushDemo
 import PGPushTestSupport
 import Postgres
 import Testing

@@ -2,7 +2,7 @@ import PGPushTestSupport
 import COpenSSL
 import Foundation
 import Testing
-@testable import HTTP2TLS
+@testable import PushCrypto
 
 /// OpenSSL's error queue is per thread and shared with the TLS layer, where a stale
 /// entry turns the next SSL_get_error into SSL_ERROR_SSL. Every credential operation,

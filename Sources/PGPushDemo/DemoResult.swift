@@ -1,4 +1,5 @@
 import APNsSimulator
+import PGPushOperator
 
 /// One demo row as it ended, beside how it should have.
 public struct DemoRow: Sendable, Equatable {

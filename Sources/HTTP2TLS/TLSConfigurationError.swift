@@ -1,20 +1,3 @@
-import COpenSSL
-import CShims
-
-enum OpenSSLErrors {
-    /// Drains this thread's OpenSSL error queue into one line.
-    static func drain() -> String {
-        var buffer = [CChar](repeating: 0, count: 1024)
-        let length = cshims_openssl_error_string(&buffer, buffer.count)
-        return length == 0 ? "" : String(decoding: buffer.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    }
-
-    static func describe(_ context: String) -> String {
-        let queued = drain()
-        return queued.isEmpty ? context : "\(context): \(queued)"
-    }
-}
-
 /// Why a TLS context could not be built.
 public enum TLSConfigurationError: Error, Sendable, Equatable, CustomStringConvertible {
     case cannotCreateContext(String)

@@ -9,8 +9,12 @@ import Foundation
 ///
 /// The simulator uses the same type for its server certificate (`fromPEM`).
 ///
+/// What Apple's extensions say (APNs topics and environments) is read in APNsClient,
+/// which knows what they mean; HTTP2TLS installs the identity into its TLS context.
+///
 /// `@unchecked Sendable`: immutable after loading; the X509 and EVP_PKEY objects are
-/// only read (SSL_CTX_use_* takes its own references) and are freed in `deinit`.
+/// only read, also by the code `withOpenSSLObjects` lends them to (SSL_CTX_use_* takes
+/// its own references), and are freed in `deinit`.
 public final class ClientIdentity: @unchecked Sendable, CustomStringConvertible {
     private let certificate: OpaquePointer
     private let privateKey: OpaquePointer
@@ -21,10 +25,18 @@ public final class ClientIdentity: @unchecked Sendable, CustomStringConvertible 
     public var subject: String { details.subject }
     public var notBefore: Date { details.notBefore }
     public var notAfter: Date { details.notAfter }
-    /// The APNs topics the certificate covers (Apple's topics extension, else the subject's UID); may be empty.
-    public var topics: [String] { details.topics }
-    /// The APNs environments Apple's extensions mark the certificate for; empty for other certificates.
-    public var environments: Set<APNsCertificateEnvironment> { details.environments }
+    /// The subject's UID attribute, if it has one.
+    package var subjectUserID: String? { details.userID }
+
+    /// Whether the certificate carries the extension `oid` (dotted form).
+    package func hasExtension(_ oid: String) -> Bool {
+        CertificateDetails.hasExtension(oid, certificate)
+    }
+
+    /// The DER content of the certificate's extension `oid` (dotted form); nil when it has none.
+    package func extensionData(_ oid: String) -> [UInt8]? {
+        CertificateDetails.extensionData(oid, certificate)
+    }
 
     /// Takes ownership of `certificate`, `privateKey` and every element of `chain`.
     private init(certificate: OpaquePointer, privateKey: OpaquePointer, chain: [OpaquePointer], details: CertificateDetails) {
@@ -143,25 +155,12 @@ public final class ClientIdentity: @unchecked Sendable, CustomStringConvertible 
         }
     }
 
-    /// Installs certificate, chain and key into an `SSL_CTX` the TLS layer is configuring.
-    func install(into context: OpaquePointer) throws {
-        guard SSL_CTX_use_certificate(context, certificate) == 1 else {
-            throw CredentialError.openSSL("SSL_CTX_use_certificate")
-        }
-        guard SSL_CTX_use_PrivateKey(context, privateKey) == 1 else {
-            throw CredentialError.openSSL("SSL_CTX_use_PrivateKey")
-        }
-        for intermediate in chain {
-            // The context takes ownership of what it is given, so give it its own reference.
-            guard X509_up_ref(intermediate) == 1 else { throw CredentialError.openSSL("X509_up_ref") }
-            guard pgpush_SSL_CTX_add_extra_chain_cert(context, intermediate) == 1 else {
-                X509_free(intermediate)
-                throw CredentialError.openSSL("SSL_CTX_add_extra_chain_cert")
-            }
-        }
-        guard SSL_CTX_check_private_key(context) == 1 else {
-            throw CredentialError.openSSL("SSL_CTX_check_private_key")
-        }
+    /// Lends the certificate, private key and chain (X509, EVP_PKEY, X509s) to `body`, which
+    /// only reads them or takes references of its own; they stay owned by the identity.
+    package func withOpenSSLObjects<Result>(
+        _ body: (_ certificate: OpaquePointer, _ privateKey: OpaquePointer, _ chain: [OpaquePointer]) throws -> Result
+    ) rethrows -> Result {
+        try body(certificate, privateKey, chain)
     }
 
     /// Subject and expiry only; never key material.

@@ -1,4 +1,3 @@
-import CShims
 import Foundation
 
 /// Why a key, certificate or identity could not be loaded, used or made.
@@ -69,16 +68,13 @@ public enum CredentialError: Error, Sendable, Equatable, CustomStringConvertible
     }
 
     /// A failure of `operation`, with what OpenSSL queued about it (the queue is emptied).
-    static func openSSL(_ operation: String) -> CredentialError {
+    package static func openSSL(_ operation: String) -> CredentialError {
         .openSSLFailure(operation: operation, detail: takeOpenSSLErrors())
     }
 
-    /// Empties the thread's OpenSSL error queue into one line, so a stale entry
-    /// never ends up attached to a later, unrelated failure.
+    /// Empties the thread's OpenSSL error queue into one line (see `OpenSSLErrors`).
     static func takeOpenSSLErrors() -> String {
-        var buffer = [CChar](repeating: 0, count: 1024)
-        let length = cshims_openssl_error_string(&buffer, buffer.count)
-        if length == 0 { return "no detail from OpenSSL" }
-        return String(decoding: buffer.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let queued = OpenSSLErrors.drain()
+        return queued.isEmpty ? "no detail from OpenSSL" : queued
     }
 }

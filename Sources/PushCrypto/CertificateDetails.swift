@@ -1,17 +1,15 @@
 import COpenSSL
 import Foundation
 
-/// What an operator needs to know about an X509 certificate: who it names, when
-/// it is valid, and (for an APNs certificate) which topics it may push to.
+/// What an operator needs to know about an X509 certificate: who it names and when
+/// it is valid. What an extension means (APNs topics and environments) is for the
+/// code that knows the extension; `extensionData(_:_:)` hands it the bytes.
 struct CertificateDetails: Sendable {
     let subject: String
     let notBefore: Date
     let notAfter: Date
-    let topics: [String]
-    let environments: Set<APNsCertificateEnvironment>
-
-    /// Apple's extension listing an APNs certificate's topics, as topic/type pairs.
-    static let apnsTopicsExtensionOID = "1.2.840.113635.100.6.3.6"
+    /// The subject's UID attribute (Apple's push certificates carry the bundle id there).
+    let userID: String?
 
     init(of certificate: OpaquePointer, source: String) throws(CredentialError) {
         subject = try Self.subject(of: certificate)
@@ -22,11 +20,11 @@ struct CertificateDetails: Sendable {
         }
         self.notBefore = notBefore
         self.notAfter = notAfter
-        topics = Self.apnsTopics(of: certificate) ?? Self.userID(of: certificate).map { [$0] } ?? []
-        environments = Set(APNsCertificateEnvironment.allCases.filter { Self.hasExtension($0.extensionOID, certificate) })
+        userID = Self.userID(of: certificate)
     }
 
-    private static func hasExtension(_ oid: String, _ certificate: OpaquePointer) -> Bool {
+    /// Whether the certificate carries the extension `oid` (dotted form).
+    static func hasExtension(_ oid: String, _ certificate: OpaquePointer) -> Bool {
         guard let object = OBJ_txt2obj(oid, 1) else { return false }
         defer { ASN1_OBJECT_free(object) }
         return X509_get_ext_by_OBJ(certificate, object, -1) >= 0
@@ -61,15 +59,15 @@ struct CertificateDetails: Sendable {
         return String(decoding: UnsafeBufferPointer(start: utf8, count: Int(length)), as: UTF8.self)
     }
 
-    private static func apnsTopics(of certificate: OpaquePointer) -> [String]? {
-        guard let oid = OBJ_txt2obj(apnsTopicsExtensionOID, 1) else { return nil }
+    /// The DER content of the extension `oid` (dotted form); nil when the certificate has none.
+    static func extensionData(_ oid: String, _ certificate: OpaquePointer) -> [UInt8]? {
+        guard let oid = OBJ_txt2obj(oid, 1) else { return nil }
         defer { ASN1_OBJECT_free(oid) }
         let index = X509_get_ext_by_OBJ(certificate, oid, -1)
         guard index >= 0, let extensionEntry = X509_get_ext(certificate, index),
               let value = X509_EXTENSION_get_data(extensionEntry),
               let data = ASN1_STRING_get0_data(value)
         else { return nil }
-        let bytes = Array(UnsafeBufferPointer(start: data, count: Int(ASN1_STRING_length(value))))
-        return APNsTopicList.topics(fromDER: bytes)
+        return Array(UnsafeBufferPointer(start: data, count: Int(ASN1_STRING_length(value))))
     }
 }

@@ -1,7 +1,7 @@
 import PGPushTestSupport
 import Foundation
 import Testing
-@testable import HTTP2TLS
+@testable import PushCrypto
 
 @Suite("ES256 keys")
 struct CryptoES256KeyTests {

@@ -1,4 +1,5 @@
 import Foundation
+import PGPushOperator
 
 /// The text `pgpush demo` prints after the run: what happened to every row, the
 /// monitoring views, what the simulator saw, and the SQL to look for yourself.

@@ -1,7 +1,7 @@
 import PGPushTestSupport
 import Foundation
 import Testing
-@testable import HTTP2TLS
+@testable import PushCrypto
 
 @Suite("Self-signed authority")
 struct CryptoSelfSignedAuthorityTests {

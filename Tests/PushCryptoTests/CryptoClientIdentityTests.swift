@@ -1,11 +1,11 @@
 import PGPushTestSupport
 import Foundation
 import Testing
-@testable import HTTP2TLS
+@testable import PushCrypto
 
 @Suite("Client identity (certificate authentication)")
 struct CryptoClientIdentityTests {
-    @Test("a PEM certificate and key load with subject, expiry and topics as openssl reads them")
+    @Test("a PEM certificate and key load with subject and expiry as openssl reads them")
     func loadsPEMPair() throws {
         let scratch = try ScratchDirectory()
         try CryptoTestCertificates.authority(in: scratch)
@@ -24,28 +24,7 @@ struct CryptoClientIdentityTests {
         #expect(identity.daysUntilExpiry(now: expected.addingTimeInterval(86_400 + 1)) == -2)
         #expect(!identity.isExpired(now: Date()))
         try identity.validate(now: Date())
-        #expect(identity.topics == ["com.example.app", "com.example.app.voip"])
-        #expect(identity.environments == [.development, .production])
         #expect(identity.description.contains("Apple Push Services"))
-    }
-
-    @Test("without Apple's topics extension the subject's UID is the topic")
-    func topicFromUserID() throws {
-        let scratch = try ScratchDirectory()
-        try CryptoTestCertificates.authority(in: scratch)
-        try CryptoTestCertificates.pushCertificate(named: "push", in: scratch)
-        let identity = try ClientIdentity.loadPEM(certificatePath: scratch.file("push.pem"), keyPath: scratch.file("push.key"))
-        #expect(identity.topics == ["com.example.app"])
-        #expect(identity.environments.isEmpty)
-    }
-
-    @Test("a sandbox-only certificate names just the development environment")
-    func developmentOnly() throws {
-        let scratch = try ScratchDirectory()
-        try CryptoTestCertificates.authority(in: scratch)
-        try CryptoTestCertificates.pushCertificate(named: "push", environmentOIDs: ["1.2.840.113635.100.6.3.1"], in: scratch)
-        let identity = try ClientIdentity.loadPEM(certificatePath: scratch.file("push.pem"), keyPath: scratch.file("push.key"))
-        #expect(identity.environments == [.development])
     }
 
     @Test("load(path:password:) takes either a PEM file holding certificate and key, or a PKCS#12 file")
@@ -127,7 +106,7 @@ struct CryptoClientIdentityTests {
 
         let identity = try ClientIdentity.loadPKCS12(path: path, password: "correct horse")
         #expect(identity.subject.contains("CN=Apple Push Services: com.example.app"))
-        #expect(identity.topics == ["com.example.app"])
+        #expect(identity.subjectUserID == "com.example.app")
 
         let wrong = #expect(throws: CredentialError.self) { try ClientIdentity.loadPKCS12(path: path, password: "battery staple") }
         #expect(wrong == .wrongPassword(source: path))
@@ -229,26 +208,5 @@ struct CryptoClientIdentityTests {
         #expect(throws: CredentialError.encryptedPrivateKey(source: scratch.file("encrypted.key"))) {
             try ClientIdentity.loadPEM(certificatePath: certificate, keyPath: scratch.file("encrypted.key"))
         }
-    }
-}
-
-@Suite("APNs topics extension")
-struct CryptoAPNsTopicListTests {
-    @Test("topics are read from topic/type pairs, including long-form lengths")
-    func readsTopics() {
-        let long = String(repeating: "a", count: 150)
-        let longTopic: [UInt8] = [0x0C, 0x81, 150] + Array(long.utf8)
-        let type: [UInt8] = [0x30, 0x05, 0x0C, 0x03] + Array("app".utf8)
-        let content = longTopic + type
-        let der: [UInt8] = [0x30, 0x81, UInt8(content.count)] + content
-        #expect(APNsTopicList.topics(fromDER: der) == [long])
-        #expect(APNsTopicList.topics(fromDER: CryptoTestCertificates.topicsExtensionDER([("a.b", "app"), ("a.b.voip", "voip")])) == ["a.b", "a.b.voip"])
-    }
-
-    @Test("truncated or malformed input yields nil, never a crash", arguments: [
-        [], [0x30], [0x30, 0x05, 0x0C], [0x30, 0x03, 0x0C, 0x05, 0x61], [0x0C, 0x00], [0x30, 0x80], [0x30, 0x84, 0xFF, 0xFF, 0xFF, 0xFF],
-    ] as [[UInt8]])
-    func rejectsMalformed(bytes: [UInt8]) {
-        #expect(APNsTopicList.topics(fromDER: bytes) == nil)
     }
 }

@@ -1,9 +1,10 @@
 import APNsSimulator
 import Foundation
-import HTTP2TLS
 import Locking
 import PGPushCore
+import PGPushOperator
 import Postgres
+import PushCrypto
 import PushQueue
 import PushWorker
 import Synchronization
@@ -106,7 +107,9 @@ public final class DemoRun: Sendable {
         if scenario.usesChannel {
             // The simulator serves the channel management API on its one port too.
             let client = try APNsSenderFactory.makeChannelManagementClient(for: app, channelsURL: simulator.baseURL)
-            let management = ChannelManagement(app: app, client: client, database: database)
+            let management = ChannelManagement(
+                appName: app.name, environment: app.environment == .production ? .production : .development, client: client,
+                database: database)
             channel = try await management.create(storesMessages: true).channelID
             channels = management
             narrate("created broadcast channel \(channel ?? "") with the channel management API (recorded in pgpush.channels)")
