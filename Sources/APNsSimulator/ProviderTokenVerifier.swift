@@ -1,5 +1,6 @@
 import Foundation
 import PGPushCore
+import PushCrypto
 
 /// Checks one `authorization: bearer <JWT>` value the way APNs does:
 /// ES256 only, `kid` and `iss` must name the configured key and team, the raw r‖s
@@ -60,4 +61,34 @@ public struct ProviderTokenVerifier: Sendable {
         let token = authorization.dropFirst(prefix.count).trimmingCharacters(in: .whitespaces)
         return token.isEmpty ? nil : token
     }
+}
+
+/// What the simulator checks a provider token (JWT) against: the team, the key id and
+/// the public half of the `.p8` key.
+public struct ProviderTokenKey: Sendable {
+    public var teamID: String
+    public var keyID: String
+    public var publicKey: ES256PublicKey
+
+    public init(teamID: String, keyID: String, publicKey: ES256PublicKey) {
+        self.teamID = teamID
+        self.keyID = keyID
+        self.publicKey = publicKey
+    }
+}
+
+/// A provider token whose signature, key id and team checked out.
+public struct VerifiedProviderToken: Sendable, Equatable, CustomStringConvertible {
+    /// The compact JWT text (secret: never logged).
+    public let token: String
+    public let issuedAt: Date
+
+    /// Leaves the token out: it is a credential.
+    public var description: String { "VerifiedProviderToken(issued at \(issuedAt))" }
+}
+
+/// Why a provider token was refused: always a 403 reason.
+public struct ProviderTokenRejection: Error, Sendable, Equatable {
+    public let reason: APNsReason
+    public init(_ reason: APNsReason) { self.reason = reason }
 }

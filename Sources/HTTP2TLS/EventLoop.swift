@@ -157,3 +157,9 @@ private final class ThreadBody {
     let run: @Sendable () -> Void
     init(_ run: @escaping @Sendable () -> Void) { self.run = run }
 }
+
+/// The I/O thread (or its eventfd) could not be created.
+public struct LoopStartError: Error, Sendable, CustomStringConvertible {
+    public var detail: String
+    public var description: String { "cannot start I/O thread: \(detail)" }
+}

@@ -1,4 +1,3 @@
-import PGPushTestSupport
 @testable import PushWorker
 import Foundation
 import Synchronization
@@ -12,15 +11,18 @@ struct LatchTests {
     /// with rows queued. Here the wait is held back until its 1 ms timer has surely fired.
     @Test func aTimeoutThatFiresBeforeTheWaitRegistersStillEndsIt() async throws {
         let latch = Latch()
-        let ended = Ended()
-        let waiting = Task {
-            await latch.wait(timeout: .milliseconds(1)) { Thread.sleep(forTimeInterval: 0.1) }
-            ended.flag.store(true, ordering: .relaxed)
+        let watchdog = Ended()
+        // Opens the latch if the wait is stuck, so the test ends either way. A timer, not a
+        // polling loop: when the machine stalls the test's threads, the wait's 1 ms timer
+        // still comes due long before this one.
+        let opener = Task {
+            try await Task.sleep(for: .seconds(120))
+            watchdog.flag.store(true, ordering: .relaxed)
+            latch.open()
         }
-        let returned = try await eventually(timeout: .seconds(60)) { ended.flag.load(ordering: .relaxed) }
-        latch.open()  // lets a stuck wait go, so the test ends either way
-        await waiting.value
-        #expect(returned, "the wait outlived its timeout")
+        await latch.wait(timeout: .milliseconds(1)) { Thread.sleep(forTimeInterval: 0.1) }
+        opener.cancel()
+        #expect(!watchdog.flag.load(ordering: .relaxed), "the wait outlived its timeout until the latch opened")
     }
 
     private final class Ended: Sendable {
