@@ -15,7 +15,7 @@ final class Guarded<Value: Sendable>: Sendable {
 }
 
 /// A throwaway CA, a server certificate for 127.0.0.1 and the CA as a file (PGPUSH_CA_FILE).
-struct ClientTestPKI {
+struct ClientTestPKI: Sendable {
     let authority: SelfSignedAuthority
     let server: IssuedCertificate
     let caFile: String
@@ -107,14 +107,18 @@ struct FakeResponder: Sendable {
     func refuse() { responder.refuse() }
 }
 
-/// A running fake APNs with its server; `stop()` frees the port for a restart.
+/// A running fake APNs over real TLS with a throwaway CA of its own (or `pki`, to restart on
+/// the same one), and clients configured for it; `stop()` frees the port for a restart.
 final class FakeAPNsServer: Sendable {
+    let pki: ClientTestPKI
     let handler: FakeAPNs
     let server: HTTP2Server
     var port: Int { server.port }
 
-    init(pki: ClientTestPKI, port: Int = 0, handler: FakeAPNs = FakeAPNs(), maxConcurrentStreams: Int = 100,
+    init(pki: ClientTestPKI? = nil, port: Int = 0, handler: FakeAPNs = FakeAPNs(), maxConcurrentStreams: Int = 100,
          requireClientCertificate: Bool = false) throws {
+        let pki = try pki ?? ClientTestPKI()
+        self.pki = pki
         var configuration = HTTP2ServerConfiguration(certificateChain: .text(pki.server.certificatePEM),
                                                      privateKey: .text(pki.server.privateKeyPEM))
         configuration.port = port
@@ -125,6 +129,14 @@ final class FakeAPNsServer: Sendable {
     }
 
     func stop() { server.shutdown() }
+
+    /// A client of this server (`ClientTestValues.client`); provider tokens from a fresh key
+    /// unless `authentication` says otherwise.
+    func client(authentication: APNsAuthentication? = nil, connections: Int = 1, rate: Int? = nil,
+                requestTimeout: Duration = .seconds(10)) throws -> APNsClient {
+        try ClientTestValues.client(port: port, pki: pki, authentication: authentication ?? .token(ClientTestValues.tokenCache()),
+                                    connections: connections, rate: rate, requestTimeout: requestTimeout)
+    }
 }
 
 enum ClientTestValues {

@@ -24,7 +24,7 @@ struct SimulatorInteropTests {
     @Test("nghttp gets an APNs answer: 200 with apns-id, and 400 with a JSON reason",
           .enabled(if: tool("nghttp") != nil))
     func nghttpAgainstSimulator() async throws {
-        let harness = try SimulatorHarness()
+        let harness = try SimulatorHarness(key: signingKey())
         defer { harness.stop() }
         let body = try bodyFile()
         defer { try? FileManager.default.removeItem(atPath: body) }
@@ -43,7 +43,7 @@ struct SimulatorInteropTests {
     @Test("h2load sends 2,000 valid pushes over 2 connections and all are accepted",
           .enabled(if: tool("h2load") != nil))
     func h2loadAgainstSimulator() async throws {
-        let harness = try SimulatorHarness()
+        let harness = try SimulatorHarness(key: signingKey())
         defer { harness.stop() }
         let body = try bodyFile()
         defer { try? FileManager.default.removeItem(atPath: body) }

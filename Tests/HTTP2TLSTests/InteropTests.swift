@@ -1,5 +1,6 @@
 import Foundation
 import HTTP2TLS
+import PGPushTestSupport
 import Testing
 
 /// Checks against the nghttp2 command-line tools (Debian nghttp2-client / nghttp2-server).

@@ -1,5 +1,6 @@
 import Foundation
 import HTTP2TLS
+import PGPushTestSupport
 import Testing
 
 @Suite("TLS: verification, ALPN and protocol version are enforced")

@@ -11,7 +11,7 @@ import Testing
     @Test func goAwayStormDeliversEveryRowExactlyOnce() async throws {
         var faults = FaultPlan()
         faults.goAwayAfterStreams = 300
-        let harness = try WorkerEndToEndTests.Harness(faults: faults, ratePerConnection: 0, connections: 4)
+        let harness = try SimulatorHarness(faults: faults, ratePerConnection: 0, connections: 4)
         defer { harness.stop() }
         let conninfo = try TestDatabase.migrated()
         let database = try PostgresConnection(conninfo: conninfo)

@@ -19,7 +19,7 @@ import Testing
     @Test func prometheusTextAndHealthEndpoints() async throws {
         var faults = FaultPlan()
         faults.unregisteredTokens = [WorkerEndToEndTests.token(2)]
-        let harness = try WorkerEndToEndTests.Harness(faults: faults)
+        let harness = try SimulatorHarness(faults: faults)
         defer { harness.stop() }
         let conninfo = try TestDatabase.migrated()
         let database = try PostgresConnection(conninfo: conninfo)

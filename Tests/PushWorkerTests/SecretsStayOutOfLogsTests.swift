@@ -13,7 +13,7 @@ import Testing
         faults.unregisteredTokens = [WorkerEndToEndTests.token(1)]
         faults.scripts = [WorkerEndToEndTests.token(2): [try ScriptedAnswer(parsing: "ExpiredProviderToken"),
                                                         try ScriptedAnswer(parsing: "InvalidProviderToken")]]
-        let harness = try WorkerEndToEndTests.Harness(faults: faults)
+        let harness = try SimulatorHarness(faults: faults)
         defer { harness.stop() }
         let conninfo = try TestDatabase.migrated()
         let database = try PostgresConnection(conninfo: conninfo)

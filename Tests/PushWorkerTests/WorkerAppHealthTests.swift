@@ -9,10 +9,9 @@ import Testing
 /// App-level problems: the app is flagged in `pgpush.app_health`, and credential
 /// errors keep its rows queued instead of burning them as failed.
 @Suite struct WorkerAppHealthTests {
-    typealias Harness = WorkerEndToEndTests.Harness
 
     @Test func wrongCredentialsPauseTheAppAndKeepRowsQueued() async throws {
-        let harness = try Harness(faults: FaultPlan())
+        let harness = try SimulatorHarness(faults: FaultPlan())
         defer { harness.stop() }
         // The worker signs with a key the simulator does not know.
         let strangerKey = harness.directory.appendingPathComponent("Stranger.p8").path
@@ -48,7 +47,7 @@ import Testing
         var faults = FaultPlan()
         faults.statusMix = [FaultPlan.MixEntry(answer: try ScriptedAnswer(parsing: "BadDeviceToken"), probability: 0.9)]
         faults.seed = 7
-        let harness = try Harness(faults: faults)
+        let harness = try SimulatorHarness(faults: faults)
         defer { harness.stop() }
         let conninfo = try TestDatabase.migrated()
         let database = try PostgresConnection(conninfo: conninfo)

@@ -9,10 +9,9 @@ import Testing
 /// The delivery rules end to end: what reaches APNs for each push type, and how each answer is handled
 /// with the default retry policy, checked at the simulator and in the table.
 @Suite struct WorkerDeliveryRulesTests {
-    typealias Harness = WorkerEndToEndTests.Harness
     static let token = WorkerEndToEndTests.token
 
-    func startWorker(_ harness: Harness, _ conninfo: String, retry: RetryConfiguration = .default) throws -> (Worker, Task<Void, any Error>) {
+    func startWorker(_ harness: SimulatorHarness, _ conninfo: String, retry: RetryConfiguration = .default) throws -> (Worker, Task<Void, any Error>) {
         var configuration = WorkerConfiguration(databaseURL: conninfo, apps: [harness.app], workerID: "rules-worker")
         configuration.apps[0].retry = retry
         configuration.pollInterval = .milliseconds(20)
@@ -22,7 +21,7 @@ import Testing
     }
 
     @Test func pushTypesGetDerivedHeadersAndCompactPayloads() async throws {
-        let harness = try Harness(faults: FaultPlan(), logRequests: true)
+        let harness = try SimulatorHarness(faults: FaultPlan(), logRequests: true)
         defer { harness.stop() }
         let conninfo = try TestDatabase.migrated()
         let database = try PostgresConnection(conninfo: conninfo)
@@ -79,7 +78,7 @@ import Testing
     }
 
     @Test func hostileTextIsStoredAndSentVerbatim() async throws {
-        let harness = try Harness(faults: FaultPlan(), logRequests: true)
+        let harness = try SimulatorHarness(faults: FaultPlan(), logRequests: true)
         defer { harness.stop() }
         let conninfo = try TestDatabase.migrated()
         let database = try PostgresConnection(conninfo: conninfo)
@@ -112,7 +111,7 @@ import Testing
             hammered: try ["TooManyRequests", "TooManyRequests"].map(ScriptedAnswer.init(parsing:)),
             bad: [try ScriptedAnswer(parsing: "BadDeviceToken")],
         ]
-        let harness = try Harness(faults: faults, logRequests: true)
+        let harness = try SimulatorHarness(faults: faults, logRequests: true)
         defer { harness.stop() }
         let conninfo = try TestDatabase.migrated()
         let database = try PostgresConnection(conninfo: conninfo)
@@ -168,7 +167,7 @@ import Testing
         let renewed = Self.token(7)
         var faults = FaultPlan()
         faults.scripts = [renewed: [try ScriptedAnswer(parsing: "ExpiredProviderToken")]]
-        let harness = try Harness(faults: faults, logRequests: true)
+        let harness = try SimulatorHarness(faults: faults, logRequests: true)
         defer { harness.stop() }
         let conninfo = try TestDatabase.migrated()
         let database = try PostgresConnection(conninfo: conninfo)
@@ -192,7 +191,7 @@ import Testing
     @Test func oneConnectionNeverExceedsItsCapInAnyOneSecondWindow() async throws {
         // A higher cap than the default 100/s keeps the test short; the 100/s figure is in the benchmark.
         let cap = 200
-        let harness = try Harness(faults: FaultPlan(), ratePerConnection: cap, connections: 1)
+        let harness = try SimulatorHarness(faults: FaultPlan(), ratePerConnection: cap, connections: 1)
         defer { harness.stop() }
         let conninfo = try TestDatabase.migrated()
         let database = try PostgresConnection(conninfo: conninfo)

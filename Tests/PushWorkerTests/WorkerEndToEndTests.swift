@@ -13,48 +13,6 @@ import Testing
 @Suite struct WorkerEndToEndTests {
     static let bundleID = "com.example.app"
 
-    /// A simulator with a fresh p8 key, and the app configuration that talks to it.
-    struct Harness {
-        let simulator: APNsSimulator
-        let app: AppConfiguration
-        let directory: URL
-
-        /// `simulator` adjusts the simulator's configuration further (channels, environment…).
-        init(faults: FaultPlan, ratePerConnection: Int = 0, connections: Int = 2, logRequests: Bool = false,
-             simulator adjust: (inout SimulatorConfiguration) -> Void = { _ in }) throws {
-            directory = FileManager.default.temporaryDirectory.appendingPathComponent("pgpush-worker-\(UUID())")
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            let key = try ES256PrivateKey.generate()
-            let keyFile = directory.appendingPathComponent("AuthKey.p8").path
-            try key.writePKCS8(toFile: keyFile)
-            var configuration = SimulatorConfiguration(authentication: .token(
-                ProviderTokenKey(teamID: "TEAM123456", keyID: "KEY1234567", publicKey: try key.publicKey())))
-            configuration.bundleID = WorkerEndToEndTests.bundleID
-            configuration.faults = faults
-            if logRequests { configuration.logPath = directory.appendingPathComponent("requests.jsonl").path }
-            adjust(&configuration)
-            simulator = try APNsSimulator(configuration: configuration)
-            _ = try simulator.start()
-            app = AppConfiguration(
-                name: "default", bundleID: WorkerEndToEndTests.bundleID, apnsURL: simulator.baseURL,
-                caFile: simulator.caCertificatePath,
-                authentication: .token(teamID: "TEAM123456", keyID: "KEY1234567", keyFile: keyFile),
-                connections: connections, ratePerConnection: ratePerConnection)
-        }
-
-        func stop() {
-            simulator.stop()
-            try? FileManager.default.removeItem(at: directory)
-        }
-
-        /// Stops the simulator (which flushes its request log) and reads the log.
-        func stopAndReadLog() throws -> [RequestLogEntry] {
-            simulator.stop()
-            let text = try String(contentsOf: directory.appendingPathComponent("requests.jsonl"), encoding: .utf8)
-            return try text.split(separator: "\n").map { try JSONDecoder().decode(RequestLogEntry.self, from: Data($0.utf8)) }
-        }
-    }
-
     static func token(_ number: Int) -> String { String(format: "%064x", number) }
 
     static func fastRetries() -> RetryConfiguration {
@@ -86,7 +44,7 @@ import Testing
         faults.unregisteredTokens = [unregistered]
         faults.scripts = [flaky: [try ScriptedAnswer(parsing: "503"), try ScriptedAnswer(parsing: "503")],
                           hammered: [try ScriptedAnswer(parsing: "TooManyRequests")]]
-        let harness = try Harness(faults: faults)
+        let harness = try SimulatorHarness(faults: faults)
         defer { harness.stop() }
 
         let conninfo = try TestDatabase.migrated()
@@ -143,7 +101,7 @@ import Testing
     }
 
     @Test func newRowsAreSentWithoutPolling() async throws {
-        let harness = try Harness(faults: FaultPlan())
+        let harness = try SimulatorHarness(faults: FaultPlan())
         defer { harness.stop() }
         let conninfo = try TestDatabase.migrated()
         let database = try PostgresConnection(conninfo: conninfo)
@@ -177,7 +135,7 @@ import Testing
         var faults = FaultPlan()
         faults.unregisteredTokens = [unregistered]
         faults.scripts = [flaky: [try ScriptedAnswer(parsing: "503")]]
-        let harness = try Harness(faults: faults)
+        let harness = try SimulatorHarness(faults: faults)
         defer { harness.stop() }
         let conninfo = try TestDatabase.migrated()
         let database = try PostgresConnection(conninfo: conninfo)
@@ -211,7 +169,7 @@ import Testing
 
     @Test func stopReturnsUnsentRowsAndExitsCleanly() async throws {
         // One connection at 20/s and a backlog of 400: most rows are still queued when the stop comes.
-        let harness = try Harness(faults: FaultPlan(), ratePerConnection: 20, connections: 1)
+        let harness = try SimulatorHarness(faults: FaultPlan(), ratePerConnection: 20, connections: 1)
         defer { harness.stop() }
         let conninfo = try TestDatabase.migrated()
         let database = try PostgresConnection(conninfo: conninfo)
@@ -246,7 +204,7 @@ import Testing
     /// worker's row: its next heartbeat finds no row to update and registers it again,
     /// so the worker shows in status and is not mistaken for a dead one.
     @Test func aDeletedWorkerRowIsRegisteredAgain() async throws {
-        let harness = try Harness(faults: FaultPlan())
+        let harness = try SimulatorHarness(faults: FaultPlan())
         defer { harness.stop() }
         let conninfo = try TestDatabase.migrated()
         let database = try PostgresConnection(conninfo: conninfo)
@@ -269,7 +227,7 @@ import Testing
     /// With the database gone, each failing duty logs once, not once per attempt: the
     /// claim loop woke on every doorbell ring and logged every try.
     @Test func anOutageIsLoggedOnceNotPerAttempt() async throws {
-        let harness = try Harness(faults: FaultPlan())
+        let harness = try SimulatorHarness(faults: FaultPlan())
         defer { harness.stop() }
         let conninfo = try TestDatabase.migrated()
         let database = try PostgresConnection(conninfo: conninfo)

@@ -26,8 +26,8 @@ extension Reliability {
                 $0.dropAfterStreams = 150
                 $0.refuseProbability = 0.05
             }
-            let harness = try SimulatorHarness(faults: faults)
-            defer { harness.removeFiles() }
+            let harness = try SimulatorHarness.reliability(faults: faults)
+            defer { harness.stop() }
             try harness.start()
             let conninfo = try TestDatabase.migrated()
             let database = try PostgresConnection(conninfo: conninfo)

@@ -88,8 +88,8 @@ extension Reliability {
             try TestDatabase.migrate(conninfo)
             try Backlog.enqueue(PostgresConnection(conninfo: conninfo), count: rows)
 
-            let harness = try SimulatorHarness(faults: FaultPlanning.none)
-            defer { harness.removeFiles() }
+            let harness = try SimulatorHarness.reliability(faults: FaultPlanning.none)
+            defer { harness.stop() }
             try harness.start()
             var launcher = WorkerLauncher(binary: binary, harness: harness, conninfo: conninfo, connections: Self.connections,
                                           ratePerConnection: Self.ratePerConnection, idPrefix: "failover-\(replication)",

@@ -29,8 +29,8 @@ extension Reliability {
             let binary = try #require(WorkerProcess.binary, WorkerProcess.missingBinary)
             let seconds = ReliabilityMode.pick(ci: 6, long: 30)
             let rows = Self.workers * Self.connections * Self.ratePerConnection * seconds
-            let harness = try SimulatorHarness(faults: FaultPlan())
-            defer { harness.removeFiles() }
+            let harness = try SimulatorHarness.reliability(faults: FaultPlan())
+            defer { harness.stop() }
             try harness.start()
             let conninfo = try TestDatabase.migrated()
             let database = try PostgresConnection(conninfo: conninfo)

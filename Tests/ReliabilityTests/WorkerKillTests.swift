@@ -21,8 +21,8 @@ extension Reliability {
             let rounds = ReliabilityMode.pick(ci: 3, long: 20)
             let rows = ReliabilityMode.pick(ci: 1500, long: 8000)
             let workerCount = 2
-            let harness = try SimulatorHarness(faults: FaultPlanning.none)
-            defer { harness.removeFiles() }
+            let harness = try SimulatorHarness.reliability(faults: FaultPlanning.none)
+            defer { harness.stop() }
             try harness.start()
             let conninfo = try TestDatabase.migrated()
             let database = try PostgresConnection(conninfo: conninfo)

@@ -48,7 +48,7 @@ final class WorkerProcess {
         defer { (argv + envp).forEach { free($0) } }
         var child: pid_t = 0
         let result = posix_spawn(&child, binary, &actions, nil, argv, envp)
-        guard result == 0 else { throw HarnessError("could not start \(binary): errno \(result)") }
+        guard result == 0 else { throw TestSetupError("could not start \(binary): errno \(result)") }
         pid = child
     }
 

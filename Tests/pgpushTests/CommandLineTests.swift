@@ -212,35 +212,19 @@ struct CommandLineTests {
         #expect(badKey.output.contains("/nonexistent/AuthKey.p8"))
     }
 
-    /// A simulator with a fresh p8 key; the environment that points `pgpush run` at it.
+    /// The simulator harness, and the environment that points `pgpush run` at it and the database.
     struct Simulated {
-        let simulator: APNsSimulator
-        let directory: URL
+        let harness: SimulatorHarness
         let environment: [String: String]
+        var simulator: APNsSimulator { harness.simulator }
+        var directory: URL { harness.directory }
 
         init(conninfo: String, faults: FaultPlan = FaultPlan()) throws {
-            directory = FileManager.default.temporaryDirectory.appendingPathComponent("pgpush-cli-\(UUID())")
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            let key = try ES256PrivateKey.generate()
-            let keyFile = directory.appendingPathComponent("AuthKey.p8").path
-            try key.writePKCS8(toFile: keyFile)
-            var configuration = SimulatorConfiguration(authentication: .token(
-                ProviderTokenKey(teamID: "TEAM123456", keyID: "KEY1234567", publicKey: try key.publicKey())))
-            configuration.bundleID = "com.example.app"
-            configuration.faults = faults
-            simulator = try APNsSimulator(configuration: configuration)
-            _ = try simulator.start()
-            environment = [
-                "DATABASE_URL": conninfo, "PGPUSH_TOPIC": "com.example.app", "PGPUSH_TEAM_ID": "TEAM123456",
-                "PGPUSH_KEY_ID": "KEY1234567", "PGPUSH_KEY_FILE": keyFile, "PGPUSH_APNS_URL": simulator.baseURL ?? "",
-                "PGPUSH_CA_FILE": simulator.caCertificatePath ?? "",
-            ]
+            harness = try SimulatorHarness(faults: faults)
+            environment = harness.workerEnvironment().merging(["DATABASE_URL": conninfo]) { $1 }
         }
 
-        func stop() {
-            simulator.stop()
-            try? FileManager.default.removeItem(at: directory)
-        }
+        func stop() { harness.stop() }
     }
 
     static func enqueue(_ database: PostgresConnection, count: Int) throws {
