@@ -128,9 +128,7 @@ struct ClientDeliveryTests {
 
     @Test("429 TooManyRequests is returned, not retried; when 429s spread the connection slows down")
     func tooManyRequests() async throws {
-        let handler = FakeAPNs { request, responder, _ in
-            FakeAPNs.reject(request, responder, status: 429, reason: "TooManyRequests")
-        }
+        let handler = FakeAPNs.rejectingAll(status: 429, reason: "TooManyRequests")
         let server = try FakeAPNsServer(handler: handler)
         defer { server.stop() }
         let client = try server.client(rate: 100)
@@ -201,13 +199,7 @@ struct ClientDeliveryTests {
 
     @Test("403 ExpiredProviderToken: one new JWT, a new connection, success; not counted as an attempt")
     func expiredProviderToken() async throws {
-        let handler = FakeAPNs { request, responder, index in
-            if index == 0 {
-                FakeAPNs.reject(request, responder, status: 403, reason: "ExpiredProviderToken")
-            } else {
-                FakeAPNs.accept(request, responder)
-            }
-        }
+        let handler = FakeAPNs.rejectingFirst(status: 403, reason: "ExpiredProviderToken")
         let server = try FakeAPNsServer(handler: handler)
         defer { server.stop() }
         let cache = try ClientTestValues.tokenCache()
@@ -230,9 +222,7 @@ struct ClientDeliveryTests {
 
     @Test("403 ExpiredProviderToken twice: resent once only, then the answer is returned")
     func expiredProviderTokenTwice() async throws {
-        let handler = FakeAPNs { request, responder, _ in
-            FakeAPNs.reject(request, responder, status: 403, reason: "ExpiredProviderToken")
-        }
+        let handler = FakeAPNs.rejectingAll(status: 403, reason: "ExpiredProviderToken")
         let server = try FakeAPNsServer(handler: handler)
         defer { server.stop() }
         let cache = try ClientTestValues.tokenCache()
@@ -249,13 +239,7 @@ struct ClientDeliveryTests {
 
     @Test("429 TooManyProviderTokenUpdates: resent once on a fresh connection with the same JWT")
     func tooManyProviderTokenUpdates() async throws {
-        let handler = FakeAPNs { request, responder, index in
-            if index == 0 {
-                FakeAPNs.reject(request, responder, status: 429, reason: "TooManyProviderTokenUpdates")
-            } else {
-                FakeAPNs.accept(request, responder)
-            }
-        }
+        let handler = FakeAPNs.rejectingFirst(status: 429, reason: "TooManyProviderTokenUpdates")
         let server = try FakeAPNsServer(handler: handler)
         defer { server.stop() }
         let cache = try ClientTestValues.tokenCache()
@@ -322,9 +306,7 @@ struct ClientDeliveryTests {
     @Test("errors APNs answered are returned as they are, with reason and timestamp")
     func rejections() async throws {
         let invalidSince = Date(timeIntervalSince1970: 1_700_000_000.123)
-        let handler = FakeAPNs { request, responder, _ in
-            FakeAPNs.reject(request, responder, status: 410, reason: "Unregistered", timestamp: invalidSince)
-        }
+        let handler = FakeAPNs.rejectingAll(status: 410, reason: "Unregistered", timestamp: invalidSince)
         let server = try FakeAPNsServer(handler: handler)
         defer { server.stop() }
         let client = try server.client()
@@ -370,21 +352,11 @@ struct ClientDeliveryTests {
 
     @Test("GOAWAY before the stream: resent on a new connection without failure")
     func goAway() async throws {
-        let serverReference = Guarded<HTTP2Server?>(nil)
-        let handler = FakeAPNs { request, responder, index in
-            if index == 0 {
-                serverReference.value?.sendGoAway(connectionID: request.connectionID, lastStreamID: 0,
-                                                  debugData: Array(#"{"reason":"Shutdown"}"#.utf8))
-            } else {
-                FakeAPNs.accept(request, responder)
-            }
+        let handler = FakeAPNs.actingOnFirst { server, request in
+            server.sendGoAway(connectionID: request.connectionID, lastStreamID: 0, debugData: Array(#"{"reason":"Shutdown"}"#.utf8))
         }
         let server = try FakeAPNsServer(handler: handler)
-        serverReference.withLock { $0 = server.server }
-        defer {
-            serverReference.withLock { $0 = nil }
-            server.stop()
-        }
+        defer { server.stop() }
         let client = try server.client()
         let result = await client.send(try ClientTestValues.request(1))
         #expect(result.status == 200)
@@ -414,20 +386,9 @@ struct ClientDeliveryTests {
 
     @Test("a connection lost after writing: may have been processed, not resent; the next request gets a new connection")
     func connectionLost() async throws {
-        let serverReference = Guarded<HTTP2Server?>(nil)
-        let handler = FakeAPNs { request, responder, index in
-            if index == 0 {
-                serverReference.value?.dropConnection(request.connectionID)
-            } else {
-                FakeAPNs.accept(request, responder)
-            }
-        }
+        let handler = FakeAPNs.actingOnFirst { server, request in server.dropConnection(request.connectionID) }
         let server = try FakeAPNsServer(handler: handler)
-        serverReference.withLock { $0 = server.server }
-        defer {
-            serverReference.withLock { $0 = nil }
-            server.stop()
-        }
+        defer { server.stop() }
         let client = try server.client()
         let lost = await client.send(try ClientTestValues.request(1))
         #expect(lost.status == nil)

@@ -51,9 +51,13 @@ final class FakeAPNs: HTTP2ServerHandler {
     let openedConnections = Guarded<[ServerConnectionInfo]>([])
     /// Connection id and stream id of answered requests, in the order answered.
     let answered = Guarded<[FakeResponder.Answer]>([])
+    /// The server this fake runs in while it runs, for behaviours that act on a connection.
+    let server: Guarded<HTTP2Server?>
     private let behaviour: FakeAPNsBehaviour
 
-    init(behaviour: @escaping FakeAPNsBehaviour = { request, responder, _ in FakeAPNs.accept(request, responder) }) {
+    init(server: Guarded<HTTP2Server?> = Guarded(nil),
+         behaviour: @escaping FakeAPNsBehaviour = { request, responder, _ in FakeAPNs.accept(request, responder) }) {
+        self.server = server
         self.behaviour = behaviour
     }
 
@@ -81,6 +85,27 @@ final class FakeAPNs: HTTP2ServerHandler {
         var headers: [HTTP2TLS.HeaderField] = []
         if let id = request.headers.value(of: "apns-id") { headers.append(HTTP2TLS.HeaderField("apns-id", id)) }
         responder.respond(status: status, headers: headers, body: APNsErrorBody(reason: reason, timestamp: timestamp).encoded())
+    }
+
+    /// A fake that answers every request with the error.
+    static func rejectingAll(status: Int, reason: String, timestamp: Date? = nil) -> FakeAPNs {
+        FakeAPNs { request, responder, _ in reject(request, responder, status: status, reason: reason, timestamp: timestamp) }
+    }
+
+    /// A fake that, instead of answering the first request, does `act` to the server (a
+    /// GOAWAY, a dropped connection), and answers every later one with 200.
+    static func actingOnFirst(_ act: @escaping @Sendable (HTTP2Server, ServerRequest) -> Void) -> FakeAPNs {
+        let server = Guarded<HTTP2Server?>(nil)
+        return FakeAPNs(server: server) { request, responder, index in
+            if index == 0 { server.value.map { act($0, request) } } else { accept(request, responder) }
+        }
+    }
+
+    /// A fake that answers the first request with the error and every later one with 200.
+    static func rejectingFirst(status: Int, reason: String) -> FakeAPNs {
+        FakeAPNs { request, responder, index in
+            if index == 0 { reject(request, responder, status: status, reason: reason) } else { accept(request, responder) }
+        }
     }
 }
 
@@ -126,9 +151,13 @@ final class FakeAPNsServer: Sendable {
         if requireClientCertificate { configuration.clientCertificates = .require(trustedCAFile: pki.caFile) }
         self.handler = handler
         server = try HTTP2Server(configuration: configuration, handler: handler, threadName: "fake-apns")
+        handler.server.withLock { $0 = server }
     }
 
-    func stop() { server.shutdown() }
+    func stop() {
+        handler.server.withLock { $0 = nil }
+        server.shutdown()
+    }
 
     /// A client of this server (`ClientTestValues.client`); provider tokens from a fresh key
     /// unless `authentication` says otherwise.
