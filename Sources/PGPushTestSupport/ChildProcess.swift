@@ -4,12 +4,31 @@ import Foundation
 @_exported import Spawn
 
 extension ChildProcess {
-    /// The `pgpush` binary built beside the test bundle, if it exists.
-    public static var pgpushBinary: String? {
-        let candidates = [URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent(),
-                          URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().deletingLastPathComponent()]
-            .map { $0.appendingPathComponent("pgpush").path }
-        return candidates.first { FileManager.default.isExecutableFile(atPath: $0) }
+    /// The `pgpush` binary the tests run: `PGPUSH_BINARY` when it is set (nil when that is
+    /// no executable), else the one built beside the test runner, else the package's
+    /// `.build/debug/pgpush`; nil when it is not built.
+    public static let pgpushBinary: String? = {
+        if let configured = ProcessInfo.processInfo.environment["PGPUSH_BINARY"] {
+            return FileManager.default.isExecutableFile(atPath: configured) ? configured : nil
+        }
+        var candidates: [URL] = []
+        var directory = URL(fileURLWithPath: CommandLine.arguments.first ?? "").deletingLastPathComponent()
+        // On Linux the runner is …/debug/pgpushPackageTests.xctest; elsewhere it may sit inside a bundle.
+        for _ in 0..<4 {
+            candidates.append(directory.appendingPathComponent("pgpush"))
+            directory = directory.deletingLastPathComponent()
+        }
+        let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        candidates.append(packageRoot.appendingPathComponent(".build/debug/pgpush"))
+        return candidates.map(\.path).first { FileManager.default.isExecutableFile(atPath: $0) }
+    }()
+
+    /// A command-line tool from the system's folders (openssl, nghttp, tcpdump), nil when
+    /// it is not installed.
+    public static func tool(_ name: String) -> String? {
+        ["/usr/bin", "/usr/sbin", "/usr/local/bin", "/bin", "/sbin"].map { "\($0)/\(name)" }
+            .first { FileManager.default.isExecutableFile(atPath: $0) }
     }
 
     /// Waits until the output contains `text` (a "listening" line, say).

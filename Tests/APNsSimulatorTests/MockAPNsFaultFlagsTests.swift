@@ -54,9 +54,9 @@ struct RunningMockAPNs {
     }
 }
 
-@Suite("pgpush mock-apns: fault flags", .enabled(if: pgpushBinary != nil, "build pgpush first (swift build)"))
+@Suite("pgpush mock-apns: fault flags", .enabled(if: ChildProcess.pgpushBinary != nil, "build pgpush first (swift build)"))
 struct MockAPNsFaultFlagsTests {
-    let binary = pgpushBinary ?? "pgpush"
+    let binary = ChildProcess.pgpushBinary ?? "pgpush"
 
     enum Flag: String, CaseIterable, Sendable {
         case goAwayBeforeFirstStream, topicAnswer, staleProviderTokens, expireEveryProviderToken

@@ -51,17 +51,9 @@ struct TestCertificates: Sendable {
 
 /// Runs command-line tools (openssl, h2load, nghttpd) for tests.
 enum Tool {
-    static func path(_ name: String) -> String? {
-        for directory in ["/usr/bin", "/usr/sbin", "/usr/local/bin", "/bin"] {
-            let candidate = directory + "/" + name
-            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
-        }
-        return nil
-    }
-
     @discardableResult
     static func run(_ name: String, _ arguments: [String], in directory: String? = nil) throws -> String {
-        guard let executable = path(name) else { throw TestSetupError("\(name) not found") }
+        guard let executable = ChildProcess.tool(name) else { throw TestSetupError("\(name) not found") }
         let (status, text) = try ChildProcess.runToCompletion(executable, arguments, in: directory)
         guard status == 0 else {
             throw TestSetupError("\(name) \(arguments.joined(separator: " ")) failed: \(text)")
@@ -76,7 +68,7 @@ enum Tool {
 
     /// Starts a long-running tool with stdin held open; the caller terminates it.
     static func start(_ name: String, _ arguments: [String]) throws -> Process {
-        guard let executable = path(name) else { throw TestSetupError("\(name) not found") }
+        guard let executable = ChildProcess.tool(name) else { throw TestSetupError("\(name) not found") }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments

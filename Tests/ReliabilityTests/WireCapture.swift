@@ -14,8 +14,8 @@ final class WireCapture {
     let port: Int
     private let tcpdump: ChildProcess
 
-    static let tcpdumpPath = executable("tcpdump")
-    static let tsharkPath = executable("tshark")
+    static let tcpdumpPath = ChildProcess.tool("tcpdump")
+    static let tsharkPath = ChildProcess.tool("tshark")
     static var available: Bool { tcpdumpPath != nil && tsharkPath != nil && geteuid() == 0 }
     /// In CI a missing tool fails the test instead of skipping it.
     static var required: Bool { ProcessInfo.processInfo.environment["CI"] == "true" }
@@ -86,11 +86,6 @@ final class WireCapture {
             requests[stream, default: []].append(contentsOf: repeatElement(time, count: headers))
         }
         return requests.mapValues { $0.sorted() }
-    }
-
-    private static func executable(_ name: String) -> String? {
-        ["/usr/bin", "/usr/sbin", "/bin", "/sbin"].map { "\($0)/\(name)" }
-            .first { FileManager.default.isExecutableFile(atPath: $0) }
     }
 }
 

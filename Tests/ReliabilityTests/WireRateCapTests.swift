@@ -23,10 +23,10 @@ extension Reliability {
         static let connections = 4
         static let ratePerConnection = 100
 
-        @Test(.enabled(if: WorkerProcess.binary != nil, WorkerProcess.missingBinary),
+        @Test(.enabled(if: ChildProcess.pgpushBinary != nil, WorkerProcess.missingBinary),
               .enabled(if: WireCapture.available || WireCapture.required, WireCapture.unavailable))
         func noConnectionExceedsTheCapAtTheWire() async throws {
-            let binary = try #require(WorkerProcess.binary, WorkerProcess.missingBinary)
+            let binary = try #require(ChildProcess.pgpushBinary, WorkerProcess.missingBinary)
             let seconds = ReliabilityMode.pick(ci: 6, long: 30)
             let rows = Self.workers * Self.connections * Self.ratePerConnection * seconds
             let harness = try SimulatorHarness.reliability(faults: FaultPlan())

@@ -15,9 +15,9 @@ extension Reliability {
         static let ratePerConnection = 50
         static var window: Int { connections * ratePerConnection }
 
-        @Test(.enabled(if: WorkerProcess.binary != nil, WorkerProcess.missingBinary))
+        @Test(.enabled(if: ChildProcess.pgpushBinary != nil, WorkerProcess.missingBinary))
         func killedWorkersLoseNothing() async throws {
-            let binary = try #require(WorkerProcess.binary, WorkerProcess.missingBinary)
+            let binary = try #require(ChildProcess.pgpushBinary, WorkerProcess.missingBinary)
             let rounds = ReliabilityMode.pick(ci: 3, long: 20)
             let rows = ReliabilityMode.pick(ci: 1500, long: 8000)
             let workerCount = 2

@@ -9,22 +9,6 @@ final class WorkerProcess {
     let logFile: String
     private var exitStatus: Int32?
 
-    /// `.build/debug/pgpush` beside the test bundle, or `PGPUSH_BINARY`; nil when not built.
-    static let binary: String? = {
-        if let configured = ProcessInfo.processInfo.environment["PGPUSH_BINARY"] {
-            return FileManager.default.isExecutableFile(atPath: configured) ? configured : nil
-        }
-        let bundle = URL(fileURLWithPath: ProcessInfo.processInfo.arguments.first ?? "")
-        var folder = bundle.deletingLastPathComponent()
-        // On Linux arguments[0] is the .xctest file itself; elsewhere it may sit inside the bundle.
-        for _ in 0..<4 {
-            let candidate = folder.appendingPathComponent("pgpush").path
-            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
-            folder = folder.deletingLastPathComponent()
-        }
-        return nil
-    }()
-
     static let missingBinary: Comment = """
         skipped: pgpush not found beside the test bundle (.build/debug/pgpush) nor at PGPUSH_BINARY; \
         build it first (swift build --build-tests, or deploy/local/test.sh, which builds everything)
