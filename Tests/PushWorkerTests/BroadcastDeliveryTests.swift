@@ -14,11 +14,10 @@ import Testing
         + #""attributes-type":"MatchAttributes","attributes":{"home":"A","away":"B"},"alert":{"title":"Kick-off"}}}"#
 
     static func run(_ harness: SimulatorHarness, _ conninfo: String, until database: PostgresConnection) async throws {
-        var configuration = WorkerConfiguration(databaseURL: conninfo, apps: [harness.app], workerID: "broadcast-worker")
-        configuration.apps[0].retry = WorkerEndToEndTests.fastRetries()
-        configuration.pollInterval = .milliseconds(20)
-        let worker = try Worker(configuration: configuration, senders: try APNsSenderFactory.makeSenders(for: [harness.app]),
-                                log: Log(sink: { _ in }))
+        let worker = try harness.worker(conninfo: conninfo, id: "broadcast-worker") {
+            $0.apps[0].retry = WorkerEndToEndTests.fastRetries()
+            $0.pollInterval = .milliseconds(20)
+        }
         let running = Task { try await worker.run() }
         try await WorkerEndToEndTests.waitUntilFinished(database)
         worker.stop()
@@ -127,8 +126,7 @@ import Testing
         for channel in channels {
             try database.query("SELECT pgpush.enqueue(channel_id => $1, payload => $2)", [channel, Self.update])
         }
-        try database.query("SELECT pgpush.enqueue_many(device_tokens => $1, payload => '{\"aps\":{\"alert\":\"x\"}}')",
-                           [(1...60).map(WorkerEndToEndTests.token)])
+        try WorkerEndToEndTests.enqueueAlerts(database, count: 60)
         try await Self.run(harness, conninfo, until: database)
         let report = harness.simulator.report()
         #expect(report.totalRequests == 120)

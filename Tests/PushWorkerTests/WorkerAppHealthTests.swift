@@ -21,8 +21,7 @@ import Testing
 
         let conninfo = try TestDatabase.migrated()
         let database = try PostgresConnection(conninfo: conninfo)
-        try database.query("SELECT pgpush.enqueue_many(device_tokens => $1, payload => '{\"aps\":{\"alert\":\"x\"}}')",
-                           [(1...20).map(WorkerEndToEndTests.token)])
+        try WorkerEndToEndTests.enqueueAlerts(database, count: 20)
         let worker = try Worker(configuration: WorkerConfiguration(databaseURL: conninfo, apps: [app], workerID: "w"),
                                 senders: try APNsSenderFactory.makeSenders(for: [app]), log: Log(sink: { _ in }))
         let running = Task { try await worker.run() }
@@ -51,10 +50,8 @@ import Testing
         defer { harness.stop() }
         let conninfo = try TestDatabase.migrated()
         let database = try PostgresConnection(conninfo: conninfo)
-        try database.query("SELECT pgpush.enqueue_many(device_tokens => $1, payload => '{\"aps\":{\"alert\":\"x\"}}')",
-                           [(1...120).map(WorkerEndToEndTests.token)])
-        let worker = try Worker(configuration: WorkerConfiguration(databaseURL: conninfo, apps: [harness.app], workerID: "w"),
-                                senders: try APNsSenderFactory.makeSenders(for: [harness.app]), log: Log(sink: { _ in }))
+        try WorkerEndToEndTests.enqueueAlerts(database, count: 120)
+        let worker = try harness.worker(conninfo: conninfo, id: "w")
         let running = Task { try await worker.run() }
         try await WorkerEndToEndTests.waitUntilFinished(database)
         worker.stop()

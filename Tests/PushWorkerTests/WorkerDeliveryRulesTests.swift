@@ -12,11 +12,10 @@ import Testing
     static let token = WorkerEndToEndTests.token
 
     func startWorker(_ harness: SimulatorHarness, _ conninfo: String, retry: RetryConfiguration = .default) throws -> (Worker, Task<Void, any Error>) {
-        var configuration = WorkerConfiguration(databaseURL: conninfo, apps: [harness.app], workerID: "rules-worker")
-        configuration.apps[0].retry = retry
-        configuration.pollInterval = .milliseconds(20)
-        let worker = try Worker(configuration: configuration, senders: try APNsSenderFactory.makeSenders(for: [harness.app]),
-                                log: Log(sink: { _ in }))
+        let worker = try harness.worker(conninfo: conninfo, id: "rules-worker") {
+            $0.apps[0].retry = retry
+            $0.pollInterval = .milliseconds(20)
+        }
         return (worker, Task { try await worker.run() })
     }
 
@@ -195,8 +194,7 @@ import Testing
         defer { harness.stop() }
         let conninfo = try TestDatabase.migrated()
         let database = try PostgresConnection(conninfo: conninfo)
-        try database.query("SELECT pgpush.enqueue_many(device_tokens => $1, payload => '{\"aps\":{\"alert\":\"x\"}}')",
-                           [(1...1000).map(Self.token)])
+        try WorkerEndToEndTests.enqueueAlerts(database, count: 1000)
         let (worker, running) = try startWorker(harness, conninfo)
         try await WorkerEndToEndTests.waitUntilFinished(database)
         worker.stop()

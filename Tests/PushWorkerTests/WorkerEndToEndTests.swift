@@ -15,6 +15,12 @@ import Testing
 
     static func token(_ number: Int) -> String { String(format: "%064x", number) }
 
+    /// An alert for each of the tokens 1…`count`, in one call.
+    static func enqueueAlerts(_ database: PostgresConnection, count: Int) throws {
+        try database.query("SELECT pgpush.enqueue_many(device_tokens => $1, payload => '{\"aps\":{\"alert\":\"x\"}}')",
+                           [(1...count).map(token)])
+    }
+
     static func fastRetries() -> RetryConfiguration {
         var retry = RetryConfiguration.default
         retry.serverErrorDelay = .milliseconds(10) ... .milliseconds(50)
@@ -60,11 +66,10 @@ import Testing
                                   payload => '{"aps":{"content-available":1,"alert":"no"}}')
             """, [Self.token(900_004)])
 
-        var configuration = WorkerConfiguration(databaseURL: conninfo, apps: [harness.app], workerID: "test-worker")
-        configuration.apps[0].retry = Self.fastRetries()
-        configuration.pollInterval = .milliseconds(50)
-        let worker = try Worker(configuration: configuration, senders: try APNsSenderFactory.makeSenders(for: [harness.app]),
-                                log: Log(minimum: .warning))
+        let worker = try harness.worker(conninfo: conninfo, id: "test-worker", log: Log(minimum: .warning)) {
+            $0.apps[0].retry = Self.fastRetries()
+            $0.pollInterval = .milliseconds(50)
+        }
         let running = Task { try await worker.run() }
         try await Self.waitUntilFinished(database)
 
@@ -173,12 +178,10 @@ import Testing
         defer { harness.stop() }
         let conninfo = try TestDatabase.migrated()
         let database = try PostgresConnection(conninfo: conninfo)
-        try database.query("SELECT pgpush.enqueue_many(device_tokens => $1, payload => '{\"aps\":{\"alert\":\"x\"}}')",
-                           [(1...400).map(Self.token)])
-        var configuration = WorkerConfiguration(databaseURL: conninfo, apps: [harness.app], workerID: "draining-worker")
-        configuration.drainTimeout = .seconds(10)
-        let worker = try Worker(configuration: configuration, senders: try APNsSenderFactory.makeSenders(for: [harness.app]),
-                                log: Log(minimum: .warning))
+        try WorkerEndToEndTests.enqueueAlerts(database, count: 400)
+        let worker = try harness.worker(conninfo: conninfo, id: "draining-worker", log: Log(minimum: .warning)) {
+            $0.drainTimeout = .seconds(10)
+        }
         let running = Task { try await worker.run() }
         #expect(try await eventually {
             try database.query("SELECT count(*) FROM pgpush.notifications WHERE status = 'delivered'").int(0, 0) ?? 0 >= 5
@@ -208,9 +211,7 @@ import Testing
         defer { harness.stop() }
         let conninfo = try TestDatabase.migrated()
         let database = try PostgresConnection(conninfo: conninfo)
-        let configuration = WorkerConfiguration(databaseURL: conninfo, apps: [harness.app], workerID: "deleted-worker")
-        let worker = try Worker(configuration: configuration, senders: try APNsSenderFactory.makeSenders(for: [harness.app]),
-                                log: Log(minimum: .warning))
+        let worker = try harness.worker(conninfo: conninfo, id: "deleted-worker", log: Log(minimum: .warning))
         let running = Task { try await worker.run() }
         defer { worker.stop() }
         let registered = "SELECT count(*) FROM pgpush.workers WHERE id = 'deleted-worker' AND host <> '' AND pid > 0"
@@ -233,10 +234,10 @@ import Testing
         let database = try PostgresConnection(conninfo: conninfo)
         let name = try database.query("SELECT current_database()").string(0, 0) ?? ""
         let lines = Locked<[String]>([])
-        var configuration = WorkerConfiguration(databaseURL: conninfo, apps: [harness.app], workerID: "outage-worker")
-        configuration.drainTimeout = .seconds(2)
-        let worker = try Worker(configuration: configuration, senders: try APNsSenderFactory.makeSenders(for: [harness.app]),
-                                log: Log(minimum: .warning, sink: { line in lines.withLock { $0.append(line) } }))
+        let worker = try harness.worker(conninfo: conninfo, id: "outage-worker",
+                                        log: Log(minimum: .warning, sink: { line in lines.withLock { $0.append(line) } })) {
+            $0.drainTimeout = .seconds(2)
+        }
         let running = Task { try await worker.run() }
         defer { worker.stop() }
         #expect(try await eventually { try database.query("SELECT count(*) FROM pgpush.workers").int(0, 0) == 1 })
@@ -249,5 +250,16 @@ import Testing
         #expect(claimFailures() == 1, "\(lines.withLock { $0 })")
         worker.stop()
         try await running.value
+    }
+}
+
+extension SimulatorHarness {
+    /// A worker for this simulator's app, quiet unless `log` says otherwise; `configure`
+    /// adjusts its configuration.
+    func worker(conninfo: String, id: String, log: Log = Log(sink: { _ in }),
+                configure: (inout WorkerConfiguration) -> Void = { _ in }) throws -> Worker {
+        var configuration = WorkerConfiguration(databaseURL: conninfo, apps: [app], workerID: id)
+        configure(&configuration)
+        return try Worker(configuration: configuration, senders: try APNsSenderFactory.makeSenders(for: [app]), log: log)
     }
 }
