@@ -126,7 +126,7 @@ import Testing
         for channel in channels {
             try database.query("SELECT pgpush.enqueue(channel_id => $1, payload => $2)", [channel, Self.update])
         }
-        try WorkerEndToEndTests.enqueueAlerts(database, count: 60)
+        try TestDatabase.enqueueAlerts(database, count: 60)
         try await Self.run(harness, conninfo, until: database)
         let report = harness.simulator.report()
         #expect(report.totalRequests == 120)

@@ -15,7 +15,7 @@ import Testing
         defer { harness.stop() }
         let conninfo = try TestDatabase.migrated()
         let database = try PostgresConnection(conninfo: conninfo)
-        try WorkerEndToEndTests.enqueueAlerts(database, count: 6000)
+        try TestDatabase.enqueueAlerts(database, count: 6000)
         let worker = try harness.worker(conninfo: conninfo, id: "goaway") {
             $0.apps[0].retry = WorkerEndToEndTests.fastRetries()
             $0.pollInterval = .milliseconds(20)

@@ -23,7 +23,7 @@ import Testing
         defer { harness.stop() }
         let conninfo = try TestDatabase.migrated()
         let database = try PostgresConnection(conninfo: conninfo)
-        try WorkerEndToEndTests.enqueueAlerts(database, count: 10)
+        try TestDatabase.enqueueAlerts(database, count: 10)
         let worker = try harness.worker(conninfo: conninfo, id: "metrics-worker") {
             $0.metricsAddress = "127.0.0.1:0"
         }

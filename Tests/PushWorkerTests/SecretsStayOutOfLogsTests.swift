@@ -17,7 +17,7 @@ import Testing
         defer { harness.stop() }
         let conninfo = try TestDatabase.migrated()
         let database = try PostgresConnection(conninfo: conninfo)
-        try WorkerEndToEndTests.enqueueAlerts(database, count: 5)
+        try TestDatabase.enqueueAlerts(database, count: 5)
         let lines = Locked<[String]>([])
         let worker = try harness.worker(conninfo: conninfo, id: "secrets",
                                         log: Log(minimum: .debug, sink: { line in lines.withLock { $0.append(line) } })) {

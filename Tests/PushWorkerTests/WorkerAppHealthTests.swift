@@ -21,7 +21,7 @@ import Testing
 
         let conninfo = try TestDatabase.migrated()
         let database = try PostgresConnection(conninfo: conninfo)
-        try WorkerEndToEndTests.enqueueAlerts(database, count: 20)
+        try TestDatabase.enqueueAlerts(database, count: 20)
         let worker = try Worker(configuration: WorkerConfiguration(databaseURL: conninfo, apps: [app], workerID: "w"),
                                 senders: try APNsSenderFactory.makeSenders(for: [app]), log: Log(sink: { _ in }))
         let running = Task { try await worker.run() }
@@ -50,7 +50,7 @@ import Testing
         defer { harness.stop() }
         let conninfo = try TestDatabase.migrated()
         let database = try PostgresConnection(conninfo: conninfo)
-        try WorkerEndToEndTests.enqueueAlerts(database, count: 120)
+        try TestDatabase.enqueueAlerts(database, count: 120)
         let worker = try harness.worker(conninfo: conninfo, id: "w")
         let running = Task { try await worker.run() }
         try await WorkerEndToEndTests.waitUntilFinished(database)

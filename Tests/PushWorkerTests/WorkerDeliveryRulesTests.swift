@@ -194,7 +194,7 @@ import Testing
         defer { harness.stop() }
         let conninfo = try TestDatabase.migrated()
         let database = try PostgresConnection(conninfo: conninfo)
-        try WorkerEndToEndTests.enqueueAlerts(database, count: 1000)
+        try TestDatabase.enqueueAlerts(database, count: 1000)
         let (worker, running) = try startWorker(harness, conninfo)
         try await WorkerEndToEndTests.waitUntilFinished(database)
         worker.stop()

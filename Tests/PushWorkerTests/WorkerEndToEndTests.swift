@@ -15,12 +15,6 @@ import Testing
 
     static func token(_ number: Int) -> String { String(format: "%064x", number) }
 
-    /// An alert for each of the tokens 1…`count`, in one call.
-    static func enqueueAlerts(_ database: PostgresConnection, count: Int) throws {
-        try database.query("SELECT pgpush.enqueue_many(device_tokens => $1, payload => '{\"aps\":{\"alert\":\"x\"}}')",
-                           [(1...count).map(token)])
-    }
-
     static func fastRetries() -> RetryConfiguration {
         var retry = RetryConfiguration.default
         retry.serverErrorDelay = .milliseconds(10) ... .milliseconds(50)
@@ -178,7 +172,7 @@ import Testing
         defer { harness.stop() }
         let conninfo = try TestDatabase.migrated()
         let database = try PostgresConnection(conninfo: conninfo)
-        try WorkerEndToEndTests.enqueueAlerts(database, count: 400)
+        try TestDatabase.enqueueAlerts(database, count: 400)
         let worker = try harness.worker(conninfo: conninfo, id: "draining-worker", log: Log(minimum: .warning)) {
             $0.drainTimeout = .seconds(10)
         }

@@ -227,11 +227,6 @@ struct CommandLineTests {
         func stop() { harness.stop() }
     }
 
-    static func enqueue(_ database: PostgresConnection, count: Int) throws {
-        try database.query("SELECT pgpush.enqueue_many(device_tokens => $1, payload => '{\"aps\":{\"alert\":\"x\"}}')",
-                           [(1...count).map { String(format: "%064x", $0) }])
-    }
-
     static func count(_ database: PostgresConnection, _ status: String) throws -> Int {
         try database.query("SELECT count(*) FROM pgpush.notifications WHERE status = $1", [status]).int(0, 0) ?? 0
     }
@@ -241,7 +236,7 @@ struct CommandLineTests {
         let simulated = try Simulated(conninfo: conninfo)
         defer { simulated.stop() }
         let database = try PostgresConnection(conninfo: conninfo)
-        try Self.enqueue(database, count: 1000)
+        try TestDatabase.enqueueAlerts(database, count: 1000)
         // One connection at 20/s: fifty seconds of backlog, stopped after a moment (a
         // loaded machine may take seconds to notice the first deliveries, and this task
         // may resume seconds late: tests share the pool's threads).
@@ -271,7 +266,7 @@ struct CommandLineTests {
         defer { simulated.stop() }
         let database = try PostgresConnection(conninfo: conninfo)
         for round in 1...20 {
-            try Self.enqueue(database, count: 200)
+            try TestDatabase.enqueueAlerts(database, count: 200)
             let worker = try ChildProcess(binary, ["run"], environment: simulated.environment.merging([
                 "PGPUSH_WORKER_ID": "exit-\(round)", "PGPUSH_CONNECTIONS": "2", "PGPUSH_RATE_PER_CONNECTION": "200",
                 "PGPUSH_DRAIN_SECONDS": "5",
@@ -292,7 +287,7 @@ struct CommandLineTests {
         let simulated = try Simulated(conninfo: conninfo)
         defer { simulated.stop() }
         let database = try PostgresConnection(conninfo: conninfo)
-        try Self.enqueue(database, count: 900)
+        try TestDatabase.enqueueAlerts(database, count: 900)
         let workers = try (1...3).map { number in
             try ChildProcess(binary, ["run"], environment: simulated.environment.merging([
                 "PGPUSH_WORKER_ID": "worker-\(number)", "PGPUSH_CONNECTIONS": "2", "PGPUSH_RATE_PER_CONNECTION": "100",
