@@ -63,7 +63,7 @@ let package = Package(
         .executableTarget(name: "pgpush-fuzz", dependencies: ["PGPushFuzzTargets"]),
 
         // Shared by the test targets: the throwaway PostgreSQL cluster and fresh databases.
-        .target(name: "PGPushTestSupport", dependencies: ["Postgres", "EmbeddedPostgres", "PushQueue", "Spawn", "Locking"]),
+        .target(name: "PGPushTestSupport", dependencies: ["Postgres", "EmbeddedPostgres", "PushQueue", "Spawn", "Locking", "APNsSimulator", "APNsClient", "HTTP2TLS", "PushCrypto", "PushWorker"]),
 
         // Tests mirror the modules.
         .testTarget(name: "PGPushCoreTests", dependencies: ["PGPushCore"]),

@@ -12,31 +12,19 @@ public struct ProcessUsage: Sendable, Codable, Equatable {
     public var cpuSeconds: Double { userSeconds + systemSeconds }
 }
 
-/// A process the benchmark starts (the simulator, the worker) with its own
-/// environment and its output in a file, so its CPU and memory are measured
-/// apart from the benchmark's own.
-public final class ChildProcess: Sendable {
-    public let pid: pid_t
-    public let outputPath: String
-
-    private init(pid: pid_t, outputPath: String) {
-        self.pid = pid
-        self.outputPath = outputPath
-    }
-
-    /// Starts `executable` with stdin from /dev/null and stdout + stderr into `outputPath`.
+/// The benchmark's processes (the simulator, the worker) run with an environment of their
+/// own and their output in a file the report can point to, so their CPU and memory are
+/// measured apart from the benchmark's own.
+extension ChildProcess {
+    /// Starts `executable` with exactly `environment`, stdout + stderr into `outputPath`.
     public static func spawn(_ executable: String, _ arguments: [String], environment: [String: String],
-                             outputPath: String) throws(BenchError) -> ChildProcess {
+                      outputPath: String) throws(BenchError) -> ChildProcess {
         do {
-            let pid = try Spawn.start(executable, arguments, environment: environment, output: outputPath, permissions: 0o644)
-            return ChildProcess(pid: pid, outputPath: outputPath)
+            return try ChildProcess(executable, arguments, environment: environment, inheritEnvironment: false,
+                                    outputPath: outputPath, permissions: 0o644)
         } catch {
             throw BenchError(error.description)
         }
-    }
-
-    public func signal(_ number: Int32) {
-        kill(pid, number)
     }
 
     /// Sends `number` (none when nil: it was sent already), then waits for the process to
@@ -70,31 +58,20 @@ public final class ChildProcess: Sendable {
         return kilobytes * 1024
     }
 
-    /// Whether the process has already ended (a zombie not yet reaped counts).
-    public var hasExited: Bool {
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let close = stat.lastIndex(of: ")") else { return true }
-        return stat[stat.index(after: close)...].trimmingCharacters(in: .whitespaces).hasPrefix("Z")
-    }
-
     /// Polls the output file for a line starting with `prefix`, up to `timeout`.
     public func waitForLine(startingWith prefix: String, timeout: Duration) throws(BenchError) -> String {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
-            let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
-            if let line = text.split(separator: "\n").first(where: { $0.hasPrefix(prefix) }) { return String(line) }
+            if let line = output.split(separator: "\n").first(where: { $0.hasPrefix(prefix) }) { return String(line) }
             if hasExited { break }
             usleep(20_000)
         }
         throw BenchError("\(URL(fileURLWithPath: outputPath).lastPathComponent): no line \"\(prefix)…\" within \(timeout):\n"
                          + lastLines())
     }
+}
 
-    public func lastLines(_ count: Int = 10) -> String {
-        let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
-        return text.split(separator: "\n").suffix(count).joined(separator: "\n")
-    }
-
+extension Benchmark {
     /// The running executable, to start `pgpush mock-apns` and `pgpush run` from it.
     public static var currentExecutable: String {
         (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]

@@ -1,5 +1,6 @@
 import APNsSimulator
 import Foundation
+import Spawn
 
 /// `pgpush mock-apns` in its own process, so its CPU does not count as the worker's
 /// and the two talk over a real socket with TLS.

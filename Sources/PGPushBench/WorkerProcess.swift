@@ -1,4 +1,5 @@
 import Foundation
+import Spawn
 
 /// `pgpush run` in its own process, pointed at one database and the simulator,
 /// so its CPU time and peak memory can be read from `wait4` when it exits.

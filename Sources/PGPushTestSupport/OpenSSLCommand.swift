@@ -1,7 +1,7 @@
 import Foundation
 
 /// A folder under the system temporary folder for one test's files, removed with it.
-public final class ScratchDirectory {
+public final class ScratchDirectory: Sendable {
     public let path: String
 
     public init() throws {

@@ -34,6 +34,12 @@ public enum TestDatabase {
         String("t_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(20))
     }
 
+    /// An alert for each of the device tokens 1…`count` (64 hex digits), in one call.
+    public static func enqueueAlerts(_ database: PostgresConnection, count: Int) throws {
+        try database.query("SELECT pgpush.enqueue_many(device_tokens => $1, payload => '{\"aps\":{\"alert\":\"x\"}}')",
+                           [(1...count).map { String(format: "%064x", $0) }])
+    }
+
     /// A connection string that keeps its session: `conninfo` itself, or, through the
     /// pooler, the cluster directly (same database and user). What LISTEN needs, and what
     /// a worker's `listenDatabaseURL` is in production behind PgBouncer.

@@ -99,7 +99,7 @@ enum BenchCommand {
         }
         let benchmark = Benchmark(options: options, progress: { printError($0) })
         let report = try benchmark.run(databaseURL: databaseURL, sqlDirectory: sqlDirectory,
-                                       executable: ChildProcess.currentExecutable)
+                                       executable: Benchmark.currentExecutable)
         print(report.table())
         if let path = arguments.value("json") {
             try report.jsonData().write(to: URL(fileURLWithPath: path))

@@ -2,6 +2,7 @@ import APNsClient
 import APNsSimulator
 import Foundation
 import PGPushCore
+import PGPushTestSupport
 import PushCrypto
 import Testing
 
@@ -19,34 +20,28 @@ import Testing
     }
 
     /// A simulator and a client for it; `certificate`: TLS client certificate instead of a JWT.
-    static func start(certificate: Bool, faults: FaultPlan = FaultPlan()) throws -> (APNsSimulator, ChannelManagementClient) {
-        let key = try ES256PrivateKey.generate()
-        var configuration = SimulatorConfiguration(authentication: certificate
-            ? .certificate(trustedCAFile: nil)
-            : .token(ProviderTokenKey(teamID: "TEAM123456", keyID: "KEY1234567", publicKey: try key.publicKey())))
-        configuration.bundleID = bundleID
-        configuration.faults = faults
-        let simulator = try APNsSimulator(configuration: configuration)
-        _ = try simulator.start()
+    static func start(certificate: Bool, faults: FaultPlan = FaultPlan()) throws -> (SimulatorHarness, ChannelManagementClient) {
+        let harness = try SimulatorHarness(bundleID: bundleID, faults: faults) { configuration in
+            if certificate { configuration.authentication = .certificate(trustedCAFile: nil) }
+        }
         let authentication: APNsAuthentication
         if certificate {
-            let issued = try #require(simulator.certificateAuthority).issueClientCertificate(commonName: bundleID)
+            let issued = try #require(harness.simulator.certificateAuthority).issueClientCertificate(commonName: bundleID)
             authentication = .certificate(try ClientIdentity.fromPEM(certificatePEM: issued.certificatePEM,
                                                                      privateKeyPEM: issued.privateKeyPEM))
         } else {
-            let signer = ProviderTokenSigner(key: key, identity: try ProviderTokenIdentity(keyID: "KEY1234567", teamID: "TEAM123456"))
-            authentication = .token(ProviderTokenCache(signer: signer))
+            authentication = .token(try harness.tokenCache())
         }
-        let client = try ChannelManagementClient(endpoint: try APNsEndpoint(baseURL: try #require(simulator.baseURL)),
+        let client = try ChannelManagementClient(endpoint: try APNsEndpoint(baseURL: harness.baseURL),
                                                  bundleID: bundleID, authentication: authentication,
-                                                 extraCAFile: simulator.caCertificatePath, retry: fastRetries())
-        return (simulator, client)
+                                                 extraCAFile: harness.caFile, retry: fastRetries())
+        return (harness, client)
     }
 
     @Test(arguments: [false, true])
     func createReadListDelete(certificate: Bool) async throws {
-        let (simulator, client) = try Self.start(certificate: certificate)
-        defer { client.close(); simulator.stop() }
+        let (harness, client) = try Self.start(certificate: certificate)
+        defer { client.close(); harness.stop() }
         let kept = try await client.create(storesMessages: true)
         let unstored = try await client.create(storesMessages: false)
         #expect(try await client.read(channelID: kept) == 1)
@@ -56,7 +51,7 @@ import Testing
         #expect(try await client.list() == [kept])
         let gone = await #expect(throws: ChannelManagementError.self) { try await client.read(channelID: unstored) }
         #expect(gone?.reason == "ChannelNotRegistered" && gone?.status == 400)
-        #expect(simulator.report().managementRequests == 8)
+        #expect(harness.simulator.report().managementRequests == 8)
     }
 
     /// 429 and 5xx are retried within the app's retry settings; a create only after a 429,
@@ -64,8 +59,8 @@ import Testing
     @Test func retriesLikeTheSendingAPIButNeverRepeatsACreateThatMayHaveHappened() async throws {
         var faults = FaultPlan()
         faults.managementScript = [try ScriptedAnswer(parsing: "TooManyRequests"), try ScriptedAnswer(parsing: "503")]
-        let (simulator, client) = try Self.start(certificate: false, faults: faults)
-        defer { client.close(); simulator.stop() }
+        let (harness, client) = try Self.start(certificate: false, faults: faults)
+        defer { client.close(); harness.stop() }
         let refused = await #expect(throws: ChannelManagementError.self) { try await client.create(storesMessages: true) }
         #expect(refused?.status == 503 && refused?.reason == "ServiceUnavailable")
         #expect(refused?.description.contains("after 2 attempts") == true)
@@ -77,6 +72,6 @@ import Testing
         let (other, retrying) = try Self.start(certificate: false, faults: flaky)
         defer { retrying.close(); other.stop() }
         #expect(try await retrying.list().isEmpty)
-        #expect(other.report().managementRequests == 3)
+        #expect(other.simulator.report().managementRequests == 3)
     }
 }

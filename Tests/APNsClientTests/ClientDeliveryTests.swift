@@ -12,11 +12,10 @@ import Testing
 struct ClientDeliveryTests {
     @Test("requests are answered 200 across several connections; apns-id and apns-unique-id come back")
     func spreadsOverConnections() async throws {
-        let pki = try ClientTestPKI()
-        let server = try FakeAPNsServer(pki: pki)
+        let server = try FakeAPNsServer()
         defer { server.stop() }
         let cache = try ClientTestValues.tokenCache()
-        let client = try ClientTestValues.client(port: server.port, pki: pki, authentication: .token(cache), connections: 3)
+        let client = try server.client(authentication: .token(cache), connections: 3)
         await client.start()
         #expect(client.statistics.liveConnections == 3)
         let sent = try await ClientTestValues.sendAll(client, count: 90)
@@ -52,11 +51,9 @@ struct ClientDeliveryTests {
 
     @Test("one connection capped at 50/s: the server never sees more than 50 in any one-second window")
     func rateCap() async throws {
-        let pki = try ClientTestPKI()
-        let server = try FakeAPNsServer(pki: pki)
+        let server = try FakeAPNsServer()
         defer { server.stop() }
-        let client = try ClientTestValues.client(port: server.port, pki: pki,
-                                                 authentication: .token(try ClientTestValues.tokenCache()), connections: 1, rate: 50)
+        let client = try server.client(rate: 50)
         await client.start()
         let sent = try await ClientTestValues.sendAll(client, count: 150)
         #expect(sent.allSatisfy { $0.result.status == 200 })
@@ -83,12 +80,9 @@ struct ClientDeliveryTests {
 
     @Test("a backlog longer than the request timeout waits for the rate instead of failing")
     func backlogWaitsForRate() async throws {
-        let pki = try ClientTestPKI()
-        let server = try FakeAPNsServer(pki: pki)
+        let server = try FakeAPNsServer()
         defer { server.stop() }
-        let client = try ClientTestValues.client(port: server.port, pki: pki,
-                                                 authentication: .token(try ClientTestValues.tokenCache()), connections: 1,
-                                                 rate: 10, requestTimeout: .milliseconds(800))
+        let client = try server.client(rate: 10, requestTimeout: .milliseconds(800))
         let sent = try await ClientTestValues.sendAll(client, count: 25)
         #expect(sent.count == 25)
         #expect(sent.allSatisfy { $0.result.status == 200 })
@@ -98,11 +92,9 @@ struct ClientDeliveryTests {
 
     @Test("cancelling a send that waits for its rate ends the wait; nothing is written")
     func cancelledWhileWaiting() async throws {
-        let pki = try ClientTestPKI()
-        let server = try FakeAPNsServer(pki: pki)
+        let server = try FakeAPNsServer()
         defer { server.stop() }
-        let client = try ClientTestValues.client(port: server.port, pki: pki,
-                                                 authentication: .token(try ClientTestValues.tokenCache()), connections: 1, rate: 1)
+        let client = try server.client(rate: 1)
         #expect(await client.send(try ClientTestValues.request(1)).status == 200)
         let request = try ClientTestValues.request(2)
         let waiting = Task { await client.send(request) }
@@ -118,13 +110,11 @@ struct ClientDeliveryTests {
 
     @Test("a request goes to the connection that can send soonest: no wait while another has rate to spare")
     func picksFreeConnection() async throws {
-        let pki = try ClientTestPKI()
-        let server = try FakeAPNsServer(pki: pki)
+        let server = try FakeAPNsServer()
         defer { server.stop() }
         // 1/s per connection: a third request within a second of the first two must wait.
         // (At 5/s, a machine that delayed this task by 200 ms let it through unpaced.)
-        let client = try ClientTestValues.client(port: server.port, pki: pki,
-                                                 authentication: .token(try ClientTestValues.tokenCache()), connections: 2, rate: 1)
+        let client = try server.client(connections: 2, rate: 1)
         await client.start()
         for id in 0..<2 {
             #expect(await client.send(try ClientTestValues.request(Int64(id))).status == 200)
@@ -139,14 +129,10 @@ struct ClientDeliveryTests {
 
     @Test("429 TooManyRequests is returned, not retried; when 429s spread the connection slows down")
     func tooManyRequests() async throws {
-        let pki = try ClientTestPKI()
-        let handler = FakeAPNs { request, responder, _ in
-            FakeAPNs.reject(request, responder, status: 429, reason: "TooManyRequests")
-        }
-        let server = try FakeAPNsServer(pki: pki, handler: handler)
+        let handler = FakeAPNs.rejectingAll(status: 429, reason: "TooManyRequests")
+        let server = try FakeAPNsServer(handler: handler)
         defer { server.stop() }
-        let client = try ClientTestValues.client(port: server.port, pki: pki,
-                                                 authentication: .token(try ClientTestValues.tokenCache()), connections: 1, rate: 100)
+        let client = try server.client(rate: 100)
         for id in 0..<10 {
             let result = await client.send(try ClientTestValues.request(Int64(id)))
             #expect(result.status == 429)
@@ -162,7 +148,6 @@ struct ClientDeliveryTests {
 
     @Test("token auth: authorization carries the cached JWT, and one stream until the first answer")
     func tokenAuthentication() async throws {
-        let pki = try ClientTestPKI()
         let handler = FakeAPNs { request, responder, index in
             if index == 0 {
                 // Hold the first answer: a client that fanned out early would send now.
@@ -171,11 +156,11 @@ struct ClientDeliveryTests {
                 FakeAPNs.accept(request, responder)
             }
         }
-        let server = try FakeAPNsServer(pki: pki, handler: handler)
+        let server = try FakeAPNsServer(handler: handler)
         defer { server.stop() }
         let key = try ES256PrivateKey.generate()
         let cache = try ClientTestValues.tokenCache(key: key)
-        let client = try ClientTestValues.client(port: server.port, pki: pki, authentication: .token(cache), connections: 1)
+        let client = try server.client(authentication: .token(cache))
         await client.start()
         let sent = try await ClientTestValues.sendAll(client, count: 10)
         #expect(sent.allSatisfy { $0.result.status == 200 })
@@ -198,12 +183,11 @@ struct ClientDeliveryTests {
 
     @Test("certificate auth: the server sees the client certificate; no authorization header")
     func certificateAuthentication() async throws {
-        let pki = try ClientTestPKI()
-        let server = try FakeAPNsServer(pki: pki, requireClientCertificate: true)
+        let server = try FakeAPNsServer(requireClientCertificate: true)
         defer { server.stop() }
-        let issued = try pki.authority.issueClientCertificate(commonName: "Apple Push Services: \(ClientTestValues.bundleID)")
+        let issued = try server.pki.authority.issueClientCertificate(commonName: "Apple Push Services: \(ClientTestValues.bundleID)")
         let identity = try ClientIdentity.fromPEM(certificatePEM: issued.certificatePEM, privateKeyPEM: issued.privateKeyPEM)
-        let client = try ClientTestValues.client(port: server.port, pki: pki, authentication: .certificate(identity), connections: 2)
+        let client = try server.client(authentication: .certificate(identity), connections: 2)
         let sent = try await ClientTestValues.sendAll(client, count: 20, authentication: .certificate)
         #expect(sent.count == 20)
         #expect(sent.allSatisfy { $0.result.status == 200 })
@@ -216,18 +200,11 @@ struct ClientDeliveryTests {
 
     @Test("403 ExpiredProviderToken: one new JWT, a new connection, success; not counted as an attempt")
     func expiredProviderToken() async throws {
-        let pki = try ClientTestPKI()
-        let handler = FakeAPNs { request, responder, index in
-            if index == 0 {
-                FakeAPNs.reject(request, responder, status: 403, reason: "ExpiredProviderToken")
-            } else {
-                FakeAPNs.accept(request, responder)
-            }
-        }
-        let server = try FakeAPNsServer(pki: pki, handler: handler)
+        let handler = FakeAPNs.rejectingFirst(status: 403, reason: "ExpiredProviderToken")
+        let server = try FakeAPNsServer(handler: handler)
         defer { server.stop() }
         let cache = try ClientTestValues.tokenCache()
-        let client = try ClientTestValues.client(port: server.port, pki: pki, authentication: .token(cache), connections: 1)
+        let client = try server.client(authentication: .token(cache))
         let result = await client.send(try ClientTestValues.request(1))
         #expect(result.status == 200)
         #expect(result.resends == 1)
@@ -246,14 +223,11 @@ struct ClientDeliveryTests {
 
     @Test("403 ExpiredProviderToken twice: resent once only, then the answer is returned")
     func expiredProviderTokenTwice() async throws {
-        let pki = try ClientTestPKI()
-        let handler = FakeAPNs { request, responder, _ in
-            FakeAPNs.reject(request, responder, status: 403, reason: "ExpiredProviderToken")
-        }
-        let server = try FakeAPNsServer(pki: pki, handler: handler)
+        let handler = FakeAPNs.rejectingAll(status: 403, reason: "ExpiredProviderToken")
+        let server = try FakeAPNsServer(handler: handler)
         defer { server.stop() }
         let cache = try ClientTestValues.tokenCache()
-        let client = try ClientTestValues.client(port: server.port, pki: pki, authentication: .token(cache), connections: 1)
+        let client = try server.client(authentication: .token(cache))
         let result = await client.send(try ClientTestValues.request(1))
         #expect(result.status == 403)
         #expect(result.reason == "ExpiredProviderToken")
@@ -266,18 +240,11 @@ struct ClientDeliveryTests {
 
     @Test("429 TooManyProviderTokenUpdates: resent once on a fresh connection with the same JWT")
     func tooManyProviderTokenUpdates() async throws {
-        let pki = try ClientTestPKI()
-        let handler = FakeAPNs { request, responder, index in
-            if index == 0 {
-                FakeAPNs.reject(request, responder, status: 429, reason: "TooManyProviderTokenUpdates")
-            } else {
-                FakeAPNs.accept(request, responder)
-            }
-        }
-        let server = try FakeAPNsServer(pki: pki, handler: handler)
+        let handler = FakeAPNs.rejectingFirst(status: 429, reason: "TooManyProviderTokenUpdates")
+        let server = try FakeAPNsServer(handler: handler)
         defer { server.stop() }
         let cache = try ClientTestValues.tokenCache()
-        let client = try ClientTestValues.client(port: server.port, pki: pki, authentication: .token(cache), connections: 1)
+        let client = try server.client(authentication: .token(cache))
         let result = await client.send(try ClientTestValues.request(1))
         #expect(result.status == 200)
         #expect(result.resends == 1)
@@ -290,7 +257,6 @@ struct ClientDeliveryTests {
 
     @Test("after a renewed JWT is refused once, every connection that carried the old one is replaced")
     func renewedTokenRefusedOnceOnly() async throws {
-        let pki = try ClientTestPKI()
         // APNs' rule as the simulator reads it: a connection keeps the first JWT it was
         // given; another within 20 minutes is refused with 429 TooManyProviderTokenUpdates.
         let adopted = Guarded<[Int: String]>([:])
@@ -313,13 +279,12 @@ struct ClientDeliveryTests {
             adopted.withLock { $0[request.connectionID] = authorization }
             FakeAPNs.accept(request, responder)
         }
-        let server = try FakeAPNsServer(pki: pki, handler: handler)
+        let server = try FakeAPNsServer(handler: handler)
         defer { server.stop() }
         let cache = try ClientTestValues.tokenCache()
         // With a rate per connection, requests sent one after another go round the
         // connections (the one that can send soonest), so every connection is tried.
-        let client = try ClientTestValues.client(port: server.port, pki: pki, authentication: .token(cache),
-                                                 connections: 3, rate: 100)
+        let client = try server.client(authentication: .token(cache), connections: 3, rate: 100)
         // All three up, each with one stream until its first answer: the first three
         // requests take one connection each, and every connection takes the first JWT.
         await client.start()
@@ -341,15 +306,11 @@ struct ClientDeliveryTests {
 
     @Test("errors APNs answered are returned as they are, with reason and timestamp")
     func rejections() async throws {
-        let pki = try ClientTestPKI()
         let invalidSince = Date(timeIntervalSince1970: 1_700_000_000.123)
-        let handler = FakeAPNs { request, responder, _ in
-            FakeAPNs.reject(request, responder, status: 410, reason: "Unregistered", timestamp: invalidSince)
-        }
-        let server = try FakeAPNsServer(pki: pki, handler: handler)
+        let handler = FakeAPNs.rejectingAll(status: 410, reason: "Unregistered", timestamp: invalidSince)
+        let server = try FakeAPNsServer(handler: handler)
         defer { server.stop() }
-        let client = try ClientTestValues.client(port: server.port, pki: pki,
-                                                 authentication: .token(try ClientTestValues.tokenCache()), connections: 1)
+        let client = try server.client()
         let request = try ClientTestValues.request(7)
         let result = await client.send(request)
         #expect(result.status == 410)
@@ -364,7 +325,6 @@ struct ClientDeliveryTests {
 
     @Test("REFUSED_STREAM: resent without failure, up to twice; a third refusal is returned as not processed")
     func refusedStreams() async throws {
-        let pki = try ClientTestPKI()
         let refusals = Guarded(2)
         let handler = FakeAPNs { request, responder, _ in
             let refuse = refusals.withLock { count -> Bool in
@@ -373,10 +333,9 @@ struct ClientDeliveryTests {
             }
             if refuse { responder.refuse() } else { FakeAPNs.accept(request, responder) }
         }
-        let server = try FakeAPNsServer(pki: pki, handler: handler)
+        let server = try FakeAPNsServer(handler: handler)
         defer { server.stop() }
-        let client = try ClientTestValues.client(port: server.port, pki: pki,
-                                                 authentication: .token(try ClientTestValues.tokenCache()), connections: 2)
+        let client = try server.client(connections: 2)
         let result = await client.send(try ClientTestValues.request(1))
         #expect(result.status == 200)
         #expect(result.resends == 2)
@@ -394,24 +353,12 @@ struct ClientDeliveryTests {
 
     @Test("GOAWAY before the stream: resent on a new connection without failure")
     func goAway() async throws {
-        let pki = try ClientTestPKI()
-        let serverReference = Guarded<HTTP2Server?>(nil)
-        let handler = FakeAPNs { request, responder, index in
-            if index == 0 {
-                serverReference.value?.sendGoAway(connectionID: request.connectionID, lastStreamID: 0,
-                                                  debugData: Array(#"{"reason":"Shutdown"}"#.utf8))
-            } else {
-                FakeAPNs.accept(request, responder)
-            }
+        let handler = FakeAPNs.actingOnFirst { server, request in
+            server.sendGoAway(connectionID: request.connectionID, lastStreamID: 0, debugData: Array(#"{"reason":"Shutdown"}"#.utf8))
         }
-        let server = try FakeAPNsServer(pki: pki, handler: handler)
-        serverReference.withLock { $0 = server.server }
-        defer {
-            serverReference.withLock { $0 = nil }
-            server.stop()
-        }
-        let client = try ClientTestValues.client(port: server.port, pki: pki,
-                                                 authentication: .token(try ClientTestValues.tokenCache()), connections: 1)
+        let server = try FakeAPNsServer(handler: handler)
+        defer { server.stop() }
+        let client = try server.client()
         let result = await client.send(try ClientTestValues.request(1))
         #expect(result.status == 200)
         #expect(result.resends == 1)
@@ -424,14 +371,12 @@ struct ClientDeliveryTests {
 
     @Test("the server's MAX_CONCURRENT_STREAMS is never exceeded")
     func streamLimit() async throws {
-        let pki = try ClientTestPKI()
         let handler = FakeAPNs { request, responder, _ in
             DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(20)) { FakeAPNs.accept(request, responder) }
         }
-        let server = try FakeAPNsServer(pki: pki, handler: handler, maxConcurrentStreams: 3)
+        let server = try FakeAPNsServer(handler: handler, maxConcurrentStreams: 3)
         defer { server.stop() }
-        let client = try ClientTestValues.client(port: server.port, pki: pki,
-                                                 authentication: .token(try ClientTestValues.tokenCache()), connections: 1)
+        let client = try server.client()
         await client.start()
         let sent = try await ClientTestValues.sendAll(client, count: 30)
         #expect(sent.count == 30)
@@ -442,23 +387,10 @@ struct ClientDeliveryTests {
 
     @Test("a connection lost after writing: may have been processed, not resent; the next request gets a new connection")
     func connectionLost() async throws {
-        let pki = try ClientTestPKI()
-        let serverReference = Guarded<HTTP2Server?>(nil)
-        let handler = FakeAPNs { request, responder, index in
-            if index == 0 {
-                serverReference.value?.dropConnection(request.connectionID)
-            } else {
-                FakeAPNs.accept(request, responder)
-            }
-        }
-        let server = try FakeAPNsServer(pki: pki, handler: handler)
-        serverReference.withLock { $0 = server.server }
-        defer {
-            serverReference.withLock { $0 = nil }
-            server.stop()
-        }
-        let client = try ClientTestValues.client(port: server.port, pki: pki,
-                                                 authentication: .token(try ClientTestValues.tokenCache()), connections: 1)
+        let handler = FakeAPNs.actingOnFirst { server, request in server.dropConnection(request.connectionID) }
+        let server = try FakeAPNsServer(handler: handler)
+        defer { server.stop() }
+        let client = try server.client()
         let lost = await client.send(try ClientTestValues.request(1))
         #expect(lost.status == nil)
         #expect(lost.failure?.processing == .mayHaveBeenProcessed)
@@ -476,13 +408,10 @@ struct ClientDeliveryTests {
 
     @Test("no answer before the deadline: returned as may-have-been-processed, never resent")
     func deadline() async throws {
-        let pki = try ClientTestPKI()
         let handler = FakeAPNs { _, _, _ in }
-        let server = try FakeAPNsServer(pki: pki, handler: handler)
+        let server = try FakeAPNsServer(handler: handler)
         defer { server.stop() }
-        let client = try ClientTestValues.client(port: server.port, pki: pki,
-                                                 authentication: .token(try ClientTestValues.tokenCache()), connections: 1,
-                                                 requestTimeout: .milliseconds(500))
+        let client = try server.client(requestTimeout: .milliseconds(500))
         await client.start()
         let result = await client.send(try ClientTestValues.request(1))
         #expect(result.status == nil)
@@ -497,13 +426,10 @@ struct ClientDeliveryTests {
 
     @Test("server down at start: not processed after the timeout; once it is up, success")
     func serverDownThenUp() async throws {
-        let pki = try ClientTestPKI()
-        let first = try FakeAPNsServer(pki: pki)
+        let first = try FakeAPNsServer()
         let port = first.port
         first.stop()
-        let client = try ClientTestValues.client(port: port, pki: pki,
-                                                 authentication: .token(try ClientTestValues.tokenCache()), connections: 2,
-                                                 requestTimeout: .milliseconds(1500))
+        let client = try first.client(connections: 2, requestTimeout: .milliseconds(1500))
         await client.start()
         #expect(client.statistics.liveConnections == 0)
         let clock = ContinuousClock()
@@ -518,7 +444,7 @@ struct ClientDeliveryTests {
         #expect(client.statistics.connectFailures >= 2)
         #expect(client.lastConnectError != nil)
 
-        let restarted = try FakeAPNsServer(pki: pki, port: port)
+        let restarted = try FakeAPNsServer(pki: first.pki, port: port)
         defer { restarted.stop() }
         let up = await client.send(try ClientTestValues.request(2))
         #expect(up.status == 200)
@@ -528,16 +454,14 @@ struct ClientDeliveryTests {
 
     @Test("shutdown lets a request in flight finish, then refuses new ones")
     func gracefulShutdown() async throws {
-        let pki = try ClientTestPKI()
         let (arrived, arrival) = AsyncStream<Void>.makeStream()
         let handler = FakeAPNs { request, responder, _ in
             arrival.yield()
             DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(200)) { FakeAPNs.accept(request, responder) }
         }
-        let server = try FakeAPNsServer(pki: pki, handler: handler)
+        let server = try FakeAPNsServer(handler: handler)
         defer { server.stop() }
-        let client = try ClientTestValues.client(port: server.port, pki: pki,
-                                                 authentication: .token(try ClientTestValues.tokenCache()), connections: 1)
+        let client = try server.client()
         let request = try ClientTestValues.request(1)
         let inFlight = Task { await client.send(request) }
         var iterator = arrived.makeAsyncIterator()

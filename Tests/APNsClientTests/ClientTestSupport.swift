@@ -16,7 +16,7 @@ final class Guarded<Value: Sendable>: Sendable {
 }
 
 /// A throwaway CA, a server certificate for 127.0.0.1 and the CA as a file (PGPUSH_CA_FILE).
-struct ClientTestPKI {
+struct ClientTestPKI: Sendable {
     let authority: SelfSignedAuthority
     let server: IssuedCertificate
     let caFile: String
@@ -52,9 +52,13 @@ final class FakeAPNs: HTTP2ServerHandler {
     let openedConnections = Guarded<[ServerConnectionInfo]>([])
     /// Connection id and stream id of answered requests, in the order answered.
     let answered = Guarded<[FakeResponder.Answer]>([])
+    /// The server this fake runs in while it runs, for behaviours that act on a connection.
+    let server: Guarded<HTTP2Server?>
     private let behaviour: FakeAPNsBehaviour
 
-    init(behaviour: @escaping FakeAPNsBehaviour = { request, responder, _ in FakeAPNs.accept(request, responder) }) {
+    init(server: Guarded<HTTP2Server?> = Guarded(nil),
+         behaviour: @escaping FakeAPNsBehaviour = { request, responder, _ in FakeAPNs.accept(request, responder) }) {
+        self.server = server
         self.behaviour = behaviour
     }
 
@@ -83,6 +87,27 @@ final class FakeAPNs: HTTP2ServerHandler {
         if let id = request.headers.value(of: "apns-id") { headers.append(HTTP2TLS.HeaderField("apns-id", id)) }
         responder.respond(status: status, headers: headers, body: APNsErrorBody(reason: reason, timestamp: timestamp).encoded())
     }
+
+    /// A fake that answers every request with the error.
+    static func rejectingAll(status: Int, reason: String, timestamp: Date? = nil) -> FakeAPNs {
+        FakeAPNs { request, responder, _ in reject(request, responder, status: status, reason: reason, timestamp: timestamp) }
+    }
+
+    /// A fake that, instead of answering the first request, does `act` to the server (a
+    /// GOAWAY, a dropped connection), and answers every later one with 200.
+    static func actingOnFirst(_ act: @escaping @Sendable (HTTP2Server, ServerRequest) -> Void) -> FakeAPNs {
+        let server = Guarded<HTTP2Server?>(nil)
+        return FakeAPNs(server: server) { request, responder, index in
+            if index == 0 { server.value.map { act($0, request) } } else { accept(request, responder) }
+        }
+    }
+
+    /// A fake that answers the first request with the error and every later one with 200.
+    static func rejectingFirst(status: Int, reason: String) -> FakeAPNs {
+        FakeAPNs { request, responder, index in
+            if index == 0 { reject(request, responder, status: status, reason: reason) } else { accept(request, responder) }
+        }
+    }
 }
 
 /// The server's responder, noting each answer just before posting it to the server's
@@ -108,14 +133,18 @@ struct FakeResponder: Sendable {
     func refuse() { responder.refuse() }
 }
 
-/// A running fake APNs with its server; `stop()` frees the port for a restart.
+/// A running fake APNs over real TLS with a throwaway CA of its own (or `pki`, to restart on
+/// the same one), and clients configured for it; `stop()` frees the port for a restart.
 final class FakeAPNsServer: Sendable {
+    let pki: ClientTestPKI
     let handler: FakeAPNs
     let server: HTTP2Server
     var port: Int { server.port }
 
-    init(pki: ClientTestPKI, port: Int = 0, handler: FakeAPNs = FakeAPNs(), maxConcurrentStreams: Int = 100,
+    init(pki: ClientTestPKI? = nil, port: Int = 0, handler: FakeAPNs = FakeAPNs(), maxConcurrentStreams: Int = 100,
          requireClientCertificate: Bool = false) throws {
+        let pki = try pki ?? ClientTestPKI()
+        self.pki = pki
         var configuration = HTTP2ServerConfiguration(certificateChain: .text(pki.server.certificatePEM),
                                                      privateKey: .text(pki.server.privateKeyPEM))
         configuration.port = port
@@ -123,9 +152,21 @@ final class FakeAPNsServer: Sendable {
         if requireClientCertificate { configuration.clientCertificates = .require(trustedCAFile: pki.caFile) }
         self.handler = handler
         server = try HTTP2Server(configuration: configuration, handler: handler, threadName: "fake-apns")
+        handler.server.withLock { $0 = server }
     }
 
-    func stop() { server.shutdown() }
+    func stop() {
+        handler.server.withLock { $0 = nil }
+        server.shutdown()
+    }
+
+    /// A client of this server (`ClientTestValues.client`); provider tokens from a fresh key
+    /// unless `authentication` says otherwise.
+    func client(authentication: APNsAuthentication? = nil, connections: Int = 1, rate: Int? = nil,
+                requestTimeout: Duration = .seconds(10)) throws -> APNsClient {
+        try ClientTestValues.client(port: port, pki: pki, authentication: authentication ?? .token(ClientTestValues.tokenCache()),
+                                    connections: connections, rate: rate, requestTimeout: requestTimeout)
+    }
 }
 
 enum ClientTestValues {

@@ -7,11 +7,9 @@ import Testing
 struct ClientThroughputBenchmark {
     @Test("uncapped: 4 connections, 20,000 requests")
     func uncapped() async throws {
-        let pki = try ClientTestPKI()
-        let server = try FakeAPNsServer(pki: pki, maxConcurrentStreams: 1000)
+        let server = try FakeAPNsServer(maxConcurrentStreams: 1000)
         defer { server.stop() }
-        let client = try ClientTestValues.client(port: server.port, pki: pki,
-                                                 authentication: .token(try ClientTestValues.tokenCache()), connections: 4, rate: nil)
+        let client = try server.client(connections: 4, rate: nil)
         await client.start()
         let clock = ContinuousClock()
         let began = clock.now

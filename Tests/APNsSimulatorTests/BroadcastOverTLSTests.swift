@@ -2,6 +2,7 @@ import APNsSimulator
 import Foundation
 import HTTP2TLS
 import PGPushCore
+import PGPushTestSupport
 import Testing
 
 /// The simulator's broadcast endpoint and channel management API, over TLS + HTTP/2, with
@@ -31,7 +32,7 @@ import Testing
     static let channelsPath = "/1/apps/\(testBundleID)/channels"
 
     @Test func managesChannelsAndBroadcastsToThemWithApplesAnswers() async throws {
-        let harness = try SimulatorHarness { $0.environment = .production }
+        let harness = try SimulatorHarness(key: signingKey()) { $0.environment = .production }
         defer { harness.stop() }
         let connection = try await harness.connect()
         let jwt = try makeJWT()
@@ -72,7 +73,7 @@ import Testing
         let known = "a25vd24="
         var faults = FaultPlan()
         faults.channelScripts = [known: [try ScriptedAnswer(parsing: "503")]]
-        let harness = try SimulatorHarness(faults: faults) { $0.channels = [known: 1] }
+        let harness = try SimulatorHarness(key: signingKey(), faults: faults) { $0.channels = [known: 1] }
         defer { harness.stop() }
         let connection = try await harness.connect()
         let jwt = try makeJWT()
@@ -103,7 +104,7 @@ import Testing
     @Test func managementRefusesBadBodiesTheLimitAndAppsWithoutTheFeature() async throws {
         var faults = FaultPlan()
         faults.managementScript = [try ScriptedAnswer(parsing: "TooManyRequests")]
-        let harness = try SimulatorHarness(faults: faults) { $0.channelLimit = 1 }
+        let harness = try SimulatorHarness(key: signingKey(), faults: faults) { $0.channelLimit = 1 }
         defer { harness.stop() }
         let connection = try await harness.connect()
         let jwt = try makeJWT()
@@ -118,7 +119,7 @@ import Testing
         #expect(try await connection.send(create(good)).reason == "CannotCreateChannelConfig")
         #expect(try await connection.send(Self.request("DELETE", Self.channelsPath, jwt: jwt)).reason == "MissingChannelId")
 
-        let disabled = try SimulatorHarness { $0.broadcastEnabled = false }
+        let disabled = try SimulatorHarness(key: signingKey()) { $0.broadcastEnabled = false }
         defer { disabled.stop() }
         let other = try await disabled.connect()
         #expect(try await other.send(create(good)).reason == "FeatureNotEnabled")

@@ -1,13 +1,14 @@
 import APNsSimulator
 import Foundation
 import PGPushCore
+import PGPushTestSupport
 import PushCrypto
 import Testing
 
 @Suite("Simulator over TLS: certificate authentication")
 struct CertificateAuthenticationTests {
     @Test func clientCertificateNamesTheTopic() async throws {
-        let harness = try SimulatorHarness { $0.authentication = .certificate(trustedCAFile: nil) }
+        let harness = try SimulatorHarness(key: signingKey()) { $0.authentication = .certificate(trustedCAFile: nil) }
         defer { harness.stop() }
         let authority = try #require(harness.simulator.certificateAuthority)
         let issued = try authority.issueClientCertificate(commonName: testBundleID)
@@ -23,7 +24,7 @@ struct CertificateAuthenticationTests {
     }
 
     @Test func noClientCertificateMeansMissingProviderToken() async throws {
-        let harness = try SimulatorHarness { $0.authentication = .certificate(trustedCAFile: nil) }
+        let harness = try SimulatorHarness(key: signingKey()) { $0.authentication = .certificate(trustedCAFile: nil) }
         defer { harness.stop() }
         let connection = try await harness.connect()
         let response = try await connection.send(pushRequest(jwt: nil))

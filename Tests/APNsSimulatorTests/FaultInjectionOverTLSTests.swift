@@ -10,7 +10,7 @@ struct FaultInjectionOverTLSTests {
     @Test func unregisteredTokenGets410WithTimestamp() async throws {
         var faults = FaultPlan()
         faults.unregisteredTokens = [testDeviceToken]
-        let harness = try SimulatorHarness(faults: faults)
+        let harness = try SimulatorHarness(key: signingKey(), faults: faults)
         defer { harness.stop() }
         let connection = try await harness.connect()
         let before = Date()
@@ -30,7 +30,7 @@ struct FaultInjectionOverTLSTests {
         var faults = FaultPlan()
         faults.scripts[testDeviceToken] = [try ScriptedAnswer(parsing: "503"), try ScriptedAnswer(parsing: "503"),
                                            try ScriptedAnswer(parsing: "200")]
-        let harness = try SimulatorHarness(faults: faults)
+        let harness = try SimulatorHarness(key: signingKey(), faults: faults)
         defer { harness.stop() }
         let connection = try await harness.connect()
         let jwt = try makeJWT()
@@ -52,7 +52,7 @@ struct FaultInjectionOverTLSTests {
         faults.seed = seed
         faults.statusMix = [FaultPlan.MixEntry(answer: try ScriptedAnswer(parsing: "503"), probability: 0.3),
                             FaultPlan.MixEntry(answer: try ScriptedAnswer(parsing: "TooManyRequests"), probability: 0.2)]
-        let harness = try SimulatorHarness(faults: faults)
+        let harness = try SimulatorHarness(key: signingKey(), faults: faults)
         defer { harness.stop() }
         let connection = try await harness.connect()
         let jwt = try makeJWT()
@@ -73,7 +73,7 @@ struct FaultInjectionOverTLSTests {
     @Test func goAwayAfterNStreams() async throws {
         var faults = FaultPlan()
         faults.goAwayAfterStreams = 3
-        let harness = try SimulatorHarness(faults: faults)
+        let harness = try SimulatorHarness(key: signingKey(), faults: faults)
         defer { harness.stop() }
         let connection = try await harness.connect()
         let jwt = try makeJWT()
@@ -98,7 +98,7 @@ struct FaultInjectionOverTLSTests {
     @Test func goAwayBeforeTheFirstStreamOnEveryConnection() async throws {
         var faults = FaultPlan()
         faults.goAwayBeforeFirstStream = "BadCertificateEnvironment"
-        let harness = try SimulatorHarness(faults: faults)
+        let harness = try SimulatorHarness(key: signingKey(), faults: faults)
         defer { harness.stop() }
         let jwt = try makeJWT()
         for _ in 0..<2 {
@@ -130,7 +130,7 @@ struct FaultInjectionOverTLSTests {
         var faults = FaultPlan()
         faults.topicAnswers = [testBundleID + ".voip": try ScriptedAnswer(parsing: "TopicDisallowed"),
                                testBundleID + ".complication": try ScriptedAnswer(parsing: "refuse")]
-        let harness = try SimulatorHarness(faults: faults)
+        let harness = try SimulatorHarness(key: signingKey(), faults: faults)
         defer { harness.stop() }
         let connection = try await harness.connect()
         let jwt = try makeJWT()
@@ -154,7 +154,7 @@ struct FaultInjectionOverTLSTests {
     @Test func dropAfterNStreams() async throws {
         var faults = FaultPlan()
         faults.dropAfterStreams = 2
-        let harness = try SimulatorHarness(faults: faults)
+        let harness = try SimulatorHarness(key: signingKey(), faults: faults)
         defer { harness.stop() }
         let connection = try await harness.connect()
         let jwt = try makeJWT()
@@ -174,7 +174,7 @@ struct FaultInjectionOverTLSTests {
     @Test func everyNthStreamIsRefusedAndNotCountedAsDuplicate() async throws {
         var faults = FaultPlan()
         faults.refuseEveryNth = 2
-        let harness = try SimulatorHarness(faults: faults)
+        let harness = try SimulatorHarness(key: signingKey(), faults: faults)
         defer { harness.stop() }
         let connection = try await harness.connect()
         let jwt = try makeJWT()
@@ -199,7 +199,7 @@ struct FaultInjectionOverTLSTests {
     @Test func refuseProbabilityOneRefusesEverything() async throws {
         var faults = FaultPlan()
         faults.refuseProbability = 1
-        let harness = try SimulatorHarness(faults: faults)
+        let harness = try SimulatorHarness(key: signingKey(), faults: faults)
         defer { harness.stop() }
         let connection = try await harness.connect()
         await #expect(throws: RequestFailure.self) { try await connection.send(pushRequest(jwt: try makeJWT())) }
@@ -209,7 +209,7 @@ struct FaultInjectionOverTLSTests {
     @Test func latencyDelaysTheAnswer() async throws {
         var faults = FaultPlan()
         faults.latencyMilliseconds = 150
-        let harness = try SimulatorHarness(faults: faults)
+        let harness = try SimulatorHarness(key: signingKey(), faults: faults)
         defer { harness.stop() }
         let connection = try await harness.connect()
         let clock = ContinuousClock()

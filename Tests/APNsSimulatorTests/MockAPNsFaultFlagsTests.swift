@@ -31,7 +31,7 @@ struct RunningMockAPNs {
               let port = Int(portText)
         else {
             try? FileManager.default.removeItem(at: directory)
-            throw TestSetupError(description: "mock-apns did not start: \(child.output)")
+            throw TestSetupError("mock-apns did not start: \(child.output)")
         }
         return RunningMockAPNs(child: child, port: port, caPath: directory.appendingPathComponent("ca.pem").path,
                                reportPath: directory.appendingPathComponent("report.json").path, directory: directory)
@@ -49,14 +49,14 @@ struct RunningMockAPNs {
     func stop() async throws -> SimulatorReport {
         child.signal(SIGTERM)
         let code = await child.wait(timeout: .seconds(20))
-        guard code == 0 else { throw TestSetupError(description: "mock-apns exited with \(String(describing: code))") }
+        guard code == 0 else { throw TestSetupError("mock-apns exited with \(String(describing: code))") }
         return try JSONDecoder().decode(SimulatorReport.self, from: Data(contentsOf: URL(fileURLWithPath: reportPath)))
     }
 }
 
-@Suite("pgpush mock-apns: fault flags", .enabled(if: pgpushBinary != nil, "build pgpush first (swift build)"))
+@Suite("pgpush mock-apns: fault flags", .enabled(if: ChildProcess.pgpushBinary != nil, "build pgpush first (swift build)"))
 struct MockAPNsFaultFlagsTests {
-    let binary = pgpushBinary ?? "pgpush"
+    let binary = ChildProcess.pgpushBinary ?? "pgpush"
 
     enum Flag: String, CaseIterable, Sendable {
         case goAwayBeforeFirstStream, topicAnswer, staleProviderTokens, expireEveryProviderToken

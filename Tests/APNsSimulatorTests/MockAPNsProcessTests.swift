@@ -2,23 +2,8 @@ import APNsSimulator
 import Foundation
 import HTTP2TLS
 import Locking
+import PGPushTestSupport
 import Testing
-
-/// The built `pgpush` next to the test bundle (`.build/debug/pgpush`), when there is one.
-let pgpushBinary: String? = {
-    var candidates: [URL] = []
-    if let runner = CommandLine.arguments.first {
-        var directory = URL(fileURLWithPath: runner).deletingLastPathComponent()
-        // On Linux the runner is …/debug/pgpushPackageTests.xctest; elsewhere it may sit inside a bundle.
-        for _ in 0..<4 {
-            candidates.append(directory.appendingPathComponent("pgpush"))
-            directory = directory.deletingLastPathComponent()
-        }
-    }
-    let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    candidates.append(packageRoot.appendingPathComponent(".build/debug/pgpush"))
-    return candidates.map(\.path).first { FileManager.default.isExecutableFile(atPath: $0) }
-}()
 
 /// Lines a child process writes to a pipe, as an async sequence.
 func lines(of pipe: Pipe) -> AsyncStream<String> {
@@ -79,9 +64,9 @@ func reportFile(at path: String, timeout: Duration) async -> SimulatorReport? {
 
 @Suite("pgpush mock-apns as a separate process")
 struct MockAPNsProcessTests {
-    @Test(.enabled(if: pgpushBinary != nil, "build pgpush first (swift build)"))
+    @Test(.enabled(if: ChildProcess.pgpushBinary != nil, "build pgpush first (swift build)"))
     func launchServeAndReportOnSIGTERM() async throws {
-        let binary = try #require(pgpushBinary)
+        let binary = try #require(ChildProcess.pgpushBinary)
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("mock-apns-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }

@@ -2,6 +2,7 @@ import APNsSimulator
 import Foundation
 import HTTP2TLS
 import PGPushCore
+import PGPushTestSupport
 import Testing
 
 @Suite("Simulator over TLS: provider tokens refused on purpose")
@@ -9,7 +10,7 @@ struct ProviderTokenFaultsOverTLSTests {
     @Test func staleTokenIsRefusedForGoodWhileANewOneIsAccepted() async throws {
         var faults = FaultPlan()
         faults.staleProviderTokensAfterRequests = 3
-        let harness = try SimulatorHarness(faults: faults)
+        let harness = try SimulatorHarness(key: signingKey(), faults: faults)
         defer { harness.stop() }
         let stale = try makeJWT(issuedAt: Date().addingTimeInterval(-60))
         let first = try await harness.connect()
@@ -41,7 +42,7 @@ struct ProviderTokenFaultsOverTLSTests {
     @Test func everyTokenExpiredRefusesEvenAFreshOne() async throws {
         var faults = FaultPlan()
         faults.expireEveryProviderToken = true
-        let harness = try SimulatorHarness(faults: faults)
+        let harness = try SimulatorHarness(key: signingKey(), faults: faults)
         defer { harness.stop() }
         for _ in 0..<2 {
             let connection = try await harness.connect()

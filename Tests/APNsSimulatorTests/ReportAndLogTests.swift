@@ -2,12 +2,13 @@ import APNsSimulator
 import Foundation
 import HTTP2TLS
 import PGPushCore
+import PGPushTestSupport
 import Testing
 
 @Suite("Simulator over TLS: report and request log")
 struct ReportAndLogTests {
     @Test func reportCountsRequestsConnectionsAndDuplicates() async throws {
-        let harness = try SimulatorHarness()
+        let harness = try SimulatorHarness(key: signingKey())
         defer { harness.stop() }
         let jwt = try makeJWT()
         let busy = try await harness.connect()
@@ -42,7 +43,7 @@ struct ReportAndLogTests {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let logPath = directory.appendingPathComponent("requests.jsonl").path
-        let harness = try SimulatorHarness { $0.logPath = logPath }
+        let harness = try SimulatorHarness(key: signingKey()) { $0.logPath = logPath }
         let connection = try await harness.connect()
         let jwt = try makeJWT()
         let id = UUID().uuidString.lowercased()

@@ -2,6 +2,7 @@ import APNsSimulator
 import Foundation
 import HTTP2TLS
 import PGPushCore
+import PGPushTestSupport
 import Testing
 
 @Suite("Simulator over TLS: header, path and payload rules")
@@ -52,7 +53,7 @@ struct RequestRulesOverTLSTests {
 
     @Test(arguments: cases)
     func brokenRuleGetsAPNsAnswer(_ rule: Case) async throws {
-        let harness = try SimulatorHarness()
+        let harness = try SimulatorHarness(key: signingKey())
         defer { harness.stop() }
         let connection = try await harness.connect()
         let response = try await connection.send(rule.request(try makeJWT()))
@@ -62,7 +63,7 @@ struct RequestRulesOverTLSTests {
     }
 
     @Test func rightSizesAndTopicsPassForEveryPushTypeSize() async throws {
-        let harness = try SimulatorHarness()
+        let harness = try SimulatorHarness(key: signingKey())
         defer { harness.stop() }
         let connection = try await harness.connect()
         let jwt = try makeJWT()

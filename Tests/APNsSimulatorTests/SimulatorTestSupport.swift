@@ -3,6 +3,7 @@ import Foundation
 import HTTP2TLS
 import Locking
 import PGPushCore
+import PGPushTestSupport
 import PushCrypto
 import Testing
 
@@ -10,10 +11,6 @@ let testTeamID = "TEAM123456"
 let testKeyID = "KEY1234567"
 let testBundleID = "com.example.app"
 let testDeviceToken = String(repeating: "ab", count: 32)
-
-struct TestSetupError: Error, CustomStringConvertible {
-    let description: String
-}
 
 /// One signing key per test run: key generation is the slow part of a JWT.
 let testSigningKey: Result<ES256PrivateKey, CredentialError> = Result { () throws(CredentialError) in
@@ -37,37 +34,6 @@ final class TestClock: Sendable {
     private let now = Locked(Date())
     var date: Date { now.withLock { $0 } }
     func advance(by seconds: TimeInterval) { now.withLock { $0 = $0.addingTimeInterval(seconds) } }
-}
-
-/// A running simulator plus an HTTP/2 client trusting its generated CA.
-final class SimulatorHarness: Sendable {
-    let simulator: APNsSimulator
-    let client: HTTP2Client
-    let port: Int
-    let caFile: String
-
-    init(faults: FaultPlan = FaultPlan(), configure: (inout SimulatorConfiguration) throws -> Void = { _ in }) throws {
-        var configuration = SimulatorConfiguration(authentication: .token(ProviderTokenKey(
-            teamID: testTeamID, keyID: testKeyID, publicKey: try signingKey().publicKey())))
-        configuration.bundleID = testBundleID
-        configuration.faults = faults
-        try configure(&configuration)
-        simulator = try APNsSimulator(configuration: configuration)
-        port = try simulator.start()
-        guard let caFile = simulator.caCertificatePath else { throw TestSetupError(description: "no generated CA") }
-        self.caFile = caFile
-        client = try HTTP2Client(threadName: "sim-test-client")
-    }
-
-    func connect(identity: ClientIdentity? = nil) async throws -> HTTP2ClientConnection {
-        let tls = try ClientTLSContext(extraCAFile: caFile, identity: identity)
-        return try await client.connect(host: "127.0.0.1", port: port, configuration: HTTP2ClientConfiguration(tls: tls))
-    }
-
-    func stop() {
-        client.shutdown()
-        simulator.stop()
-    }
 }
 
 /// A push request as a well-behaved token-auth client sends it; each part can be changed.

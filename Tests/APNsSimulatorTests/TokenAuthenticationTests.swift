@@ -2,13 +2,14 @@ import APNsSimulator
 import Foundation
 import HTTP2TLS
 import PGPushCore
+import PGPushTestSupport
 import PushCrypto
 import Testing
 
 @Suite("Simulator over TLS: provider tokens")
 struct TokenAuthenticationTests {
     @Test func validRequestIsAcceptedAndItsIDEchoed() async throws {
-        let harness = try SimulatorHarness()
+        let harness = try SimulatorHarness(key: signingKey())
         defer { harness.stop() }
         let connection = try await harness.connect()
         let id = UUID().uuidString.lowercased()
@@ -21,7 +22,7 @@ struct TokenAuthenticationTests {
     }
 
     @Test func missingIDIsMadeUpAsLowercaseUUID() async throws {
-        let harness = try SimulatorHarness { $0.environment = .production }
+        let harness = try SimulatorHarness(key: signingKey()) { $0.environment = .production }
         defer { harness.stop() }
         let connection = try await harness.connect()
         let response = try await connection.send(pushRequest(apnsID: nil, jwt: try makeJWT()))
@@ -33,7 +34,7 @@ struct TokenAuthenticationTests {
 
     @Test(arguments: [SimulatorConfiguration.Environment.development, .production])
     func uniqueIDOnEveryDevelopmentAnswerAndNoneInProduction(_ environment: SimulatorConfiguration.Environment) async throws {
-        let harness = try SimulatorHarness { $0.environment = environment }
+        let harness = try SimulatorHarness(key: signingKey()) { $0.environment = environment }
         defer { harness.stop() }
         let connection = try await harness.connect()
         let jwt = try makeJWT()
@@ -59,7 +60,7 @@ struct TokenAuthenticationTests {
 
     @Test(arguments: BadToken.allCases)
     func providerTokenProblemsGetTheirReason(_ problem: BadToken) async throws {
-        let harness = try SimulatorHarness()
+        let harness = try SimulatorHarness(key: signingKey())
         defer { harness.stop() }
         let connection = try await harness.connect()
         var request: HTTP2Request
@@ -96,7 +97,7 @@ struct TokenAuthenticationTests {
     }
 
     @Test func aNewTokenWithinTwentyMinutesOnTheSameConnectionIsRefused() async throws {
-        let harness = try SimulatorHarness()
+        let harness = try SimulatorHarness(key: signingKey())
         defer { harness.stop() }
         let connection = try await harness.connect()
         let first = try makeJWT(issuedAt: Date().addingTimeInterval(-10))
@@ -113,7 +114,7 @@ struct TokenAuthenticationTests {
 
     @Test func aNewTokenAfterTwentyMinutesIsAccepted() async throws {
         let clock = TestClock()
-        let harness = try SimulatorHarness { $0.clock = { clock.date } }
+        let harness = try SimulatorHarness(key: signingKey()) { $0.clock = { clock.date } }
         defer { harness.stop() }
         let connection = try await harness.connect()
         #expect(try await connection.send(pushRequest(jwt: try makeJWT(issuedAt: clock.date))).status == 200)
@@ -127,7 +128,7 @@ struct TokenAuthenticationTests {
     }
 
     @Test func oneStreamOnlyUntilAValidTokenWasSeen() async throws {
-        let harness = try SimulatorHarness { $0.maxConcurrentStreams = 50 }
+        let harness = try SimulatorHarness(key: signingKey()) { $0.maxConcurrentStreams = 50 }
         defer { harness.stop() }
         let connection = try await harness.connect()
         let badToken = try makeJWT(teamID: "OTHERTEAM0")

@@ -1,11 +1,12 @@
 import Foundation
 import HTTP2TLS
+import PGPushTestSupport
 import Testing
 
 /// Checks against the nghttp2 command-line tools (Debian nghttp2-client / nghttp2-server).
 @Suite("Interoperability with h2load and nghttpd")
 struct InteropTests {
-    @Test("h2load gets 2xx for every request to our server", .enabled(if: Tool.path("h2load") != nil))
+    @Test("h2load gets 2xx for every request to our server", .enabled(if: ChildProcess.tool("h2load") != nil))
     func h2loadAgainstServer() async throws {
         let server = try makeServer(echoHandler)
         defer { server.shutdown() }
@@ -21,7 +22,7 @@ struct InteropTests {
     }
 
     @Test("our client talks to nghttpd (echo of POST bodies, 404 for a missing file)",
-          .enabled(if: Tool.path("nghttpd") != nil), .timeLimit(.minutes(5)))
+          .enabled(if: ChildProcess.tool("nghttpd") != nil), .timeLimit(.minutes(5)))
     func clientAgainstNghttpd() async throws {
         let certificates = try TestCertificates.get()
         let port = try freePort()

@@ -1,6 +1,7 @@
 import Foundation
 import HTTP2TLS
 import Locking
+import PGPushTestSupport
 import Testing
 
 @Suite("HTTP/2 server: configuration and client certificates")
@@ -131,7 +132,7 @@ struct ServerTests {
         #expect(server.statistics.handshakeFailures == 1)
     }
 
-    @Test("a verified client certificate's subject is shown to the handler", .enabled(if: Tool.path("openssl") != nil),
+    @Test("a verified client certificate's subject is shown to the handler", .enabled(if: ChildProcess.tool("openssl") != nil),
           .timeLimit(.minutes(5)))
     func clientCertificateSubject() async throws {
         let certificates = try TestCertificates.get()
@@ -150,7 +151,7 @@ struct ServerTests {
         #expect(info.peerAddress.hasPrefix("127.0.0.1:"))
     }
 
-    @Test("clients without ALPN h2 or below TLS 1.2 are turned away", .enabled(if: Tool.path("openssl") != nil),
+    @Test("clients without ALPN h2 or below TLS 1.2 are turned away", .enabled(if: ChildProcess.tool("openssl") != nil),
           .timeLimit(.minutes(5)),
           arguments: [["-alpn", "http/1.1"], [], ["-tls1_1", "-cipher", "DEFAULT@SECLEVEL=0", "-alpn", "h2"]])
     func refusedClients(options: [String]) async throws {

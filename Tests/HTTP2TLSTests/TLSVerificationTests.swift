@@ -1,5 +1,6 @@
 import Foundation
 import HTTP2TLS
+import PGPushTestSupport
 import PushCrypto
 import Testing
 
@@ -80,7 +81,7 @@ struct TLSVerificationTests {
         }
     }
 
-    @Test("a server that does not agree to ALPN h2 is refused", .enabled(if: Tool.path("openssl") != nil))
+    @Test("a server that does not agree to ALPN h2 is refused", .enabled(if: ChildProcess.tool("openssl") != nil))
     func noALPN() async throws {
         let error = try await withOpenSSLServer([]) { port in
             try await connectError(host: "127.0.0.1", port: port, configuration: try clientConfiguration())
@@ -88,7 +89,7 @@ struct TLSVerificationTests {
         #expect(error == .alpnNotNegotiated(selected: nil))
     }
 
-    @Test("a server limited to TLS 1.1 is refused", .enabled(if: Tool.path("openssl") != nil))
+    @Test("a server limited to TLS 1.1 is refused", .enabled(if: ChildProcess.tool("openssl") != nil))
     func oldTLSVersion() async throws {
         let error = try await withOpenSSLServer(["-tls1_1", "-cipher", "DEFAULT@SECLEVEL=0", "-alpn", "h2"]) { port in
             try await connectError(host: "127.0.0.1", port: port, configuration: try clientConfiguration())
@@ -101,7 +102,7 @@ struct TLSVerificationTests {
     }
 
     @Test("a peer that stops answering is detected by PING and its requests may have been processed",
-          .enabled(if: Tool.path("openssl") != nil), .timeLimit(.minutes(5)))
+          .enabled(if: ChildProcess.tool("openssl") != nil), .timeLimit(.minutes(5)))
     func pingTimeout() async throws {
         // openssl s_server completes TLS with ALPN h2 and then stays silent.
         try await withOpenSSLServer(["-alpn", "h2"]) { port in

@@ -44,32 +44,19 @@ struct TestCertificates: Sendable {
         } catch let error as TestSetupError {
             return .failure(error)
         } catch {
-            return .failure(TestSetupError(message: "\(error)"))
+            return .failure(TestSetupError("\(error)"))
         }
     }
-}
-
-struct TestSetupError: Error, Sendable, CustomStringConvertible {
-    var message: String
-    var description: String { message }
 }
 
 /// Runs command-line tools (openssl, h2load, nghttpd) for tests.
 enum Tool {
-    static func path(_ name: String) -> String? {
-        for directory in ["/usr/bin", "/usr/sbin", "/usr/local/bin", "/bin"] {
-            let candidate = directory + "/" + name
-            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
-        }
-        return nil
-    }
-
     @discardableResult
     static func run(_ name: String, _ arguments: [String], in directory: String? = nil) throws -> String {
-        guard let executable = path(name) else { throw TestSetupError(message: "\(name) not found") }
+        guard let executable = ChildProcess.tool(name) else { throw TestSetupError("\(name) not found") }
         let (status, text) = try ChildProcess.runToCompletion(executable, arguments, in: directory)
         guard status == 0 else {
-            throw TestSetupError(message: "\(name) \(arguments.joined(separator: " ")) failed: \(text)")
+            throw TestSetupError("\(name) \(arguments.joined(separator: " ")) failed: \(text)")
         }
         return text
     }
@@ -81,7 +68,7 @@ enum Tool {
 
     /// Starts a long-running tool with stdin held open; the caller terminates it.
     static func start(_ name: String, _ arguments: [String]) throws -> Process {
-        guard let executable = path(name) else { throw TestSetupError(message: "\(name) not found") }
+        guard let executable = ChildProcess.tool(name) else { throw TestSetupError("\(name) not found") }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import HTTP2TLS
 import Locking
+import PGPushTestSupport
 
 /// A handler made of closures, for tests.
 final class ClosureHandler: HTTP2ServerHandler {
@@ -69,32 +70,6 @@ final class ServerReference: Sendable {
     var value: HTTP2Server? { server.withLock { $0 } }
 }
 
-/// A free TCP port on 127.0.0.1 (bound, then released) for external servers.
-func freePort() throws -> Int {
-    let (fd, port) = try boundSocket()
-    close(fd)
-    return port
-}
-
-/// A TCP socket bound to a free loopback port and not listening: a connect to it is refused
-/// for as long as it stays open, and no other test can take the port meanwhile.
-func boundSocket() throws -> (descriptor: Int32, port: Int) {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    address.sin_port = 0
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let status = withUnsafeMutablePointer(to: &address) { pointer in
-        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-    }
-    guard status else {
-        close(fd)
-        throw TestSetupError(message: "cannot find a free port")
-    }
-    return (fd, Int(UInt16(bigEndian: address.sin_port)))
-}
-
 /// Waits until something accepts TCP connections on 127.0.0.1:port (an external server starting up).
 func waitForListener(port: Int, timeout: Duration = .seconds(60)) async throws {
     let clock = ContinuousClock()
@@ -112,7 +87,7 @@ func waitForListener(port: Int, timeout: Duration = .seconds(60)) async throws {
         if connected { return }
         try await Task.sleep(for: .milliseconds(50))
     }
-    throw TestSetupError(message: "nothing listening on port \(port)")
+    throw TestSetupError("nothing listening on port \(port)")
 }
 
 extension Locked where Value: Sendable {
@@ -153,7 +128,7 @@ struct SilentListener {
         }
         guard ok else {
             Glibc.close(fd)
-            throw TestSetupError(message: "cannot listen")
+            throw TestSetupError("cannot listen")
         }
         port = Int(UInt16(bigEndian: address.sin_port))
     }

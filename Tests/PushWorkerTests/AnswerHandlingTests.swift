@@ -11,7 +11,6 @@ import Testing
 /// a real PostgreSQL and the simulator over TLS + HTTP/2, checked in the table and at the
 /// simulator.
 @Suite struct AnswerHandlingTests {
-    typealias Harness = WorkerEndToEndTests.Harness
     static let token = WorkerEndToEndTests.token
     static let alert = #"{"aps":{"alert":"x"}}"#
 
@@ -47,7 +46,7 @@ import Testing
         let forbidden = Self.token(7)
         var faults = FaultPlan()
         faults.scripts = [forbidden: [try ScriptedAnswer(parsing: "Forbidden")]]
-        let harness = try Harness(faults: faults)
+        let harness = try SimulatorHarness(faults: faults)
         defer { harness.stop() }
         let conninfo = try TestDatabase.migrated()
         let database = try PostgresConnection(conninfo: conninfo)
@@ -71,7 +70,7 @@ import Testing
     /// A row that named its own topic and got DeviceTokenNotForTopic had the wrong topic,
     /// not a dead token: it fails, and the token is not listed as invalid.
     @Test func deviceTokenNotForARowsOwnTopicListsNoToken() async throws {
-        let harness = try Harness(faults: FaultPlan())
+        let harness = try SimulatorHarness(faults: FaultPlan())
         defer { harness.stop() }
         let conninfo = try TestDatabase.migrated()
         let database = try PostgresConnection(conninfo: conninfo)
@@ -97,7 +96,7 @@ import Testing
     @Test func rowsInFlightAreBoundedByTheConnectionsWhateverTheRate() async throws {
         var faults = FaultPlan()
         faults.latencyMilliseconds = 1500
-        let harness = try Harness(faults: faults, ratePerConnection: 100_000, connections: 2)
+        let harness = try SimulatorHarness(faults: faults, ratePerConnection: 100_000, connections: 2)
         defer { harness.stop() }
         let conninfo = try TestDatabase.migrated()
         let database = try PostgresConnection(conninfo: conninfo)
@@ -122,7 +121,6 @@ import Testing
 /// Provider tokens, topics and GOAWAY reasons: what the whole app or one topic does when
 /// APNs refuses its credentials.
 @Suite struct CredentialAnswerTests {
-    typealias Harness = WorkerEndToEndTests.Harness
     static let token = WorkerEndToEndTests.token
 
     static func health(_ database: PostgresConnection, topic: String? = nil) async throws -> (healthy: Bool, reason: String)? {
@@ -144,7 +142,7 @@ import Testing
     @Test func aFreshJWTRefusedTooPausesTheAppWithoutAStorm() async throws {
         var faults = FaultPlan()
         faults.expireEveryProviderToken = true
-        let harness = try Harness(faults: faults, connections: 2)
+        let harness = try SimulatorHarness(faults: faults, connections: 2)
         defer { harness.stop() }
         let conninfo = try TestDatabase.migrated()
         let database = try PostgresConnection(conninfo: conninfo)
@@ -171,7 +169,7 @@ import Testing
     @Test func aRefusedTopicPausesThatTopicOnly() async throws {
         var faults = FaultPlan()
         faults.topicAnswers = ["com.example.app.voip": try ScriptedAnswer(parsing: "TopicDisallowed")]
-        let harness = try Harness(faults: faults)
+        let harness = try SimulatorHarness(faults: faults)
         defer { harness.stop() }
         let conninfo = try TestDatabase.migrated()
         let database = try PostgresConnection(conninfo: conninfo)
@@ -202,7 +200,7 @@ import Testing
     @Test func aGoAwayWithACredentialReasonPausesTheApp() async throws {
         var faults = FaultPlan()
         faults.goAwayBeforeFirstStream = "BadCertificateEnvironment"
-        let harness = try Harness(faults: faults)
+        let harness = try SimulatorHarness(faults: faults)
         defer { harness.stop() }
         let conninfo = try TestDatabase.migrated()
         let database = try PostgresConnection(conninfo: conninfo)
@@ -223,7 +221,6 @@ import Testing
 
 /// What the worker keeps from an answer and what it sends for the new row columns.
 @Suite struct RowColumnTests {
-    typealias Harness = WorkerEndToEndTests.Harness
     static let token = WorkerEndToEndTests.token
 
     /// `apns-unique-id` (the development environment's key to Apple's delivery log) is
@@ -232,7 +229,7 @@ import Testing
         let dead = Self.token(2)
         var faults = FaultPlan()
         faults.unregisteredTokens = [dead]
-        let harness = try Harness(faults: faults)
+        let harness = try SimulatorHarness(faults: faults)
         defer { harness.stop() }
         let conninfo = try TestDatabase.migrated()
         let database = try PostgresConnection(conninfo: conninfo)
@@ -257,7 +254,7 @@ import Testing
     /// `deliver_once` sends `apns-expiration: 0`, also for a row with its own `expires_at`,
     /// which still ends the row in the queue.
     @Test func deliverOnceSendsExpirationZero() async throws {
-        let harness = try Harness(faults: FaultPlan(), logRequests: true)
+        let harness = try SimulatorHarness(faults: FaultPlan(), logRequests: true)
         defer { harness.stop() }
         let conninfo = try TestDatabase.migrated()
         let database = try PostgresConnection(conninfo: conninfo)
@@ -283,7 +280,7 @@ import Testing
         let dead = Self.token(9)
         var faults = FaultPlan()
         faults.unregisteredTokens = [dead]
-        let harness = try Harness(faults: faults)
+        let harness = try SimulatorHarness(faults: faults)
         defer { harness.stop() }
         let conninfo = try TestDatabase.migrated()
         let database = try PostgresConnection(conninfo: conninfo)
@@ -323,7 +320,7 @@ import Testing
         // With the default three retries this row would be delivered on its third attempt.
         faults.scripts = [flaky: [try ScriptedAnswer(parsing: "503"), try ScriptedAnswer(parsing: "503"),
                                   try ScriptedAnswer(parsing: "200")]]
-        let harness = try WorkerEndToEndTests.Harness(faults: faults)
+        let harness = try SimulatorHarness(faults: faults)
         defer { harness.stop() }
         let conninfo = try TestDatabase.migrated()
         let database = try PostgresConnection(conninfo: conninfo)

@@ -9,17 +9,15 @@ import Testing
 
 /// Channel rows through the worker, over TLS + HTTP/2 to the simulator and real PostgreSQL.
 @Suite struct BroadcastDeliveryTests {
-    typealias Harness = WorkerEndToEndTests.Harness
     static let update = #"{"aps":{"event":"update","timestamp":1700000000,"content-state":{"score":"2-1"}}}"#
     static let start = #"{"aps":{"event":"start","timestamp":1700000000,"content-state":{"score":"0-0"},"#
         + #""attributes-type":"MatchAttributes","attributes":{"home":"A","away":"B"},"alert":{"title":"Kick-off"}}}"#
 
-    static func run(_ harness: Harness, _ conninfo: String, until database: PostgresConnection) async throws {
-        var configuration = WorkerConfiguration(databaseURL: conninfo, apps: [harness.app], workerID: "broadcast-worker")
-        configuration.apps[0].retry = WorkerEndToEndTests.fastRetries()
-        configuration.pollInterval = .milliseconds(20)
-        let worker = try Worker(configuration: configuration, senders: try APNsSenderFactory.makeSenders(for: [harness.app]),
-                                log: Log(sink: { _ in }))
+    static func run(_ harness: SimulatorHarness, _ conninfo: String, until database: PostgresConnection) async throws {
+        let worker = try harness.worker(conninfo: conninfo, id: "broadcast-worker") {
+            $0.apps[0].retry = WorkerEndToEndTests.fastRetries()
+            $0.pollInterval = .milliseconds(20)
+        }
         let running = Task { try await worker.run() }
         try await WorkerEndToEndTests.waitUntilFinished(database)
         worker.stop()
@@ -29,7 +27,7 @@ import Testing
     @Test func channelRowsGoToTheBroadcastEndpointWithTheirHeadersAndNeverToADevice() async throws {
         let stored = "c3RvcmVkLWNoYW5uZWw=", unstored = "bm8tc3RvcmFnZQ=="
         // Production: APNs sends apns-unique-id there only for broadcasts.
-        let harness = try Harness(faults: FaultPlan(), logRequests: true) {
+        let harness = try SimulatorHarness(faults: FaultPlan(), logRequests: true) {
             $0.channels = [stored: 1, unstored: 0]
             $0.environment = .production
         }
@@ -77,7 +75,7 @@ import Testing
         var faults = FaultPlan()
         faults.channelScripts = Dictionary(uniqueKeysWithValues: try scripted.map { ($0.value, [try ScriptedAnswer(parsing: $0.key)]) })
         faults.channelScripts[flaky] = [try ScriptedAnswer(parsing: "503")]
-        let harness = try Harness(faults: faults) {
+        let harness = try SimulatorHarness(faults: faults) {
             $0.channels = Dictionary(uniqueKeysWithValues: ([delivered, flaky] + scripted.values).map { ($0, 1) })
         }
         defer { harness.stop() }
@@ -119,7 +117,7 @@ import Testing
     @Test func theRateCapCountsBroadcastRequests() async throws {
         let cap = 40
         let channels = (1...60).map { Data("channel-\($0)".utf8).base64EncodedString() }
-        let harness = try Harness(faults: FaultPlan(), ratePerConnection: cap, connections: 1) {
+        let harness = try SimulatorHarness(faults: FaultPlan(), ratePerConnection: cap, connections: 1) {
             $0.channels = Dictionary(uniqueKeysWithValues: channels.map { ($0, 1) })
         }
         defer { harness.stop() }
@@ -128,8 +126,7 @@ import Testing
         for channel in channels {
             try database.query("SELECT pgpush.enqueue(channel_id => $1, payload => $2)", [channel, Self.update])
         }
-        try database.query("SELECT pgpush.enqueue_many(device_tokens => $1, payload => '{\"aps\":{\"alert\":\"x\"}}')",
-                           [(1...60).map(WorkerEndToEndTests.token)])
+        try TestDatabase.enqueueAlerts(database, count: 60)
         try await Self.run(harness, conninfo, until: database)
         let report = harness.simulator.report()
         #expect(report.totalRequests == 120)

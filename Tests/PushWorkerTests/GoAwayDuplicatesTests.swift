@@ -11,17 +11,15 @@ import Testing
     @Test func goAwayStormDeliversEveryRowExactlyOnce() async throws {
         var faults = FaultPlan()
         faults.goAwayAfterStreams = 300
-        let harness = try WorkerEndToEndTests.Harness(faults: faults, ratePerConnection: 0, connections: 4)
+        let harness = try SimulatorHarness(faults: faults, ratePerConnection: 0, connections: 4)
         defer { harness.stop() }
         let conninfo = try TestDatabase.migrated()
         let database = try PostgresConnection(conninfo: conninfo)
-        try database.query("SELECT pgpush.enqueue_many(device_tokens => $1, payload => '{\"aps\":{\"alert\":\"x\"}}')",
-                           [(1...6000).map(WorkerEndToEndTests.token)])
-        var configuration = WorkerConfiguration(databaseURL: conninfo, apps: [harness.app], workerID: "goaway")
-        configuration.apps[0].retry = WorkerEndToEndTests.fastRetries()
-        configuration.pollInterval = .milliseconds(20)
-        let worker = try Worker(configuration: configuration, senders: try APNsSenderFactory.makeSenders(for: [harness.app]),
-                                log: Log(sink: { _ in }))
+        try TestDatabase.enqueueAlerts(database, count: 6000)
+        let worker = try harness.worker(conninfo: conninfo, id: "goaway") {
+            $0.apps[0].retry = WorkerEndToEndTests.fastRetries()
+            $0.pollInterval = .milliseconds(20)
+        }
         let running = Task { try await worker.run() }
         try await WorkerEndToEndTests.waitUntilFinished(database, timeout: .seconds(120))
         worker.stop()

@@ -22,7 +22,8 @@ struct LatchTests {
         }
         await latch.wait(timeout: .milliseconds(1)) { Thread.sleep(forTimeInterval: 0.1) }
         opener.cancel()
-        #expect(!watchdog.flag.load(ordering: .relaxed), "the wait outlived its timeout until the latch opened")
+        let openedByWatchdog = watchdog.flag.load(ordering: .relaxed)
+        #expect(!openedByWatchdog, "the wait outlived its timeout until the latch opened")
     }
 
     private final class Ended: Sendable {

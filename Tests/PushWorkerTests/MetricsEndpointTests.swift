@@ -19,16 +19,14 @@ import Testing
     @Test func prometheusTextAndHealthEndpoints() async throws {
         var faults = FaultPlan()
         faults.unregisteredTokens = [WorkerEndToEndTests.token(2)]
-        let harness = try WorkerEndToEndTests.Harness(faults: faults)
+        let harness = try SimulatorHarness(faults: faults)
         defer { harness.stop() }
         let conninfo = try TestDatabase.migrated()
         let database = try PostgresConnection(conninfo: conninfo)
-        try database.query("SELECT pgpush.enqueue_many(device_tokens => $1, payload => '{\"aps\":{\"alert\":\"x\"}}')",
-                           [(1...10).map(WorkerEndToEndTests.token)])
-        var configuration = WorkerConfiguration(databaseURL: conninfo, apps: [harness.app], workerID: "metrics-worker")
-        configuration.metricsAddress = "127.0.0.1:0"
-        let worker = try Worker(configuration: configuration, senders: try APNsSenderFactory.makeSenders(for: [harness.app]),
-                                log: Log(sink: { _ in }))
+        try TestDatabase.enqueueAlerts(database, count: 10)
+        let worker = try harness.worker(conninfo: conninfo, id: "metrics-worker") {
+            $0.metricsAddress = "127.0.0.1:0"
+        }
         let port = try #require(worker.metricsPort)
         let running = Task { try await worker.run() }
         try await WorkerEndToEndTests.waitUntilFinished(database)

@@ -13,17 +13,16 @@ import Testing
         faults.unregisteredTokens = [WorkerEndToEndTests.token(1)]
         faults.scripts = [WorkerEndToEndTests.token(2): [try ScriptedAnswer(parsing: "ExpiredProviderToken"),
                                                         try ScriptedAnswer(parsing: "InvalidProviderToken")]]
-        let harness = try WorkerEndToEndTests.Harness(faults: faults)
+        let harness = try SimulatorHarness(faults: faults)
         defer { harness.stop() }
         let conninfo = try TestDatabase.migrated()
         let database = try PostgresConnection(conninfo: conninfo)
-        try database.query("SELECT pgpush.enqueue_many(device_tokens => $1, payload => '{\"aps\":{\"alert\":\"x\"}}')",
-                           [(1...5).map(WorkerEndToEndTests.token)])
+        try TestDatabase.enqueueAlerts(database, count: 5)
         let lines = Locked<[String]>([])
-        var configuration = WorkerConfiguration(databaseURL: conninfo, apps: [harness.app], workerID: "secrets")
-        configuration.pollInterval = .milliseconds(20)
-        let worker = try Worker(configuration: configuration, senders: try APNsSenderFactory.makeSenders(for: [harness.app]),
-                                log: Log(minimum: .debug, sink: { line in lines.withLock { $0.append(line) } }))
+        let worker = try harness.worker(conninfo: conninfo, id: "secrets",
+                                        log: Log(minimum: .debug, sink: { line in lines.withLock { $0.append(line) } })) {
+            $0.pollInterval = .milliseconds(20)
+        }
         let running = Task { try await worker.run() }
         #expect(try await eventually(timeout: .seconds(180)) {
             try database.query("SELECT count(*) FROM pgpush.delivery_errors").int(0, 0) ?? 0 >= 2

@@ -17,7 +17,6 @@ import Testing
        .enabled(if: EmbeddedPgBouncer.isInstalled || ProcessInfo.processInfo.environment["CI"] == "true",
                 "skipped: pgbouncer is not installed (deploy/local/install-dependencies.sh installs it)"))
 struct TransactionPoolingTests {
-    typealias Harness = WorkerEndToEndTests.Harness
 
     /// Advisory locks held in `database` right now, read directly from the cluster.
     static func advisoryLocks(_ direct: PostgresConnection) throws -> Int {
@@ -79,7 +78,7 @@ struct TransactionPoolingTests {
     }
 
     @Test func withoutADirectListenConnectionTheWorkerSaysItPolls() async throws {
-        let harness = try Harness(faults: FaultPlan())
+        let harness = try SimulatorHarness(faults: FaultPlan())
         defer { harness.stop() }
         let (pooled, direct) = try TestDatabase.migratedBehindPooler()
         let lines = Locked<[String]>([])
@@ -104,7 +103,7 @@ struct TransactionPoolingTests {
     }
 
     @Test func aDirectListenConnectionWakesTheWorkerAtOnce() async throws {
-        let harness = try Harness(faults: FaultPlan())
+        let harness = try SimulatorHarness(faults: FaultPlan())
         defer { harness.stop() }
         let (pooled, direct) = try TestDatabase.migratedBehindPooler()
         var configuration = WorkerConfiguration(databaseURL: pooled, apps: [harness.app], workerID: "woken-worker")

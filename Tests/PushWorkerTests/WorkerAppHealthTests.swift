@@ -9,10 +9,9 @@ import Testing
 /// App-level problems: the app is flagged in `pgpush.app_health`, and credential
 /// errors keep its rows queued instead of burning them as failed.
 @Suite struct WorkerAppHealthTests {
-    typealias Harness = WorkerEndToEndTests.Harness
 
     @Test func wrongCredentialsPauseTheAppAndKeepRowsQueued() async throws {
-        let harness = try Harness(faults: FaultPlan())
+        let harness = try SimulatorHarness(faults: FaultPlan())
         defer { harness.stop() }
         // The worker signs with a key the simulator does not know.
         let strangerKey = harness.directory.appendingPathComponent("Stranger.p8").path
@@ -22,8 +21,7 @@ import Testing
 
         let conninfo = try TestDatabase.migrated()
         let database = try PostgresConnection(conninfo: conninfo)
-        try database.query("SELECT pgpush.enqueue_many(device_tokens => $1, payload => '{\"aps\":{\"alert\":\"x\"}}')",
-                           [(1...20).map(WorkerEndToEndTests.token)])
+        try TestDatabase.enqueueAlerts(database, count: 20)
         let worker = try Worker(configuration: WorkerConfiguration(databaseURL: conninfo, apps: [app], workerID: "w"),
                                 senders: try APNsSenderFactory.makeSenders(for: [app]), log: Log(sink: { _ in }))
         let running = Task { try await worker.run() }
@@ -48,14 +46,12 @@ import Testing
         var faults = FaultPlan()
         faults.statusMix = [FaultPlan.MixEntry(answer: try ScriptedAnswer(parsing: "BadDeviceToken"), probability: 0.9)]
         faults.seed = 7
-        let harness = try Harness(faults: faults)
+        let harness = try SimulatorHarness(faults: faults)
         defer { harness.stop() }
         let conninfo = try TestDatabase.migrated()
         let database = try PostgresConnection(conninfo: conninfo)
-        try database.query("SELECT pgpush.enqueue_many(device_tokens => $1, payload => '{\"aps\":{\"alert\":\"x\"}}')",
-                           [(1...120).map(WorkerEndToEndTests.token)])
-        let worker = try Worker(configuration: WorkerConfiguration(databaseURL: conninfo, apps: [harness.app], workerID: "w"),
-                                senders: try APNsSenderFactory.makeSenders(for: [harness.app]), log: Log(sink: { _ in }))
+        try TestDatabase.enqueueAlerts(database, count: 120)
+        let worker = try harness.worker(conninfo: conninfo, id: "w")
         let running = Task { try await worker.run() }
         try await WorkerEndToEndTests.waitUntilFinished(database)
         worker.stop()

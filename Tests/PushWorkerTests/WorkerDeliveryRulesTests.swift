@@ -9,20 +9,18 @@ import Testing
 /// The delivery rules end to end: what reaches APNs for each push type, and how each answer is handled
 /// with the default retry policy, checked at the simulator and in the table.
 @Suite struct WorkerDeliveryRulesTests {
-    typealias Harness = WorkerEndToEndTests.Harness
     static let token = WorkerEndToEndTests.token
 
-    func startWorker(_ harness: Harness, _ conninfo: String, retry: RetryConfiguration = .default) throws -> (Worker, Task<Void, any Error>) {
-        var configuration = WorkerConfiguration(databaseURL: conninfo, apps: [harness.app], workerID: "rules-worker")
-        configuration.apps[0].retry = retry
-        configuration.pollInterval = .milliseconds(20)
-        let worker = try Worker(configuration: configuration, senders: try APNsSenderFactory.makeSenders(for: [harness.app]),
-                                log: Log(sink: { _ in }))
+    func startWorker(_ harness: SimulatorHarness, _ conninfo: String, retry: RetryConfiguration = .default) throws -> (Worker, Task<Void, any Error>) {
+        let worker = try harness.worker(conninfo: conninfo, id: "rules-worker") {
+            $0.apps[0].retry = retry
+            $0.pollInterval = .milliseconds(20)
+        }
         return (worker, Task { try await worker.run() })
     }
 
     @Test func pushTypesGetDerivedHeadersAndCompactPayloads() async throws {
-        let harness = try Harness(faults: FaultPlan(), logRequests: true)
+        let harness = try SimulatorHarness(faults: FaultPlan(), logRequests: true)
         defer { harness.stop() }
         let conninfo = try TestDatabase.migrated()
         let database = try PostgresConnection(conninfo: conninfo)
@@ -79,7 +77,7 @@ import Testing
     }
 
     @Test func hostileTextIsStoredAndSentVerbatim() async throws {
-        let harness = try Harness(faults: FaultPlan(), logRequests: true)
+        let harness = try SimulatorHarness(faults: FaultPlan(), logRequests: true)
         defer { harness.stop() }
         let conninfo = try TestDatabase.migrated()
         let database = try PostgresConnection(conninfo: conninfo)
@@ -112,7 +110,7 @@ import Testing
             hammered: try ["TooManyRequests", "TooManyRequests"].map(ScriptedAnswer.init(parsing:)),
             bad: [try ScriptedAnswer(parsing: "BadDeviceToken")],
         ]
-        let harness = try Harness(faults: faults, logRequests: true)
+        let harness = try SimulatorHarness(faults: faults, logRequests: true)
         defer { harness.stop() }
         let conninfo = try TestDatabase.migrated()
         let database = try PostgresConnection(conninfo: conninfo)
@@ -168,7 +166,7 @@ import Testing
         let renewed = Self.token(7)
         var faults = FaultPlan()
         faults.scripts = [renewed: [try ScriptedAnswer(parsing: "ExpiredProviderToken")]]
-        let harness = try Harness(faults: faults, logRequests: true)
+        let harness = try SimulatorHarness(faults: faults, logRequests: true)
         defer { harness.stop() }
         let conninfo = try TestDatabase.migrated()
         let database = try PostgresConnection(conninfo: conninfo)
@@ -192,12 +190,11 @@ import Testing
     @Test func oneConnectionNeverExceedsItsCapInAnyOneSecondWindow() async throws {
         // A higher cap than the default 100/s keeps the test short; the 100/s figure is in the benchmark.
         let cap = 200
-        let harness = try Harness(faults: FaultPlan(), ratePerConnection: cap, connections: 1)
+        let harness = try SimulatorHarness(faults: FaultPlan(), ratePerConnection: cap, connections: 1)
         defer { harness.stop() }
         let conninfo = try TestDatabase.migrated()
         let database = try PostgresConnection(conninfo: conninfo)
-        try database.query("SELECT pgpush.enqueue_many(device_tokens => $1, payload => '{\"aps\":{\"alert\":\"x\"}}')",
-                           [(1...1000).map(Self.token)])
+        try TestDatabase.enqueueAlerts(database, count: 1000)
         let (worker, running) = try startWorker(harness, conninfo)
         try await WorkerEndToEndTests.waitUntilFinished(database)
         worker.stop()

@@ -13,48 +13,6 @@ import Testing
 @Suite struct WorkerEndToEndTests {
     static let bundleID = "com.example.app"
 
-    /// A simulator with a fresh p8 key, and the app configuration that talks to it.
-    struct Harness {
-        let simulator: APNsSimulator
-        let app: AppConfiguration
-        let directory: URL
-
-        /// `simulator` adjusts the simulator's configuration further (channels, environment…).
-        init(faults: FaultPlan, ratePerConnection: Int = 0, connections: Int = 2, logRequests: Bool = false,
-             simulator adjust: (inout SimulatorConfiguration) -> Void = { _ in }) throws {
-            directory = FileManager.default.temporaryDirectory.appendingPathComponent("pgpush-worker-\(UUID())")
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            let key = try ES256PrivateKey.generate()
-            let keyFile = directory.appendingPathComponent("AuthKey.p8").path
-            try key.writePKCS8(toFile: keyFile)
-            var configuration = SimulatorConfiguration(authentication: .token(
-                ProviderTokenKey(teamID: "TEAM123456", keyID: "KEY1234567", publicKey: try key.publicKey())))
-            configuration.bundleID = WorkerEndToEndTests.bundleID
-            configuration.faults = faults
-            if logRequests { configuration.logPath = directory.appendingPathComponent("requests.jsonl").path }
-            adjust(&configuration)
-            simulator = try APNsSimulator(configuration: configuration)
-            _ = try simulator.start()
-            app = AppConfiguration(
-                name: "default", bundleID: WorkerEndToEndTests.bundleID, apnsURL: simulator.baseURL,
-                caFile: simulator.caCertificatePath,
-                authentication: .token(teamID: "TEAM123456", keyID: "KEY1234567", keyFile: keyFile),
-                connections: connections, ratePerConnection: ratePerConnection)
-        }
-
-        func stop() {
-            simulator.stop()
-            try? FileManager.default.removeItem(at: directory)
-        }
-
-        /// Stops the simulator (which flushes its request log) and reads the log.
-        func stopAndReadLog() throws -> [RequestLogEntry] {
-            simulator.stop()
-            let text = try String(contentsOf: directory.appendingPathComponent("requests.jsonl"), encoding: .utf8)
-            return try text.split(separator: "\n").map { try JSONDecoder().decode(RequestLogEntry.self, from: Data($0.utf8)) }
-        }
-    }
-
     static func token(_ number: Int) -> String { String(format: "%064x", number) }
 
     static func fastRetries() -> RetryConfiguration {
@@ -86,7 +44,7 @@ import Testing
         faults.unregisteredTokens = [unregistered]
         faults.scripts = [flaky: [try ScriptedAnswer(parsing: "503"), try ScriptedAnswer(parsing: "503")],
                           hammered: [try ScriptedAnswer(parsing: "TooManyRequests")]]
-        let harness = try Harness(faults: faults)
+        let harness = try SimulatorHarness(faults: faults)
         defer { harness.stop() }
 
         let conninfo = try TestDatabase.migrated()
@@ -102,11 +60,10 @@ import Testing
                                   payload => '{"aps":{"content-available":1,"alert":"no"}}')
             """, [Self.token(900_004)])
 
-        var configuration = WorkerConfiguration(databaseURL: conninfo, apps: [harness.app], workerID: "test-worker")
-        configuration.apps[0].retry = Self.fastRetries()
-        configuration.pollInterval = .milliseconds(50)
-        let worker = try Worker(configuration: configuration, senders: try APNsSenderFactory.makeSenders(for: [harness.app]),
-                                log: Log(minimum: .warning))
+        let worker = try harness.worker(conninfo: conninfo, id: "test-worker", log: Log(minimum: .warning)) {
+            $0.apps[0].retry = Self.fastRetries()
+            $0.pollInterval = .milliseconds(50)
+        }
         let running = Task { try await worker.run() }
         try await Self.waitUntilFinished(database)
 
@@ -143,7 +100,7 @@ import Testing
     }
 
     @Test func newRowsAreSentWithoutPolling() async throws {
-        let harness = try Harness(faults: FaultPlan())
+        let harness = try SimulatorHarness(faults: FaultPlan())
         defer { harness.stop() }
         let conninfo = try TestDatabase.migrated()
         let database = try PostgresConnection(conninfo: conninfo)
@@ -177,7 +134,7 @@ import Testing
         var faults = FaultPlan()
         faults.unregisteredTokens = [unregistered]
         faults.scripts = [flaky: [try ScriptedAnswer(parsing: "503")]]
-        let harness = try Harness(faults: faults)
+        let harness = try SimulatorHarness(faults: faults)
         defer { harness.stop() }
         let conninfo = try TestDatabase.migrated()
         let database = try PostgresConnection(conninfo: conninfo)
@@ -211,16 +168,14 @@ import Testing
 
     @Test func stopReturnsUnsentRowsAndExitsCleanly() async throws {
         // One connection at 20/s and a backlog of 400: most rows are still queued when the stop comes.
-        let harness = try Harness(faults: FaultPlan(), ratePerConnection: 20, connections: 1)
+        let harness = try SimulatorHarness(faults: FaultPlan(), ratePerConnection: 20, connections: 1)
         defer { harness.stop() }
         let conninfo = try TestDatabase.migrated()
         let database = try PostgresConnection(conninfo: conninfo)
-        try database.query("SELECT pgpush.enqueue_many(device_tokens => $1, payload => '{\"aps\":{\"alert\":\"x\"}}')",
-                           [(1...400).map(Self.token)])
-        var configuration = WorkerConfiguration(databaseURL: conninfo, apps: [harness.app], workerID: "draining-worker")
-        configuration.drainTimeout = .seconds(10)
-        let worker = try Worker(configuration: configuration, senders: try APNsSenderFactory.makeSenders(for: [harness.app]),
-                                log: Log(minimum: .warning))
+        try TestDatabase.enqueueAlerts(database, count: 400)
+        let worker = try harness.worker(conninfo: conninfo, id: "draining-worker", log: Log(minimum: .warning)) {
+            $0.drainTimeout = .seconds(10)
+        }
         let running = Task { try await worker.run() }
         #expect(try await eventually {
             try database.query("SELECT count(*) FROM pgpush.notifications WHERE status = 'delivered'").int(0, 0) ?? 0 >= 5
@@ -246,13 +201,11 @@ import Testing
     /// worker's row: its next heartbeat finds no row to update and registers it again,
     /// so the worker shows in status and is not mistaken for a dead one.
     @Test func aDeletedWorkerRowIsRegisteredAgain() async throws {
-        let harness = try Harness(faults: FaultPlan())
+        let harness = try SimulatorHarness(faults: FaultPlan())
         defer { harness.stop() }
         let conninfo = try TestDatabase.migrated()
         let database = try PostgresConnection(conninfo: conninfo)
-        let configuration = WorkerConfiguration(databaseURL: conninfo, apps: [harness.app], workerID: "deleted-worker")
-        let worker = try Worker(configuration: configuration, senders: try APNsSenderFactory.makeSenders(for: [harness.app]),
-                                log: Log(minimum: .warning))
+        let worker = try harness.worker(conninfo: conninfo, id: "deleted-worker", log: Log(minimum: .warning))
         let running = Task { try await worker.run() }
         defer { worker.stop() }
         let registered = "SELECT count(*) FROM pgpush.workers WHERE id = 'deleted-worker' AND host <> '' AND pid > 0"
@@ -269,16 +222,16 @@ import Testing
     /// With the database gone, each failing duty logs once, not once per attempt: the
     /// claim loop woke on every doorbell ring and logged every try.
     @Test func anOutageIsLoggedOnceNotPerAttempt() async throws {
-        let harness = try Harness(faults: FaultPlan())
+        let harness = try SimulatorHarness(faults: FaultPlan())
         defer { harness.stop() }
         let conninfo = try TestDatabase.migrated()
         let database = try PostgresConnection(conninfo: conninfo)
         let name = try database.query("SELECT current_database()").string(0, 0) ?? ""
         let lines = Locked<[String]>([])
-        var configuration = WorkerConfiguration(databaseURL: conninfo, apps: [harness.app], workerID: "outage-worker")
-        configuration.drainTimeout = .seconds(2)
-        let worker = try Worker(configuration: configuration, senders: try APNsSenderFactory.makeSenders(for: [harness.app]),
-                                log: Log(minimum: .warning, sink: { line in lines.withLock { $0.append(line) } }))
+        let worker = try harness.worker(conninfo: conninfo, id: "outage-worker",
+                                        log: Log(minimum: .warning, sink: { line in lines.withLock { $0.append(line) } })) {
+            $0.drainTimeout = .seconds(2)
+        }
         let running = Task { try await worker.run() }
         defer { worker.stop() }
         #expect(try await eventually { try database.query("SELECT count(*) FROM pgpush.workers").int(0, 0) == 1 })
@@ -291,5 +244,16 @@ import Testing
         #expect(claimFailures() == 1, "\(lines.withLock { $0 })")
         worker.stop()
         try await running.value
+    }
+}
+
+extension SimulatorHarness {
+    /// A worker for this simulator's app, quiet unless `log` says otherwise; `configure`
+    /// adjusts its configuration.
+    func worker(conninfo: String, id: String, log: Log = Log(sink: { _ in }),
+                configure: (inout WorkerConfiguration) -> Void = { _ in }) throws -> Worker {
+        var configuration = WorkerConfiguration(databaseURL: conninfo, apps: [app], workerID: id)
+        configure(&configuration)
+        return try Worker(configuration: configuration, senders: try APNsSenderFactory.makeSenders(for: [app]), log: log)
     }
 }

@@ -15,9 +15,9 @@ extension Reliability {
         static let connections = 2
         static let ratePerConnection = 40
 
-        @Test(.enabled(if: WorkerProcess.binary != nil, WorkerProcess.missingBinary))
+        @Test(.enabled(if: ChildProcess.pgpushBinary != nil, WorkerProcess.missingBinary))
         func competingWorkersUnderFaultsLoseNothing() async throws {
-            let binary = try #require(WorkerProcess.binary, WorkerProcess.missingBinary)
+            let binary = try #require(ChildProcess.pgpushBinary, WorkerProcess.missingBinary)
             let rounds = ReliabilityMode.pick(ci: 2, long: 10)
             let rows = ReliabilityMode.pick(ci: 1500, long: 6000)
             let faults = FaultPlanning.plan(seed: 11) {
@@ -26,8 +26,8 @@ extension Reliability {
                 $0.dropAfterStreams = 150
                 $0.refuseProbability = 0.05
             }
-            let harness = try SimulatorHarness(faults: faults)
-            defer { harness.removeFiles() }
+            let harness = try SimulatorHarness.reliability(faults: faults)
+            defer { harness.stop() }
             try harness.start()
             let conninfo = try TestDatabase.migrated()
             let database = try PostgresConnection(conninfo: conninfo)

@@ -28,8 +28,8 @@ extension Reliability {
             try TestDatabase.migrate(conninfo)
             try Backlog.enqueue(PostgresConnection(conninfo: conninfo), count: rows)
 
-            let harness = try SimulatorHarness(faults: FaultPlanning.none)
-            defer { harness.removeFiles() }
+            let harness = try SimulatorHarness.reliability(faults: FaultPlanning.none)
+            defer { harness.stop() }
             try harness.start()
             let worker = try InProcessWorker.start(
                 conninfo: conninfo, app: harness.app(connections: Self.connections, ratePerConnection: Self.ratePerConnection),

@@ -41,12 +41,12 @@ extension Reliability {
         /// Rows delivered on the primary while an asynchronous standby is held behind.
         static let lag = 100
 
-        @Test(.enabled(if: WorkerProcess.binary != nil, WorkerProcess.missingBinary))
+        @Test(.enabled(if: ChildProcess.pgpushBinary != nil, WorkerProcess.missingBinary))
         func synchronousStandbyLosesAndRepeatsNothing() async throws {
             try await failover(.synchronous)
         }
 
-        @Test(.enabled(if: WorkerProcess.binary != nil, WorkerProcess.missingBinary))
+        @Test(.enabled(if: ChildProcess.pgpushBinary != nil, WorkerProcess.missingBinary))
         func asynchronousStandbyRepeatsOnlyWhatItLacked() async throws {
             try await failover(.asynchronous)
         }
@@ -54,7 +54,7 @@ extension Reliability {
         /// One worker alone: the rows whose outcome the standby lacks are `sending` under
         /// its own id, and no other worker is there to take them back. Its own rescue must:
         /// when it skipped every row of its own id, they stayed `sending` for ever.
-        @Test(.enabled(if: WorkerProcess.binary != nil, WorkerProcess.missingBinary))
+        @Test(.enabled(if: ChildProcess.pgpushBinary != nil, WorkerProcess.missingBinary))
         func aloneAfterAsynchronousFailoverAWorkerTakesBackWhatItForgot() async throws {
             try await failover(.asynchronous, workers: 1)
         }
@@ -78,7 +78,7 @@ extension Reliability {
         }
 
         private func failover(_ replication: ReplicatedPostgres.Replication, workers workerCount: Int = 2) async throws {
-            let binary = try #require(WorkerProcess.binary, WorkerProcess.missingBinary)
+            let binary = try #require(ChildProcess.pgpushBinary, WorkerProcess.missingBinary)
             let rows = ReliabilityMode.pick(ci: 1200, long: 4000) * workerCount
             let pair = try await ReplicatedPostgres.start(replication)
             defer { pair.stop() }
@@ -88,8 +88,8 @@ extension Reliability {
             try TestDatabase.migrate(conninfo)
             try Backlog.enqueue(PostgresConnection(conninfo: conninfo), count: rows)
 
-            let harness = try SimulatorHarness(faults: FaultPlanning.none)
-            defer { harness.removeFiles() }
+            let harness = try SimulatorHarness.reliability(faults: FaultPlanning.none)
+            defer { harness.stop() }
             try harness.start()
             var launcher = WorkerLauncher(binary: binary, harness: harness, conninfo: conninfo, connections: Self.connections,
                                           ratePerConnection: Self.ratePerConnection, idPrefix: "failover-\(replication)",

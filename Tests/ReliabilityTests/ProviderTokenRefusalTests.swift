@@ -18,8 +18,8 @@ extension Reliability {
     @Suite struct ProviderTokenRefusalTests {
         @Test func aJWTRefusedForGoodCostsEachConnectionOneRequest() async throws {
             let faults = FaultPlanning.plan { $0.staleProviderTokensAfterRequests = 60 }
-            let harness = try SimulatorHarness(faults: faults)
-            defer { harness.removeFiles() }
+            let harness = try SimulatorHarness.reliability(faults: faults)
+            defer { harness.stop() }
             try harness.start()
             let conninfo = try TestDatabase.migrated()
             let database = try PostgresConnection(conninfo: conninfo)

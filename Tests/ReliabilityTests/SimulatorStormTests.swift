@@ -59,8 +59,8 @@ extension Reliability {
 
         @Test(arguments: storms) func stormLosesNothing(_ storm: Storm) async throws {
             let rows = ReliabilityMode.pick(ci: 400, long: storm.longRows)
-            let harness = try SimulatorHarness(faults: storm.faults)
-            defer { harness.removeFiles() }
+            let harness = try SimulatorHarness.reliability(faults: storm.faults)
+            defer { harness.stop() }
             if storm.simulatorStartsAfter == nil { try harness.start() }
             let conninfo = try TestDatabase.migrated()
             let database = try PostgresConnection(conninfo: conninfo)

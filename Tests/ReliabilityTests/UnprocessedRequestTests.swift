@@ -15,8 +15,8 @@ extension Reliability {
                 $0.scripts = [refusedThrice: Array(repeating: .refuse, count: 3),
                               refusedForever: Array(repeating: .refuse, count: 60)]
             }
-            let harness = try SimulatorHarness(faults: faults)
-            defer { harness.removeFiles() }
+            let harness = try SimulatorHarness.reliability(faults: faults)
+            defer { harness.stop() }
             try harness.start()
             let conninfo = try TestDatabase.migrated()
             let database = try PostgresConnection(conninfo: conninfo)

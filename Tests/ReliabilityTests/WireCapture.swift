@@ -14,8 +14,8 @@ final class WireCapture {
     let port: Int
     private let tcpdump: ChildProcess
 
-    static let tcpdumpPath = executable("tcpdump")
-    static let tsharkPath = executable("tshark")
+    static let tcpdumpPath = ChildProcess.tool("tcpdump")
+    static let tsharkPath = ChildProcess.tool("tshark")
     static var available: Bool { tcpdumpPath != nil && tsharkPath != nil && geteuid() == 0 }
     /// In CI a missing tool fails the test instead of skipping it.
     static var required: Bool { ProcessInfo.processInfo.environment["CI"] == "true" }
@@ -25,14 +25,14 @@ final class WireCapture {
 
     /// Starts capturing and returns once tcpdump says it is listening.
     static func start(port: Int, file: String) async throws -> WireCapture {
-        guard let tcpdumpPath, tsharkPath != nil else { throw HarnessError("tcpdump or tshark is not installed") }
+        guard let tcpdumpPath, tsharkPath != nil else { throw TestSetupError("tcpdump or tshark is not installed") }
         // -U: each packet reaches the file as it is captured, so stopping loses nothing;
         // -B: a kernel buffer (KiB) large enough that a busy second drops nothing.
         let tcpdump = try ChildProcess(tcpdumpPath, ["-i", "lo", "-n", "-s", "0", "-U", "-B", "32768",
                                                      "-w", file, "tcp port \(port)"])
         guard await tcpdump.waitForOutput(containing: "listening on", timeout: .seconds(30)) else {
             tcpdump.signal(SIGKILL)
-            throw HarnessError("tcpdump did not start listening: \(tcpdump.output)")
+            throw TestSetupError("tcpdump did not start listening: \(tcpdump.output)")
         }
         return WireCapture(file: file, port: port, tcpdump: tcpdump)
     }
@@ -58,11 +58,11 @@ final class WireCapture {
         }
         // SIGTERM, not SIGINT: a test runner may start children with SIGINT ignored.
         tcpdump.signal(SIGTERM)
-        guard await tcpdump.wait(timeout: .seconds(60)) != nil else { throw HarnessError("tcpdump did not stop") }
+        guard await tcpdump.wait(timeout: .seconds(60)) != nil else { throw TestSetupError("tcpdump did not stop") }
         let output = tcpdump.output
         guard let line = output.split(separator: "\n").first(where: { $0.hasSuffix("packets dropped by kernel") }),
               let dropped = Int(line.split(separator: " ")[0]) else {
-            throw HarnessError("tcpdump printed no drop count: \(output)")
+            throw TestSetupError("tcpdump printed no drop count: \(output)")
         }
         return dropped
     }
@@ -75,7 +75,7 @@ final class WireCapture {
             "-Y", "http2.type == 1 && tcp.dstport == \(port)",
             "-T", "fields", "-E", "occurrence=a", "-e", "tcp.stream", "-e", "frame.time_epoch", "-e", "http2.type",
         ])
-        guard status == 0 else { throw HarnessError("tshark failed (\(status)): \(output.suffix(2000))") }
+        guard status == 0 else { throw TestSetupError("tshark failed (\(status)): \(output.suffix(2000))") }
         var requests: [Int: [Double]] = [:]
         // stdout and stderr share the output; only the field lines have three tab-separated fields.
         for line in output.split(separator: "\n") {
@@ -86,11 +86,6 @@ final class WireCapture {
             requests[stream, default: []].append(contentsOf: repeatElement(time, count: headers))
         }
         return requests.mapValues { $0.sorted() }
-    }
-
-    private static func executable(_ name: String) -> String? {
-        ["/usr/bin", "/usr/sbin", "/bin", "/sbin"].map { "\($0)/\(name)" }
-            .first { FileManager.default.isExecutableFile(atPath: $0) }
     }
 }
 

@@ -23,14 +23,14 @@ extension Reliability {
         static let connections = 4
         static let ratePerConnection = 100
 
-        @Test(.enabled(if: WorkerProcess.binary != nil, WorkerProcess.missingBinary),
+        @Test(.enabled(if: ChildProcess.pgpushBinary != nil, WorkerProcess.missingBinary),
               .enabled(if: WireCapture.available || WireCapture.required, WireCapture.unavailable))
         func noConnectionExceedsTheCapAtTheWire() async throws {
-            let binary = try #require(WorkerProcess.binary, WorkerProcess.missingBinary)
+            let binary = try #require(ChildProcess.pgpushBinary, WorkerProcess.missingBinary)
             let seconds = ReliabilityMode.pick(ci: 6, long: 30)
             let rows = Self.workers * Self.connections * Self.ratePerConnection * seconds
-            let harness = try SimulatorHarness(faults: FaultPlan())
-            defer { harness.removeFiles() }
+            let harness = try SimulatorHarness.reliability(faults: FaultPlan())
+            defer { harness.stop() }
             try harness.start()
             let conninfo = try TestDatabase.migrated()
             let database = try PostgresConnection(conninfo: conninfo)

@@ -15,14 +15,14 @@ extension Reliability {
         static let ratePerConnection = 50
         static var window: Int { connections * ratePerConnection }
 
-        @Test(.enabled(if: WorkerProcess.binary != nil, WorkerProcess.missingBinary))
+        @Test(.enabled(if: ChildProcess.pgpushBinary != nil, WorkerProcess.missingBinary))
         func killedWorkersLoseNothing() async throws {
-            let binary = try #require(WorkerProcess.binary, WorkerProcess.missingBinary)
+            let binary = try #require(ChildProcess.pgpushBinary, WorkerProcess.missingBinary)
             let rounds = ReliabilityMode.pick(ci: 3, long: 20)
             let rows = ReliabilityMode.pick(ci: 1500, long: 8000)
             let workerCount = 2
-            let harness = try SimulatorHarness(faults: FaultPlanning.none)
-            defer { harness.removeFiles() }
+            let harness = try SimulatorHarness.reliability(faults: FaultPlanning.none)
+            defer { harness.stop() }
             try harness.start()
             let conninfo = try TestDatabase.migrated()
             let database = try PostgresConnection(conninfo: conninfo)

@@ -2,29 +2,12 @@ import Foundation
 import PGPushTestSupport
 import Testing
 
-/// A `pgpush run` child process, killed with SIGKILL to play a crashed worker.
-/// posix_spawn and waitpid directly: Foundation's Process was seen to hang in
-/// waitUntilExit on this platform (see EmbeddedPostgres).
+/// A `pgpush run` child process, killed with SIGKILL to play a crashed worker; waited for
+/// with waitpid here, since the raw status tells a kill from an exit.
 final class WorkerProcess {
     let pid: pid_t
     let logFile: String
     private var exitStatus: Int32?
-
-    /// `.build/debug/pgpush` beside the test bundle, or `PGPUSH_BINARY`; nil when not built.
-    static let binary: String? = {
-        if let configured = ProcessInfo.processInfo.environment["PGPUSH_BINARY"] {
-            return FileManager.default.isExecutableFile(atPath: configured) ? configured : nil
-        }
-        let bundle = URL(fileURLWithPath: ProcessInfo.processInfo.arguments.first ?? "")
-        var folder = bundle.deletingLastPathComponent()
-        // On Linux arguments[0] is the .xctest file itself; elsewhere it may sit inside the bundle.
-        for _ in 0..<4 {
-            let candidate = folder.appendingPathComponent("pgpush").path
-            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
-            folder = folder.deletingLastPathComponent()
-        }
-        return nil
-    }()
 
     static let missingBinary: Comment = """
         skipped: pgpush not found beside the test bundle (.build/debug/pgpush) nor at PGPUSH_BINARY; \
@@ -33,23 +16,10 @@ final class WorkerProcess {
 
     init(binary: String, environment: [String: String], logFile: String) throws {
         self.logFile = logFile
-        var merged = ProcessInfo.processInfo.environment
-        for (key, value) in environment { merged[key] = value }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, logFile, O_WRONLY | O_CREAT | O_APPEND, 0o644)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        let arguments: [String] = [binary, "run"]
-        let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
-        let assignments: [String] = merged.map { "\($0.key)=\($0.value)" }
-        let envp: [UnsafeMutablePointer<CChar>?] = assignments.map { strdup($0) } + [nil]
-        defer { (argv + envp).forEach { free($0) } }
-        var child: pid_t = 0
-        let result = posix_spawn(&child, binary, &actions, nil, argv, envp)
-        guard result == 0 else { throw HarnessError("could not start \(binary): errno \(result)") }
-        pid = child
+        // A log of its own outlives the ChildProcess (and so does the process): the suite
+        // reads the log when an invariant fails, and waits for the process below.
+        pid = try ChildProcess(binary, ["run"], environment: environment, outputPath: logFile, outputMode: .append,
+                               permissions: 0o644).pid
     }
 
     /// A crash: no drain, no outcome flush, no deregistration.

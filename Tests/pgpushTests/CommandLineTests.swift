@@ -212,40 +212,19 @@ struct CommandLineTests {
         #expect(badKey.output.contains("/nonexistent/AuthKey.p8"))
     }
 
-    /// A simulator with a fresh p8 key; the environment that points `pgpush run` at it.
+    /// The simulator harness, and the environment that points `pgpush run` at it and the database.
     struct Simulated {
-        let simulator: APNsSimulator
-        let directory: URL
+        let harness: SimulatorHarness
         let environment: [String: String]
+        var simulator: APNsSimulator { harness.simulator }
+        var directory: URL { harness.directory }
 
         init(conninfo: String, faults: FaultPlan = FaultPlan()) throws {
-            directory = FileManager.default.temporaryDirectory.appendingPathComponent("pgpush-cli-\(UUID())")
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            let key = try ES256PrivateKey.generate()
-            let keyFile = directory.appendingPathComponent("AuthKey.p8").path
-            try key.writePKCS8(toFile: keyFile)
-            var configuration = SimulatorConfiguration(authentication: .token(
-                ProviderTokenKey(teamID: "TEAM123456", keyID: "KEY1234567", publicKey: try key.publicKey())))
-            configuration.bundleID = "com.example.app"
-            configuration.faults = faults
-            simulator = try APNsSimulator(configuration: configuration)
-            _ = try simulator.start()
-            environment = [
-                "DATABASE_URL": conninfo, "PGPUSH_TOPIC": "com.example.app", "PGPUSH_TEAM_ID": "TEAM123456",
-                "PGPUSH_KEY_ID": "KEY1234567", "PGPUSH_KEY_FILE": keyFile, "PGPUSH_APNS_URL": simulator.baseURL ?? "",
-                "PGPUSH_CA_FILE": simulator.caCertificatePath ?? "",
-            ]
+            harness = try SimulatorHarness(faults: faults)
+            environment = harness.workerEnvironment().merging(["DATABASE_URL": conninfo]) { $1 }
         }
 
-        func stop() {
-            simulator.stop()
-            try? FileManager.default.removeItem(at: directory)
-        }
-    }
-
-    static func enqueue(_ database: PostgresConnection, count: Int) throws {
-        try database.query("SELECT pgpush.enqueue_many(device_tokens => $1, payload => '{\"aps\":{\"alert\":\"x\"}}')",
-                           [(1...count).map { String(format: "%064x", $0) }])
+        func stop() { harness.stop() }
     }
 
     static func count(_ database: PostgresConnection, _ status: String) throws -> Int {
@@ -257,7 +236,7 @@ struct CommandLineTests {
         let simulated = try Simulated(conninfo: conninfo)
         defer { simulated.stop() }
         let database = try PostgresConnection(conninfo: conninfo)
-        try Self.enqueue(database, count: 1000)
+        try TestDatabase.enqueueAlerts(database, count: 1000)
         // One connection at 20/s: fifty seconds of backlog, stopped after a moment (a
         // loaded machine may take seconds to notice the first deliveries, and this task
         // may resume seconds late: tests share the pool's threads).
@@ -287,7 +266,7 @@ struct CommandLineTests {
         defer { simulated.stop() }
         let database = try PostgresConnection(conninfo: conninfo)
         for round in 1...20 {
-            try Self.enqueue(database, count: 200)
+            try TestDatabase.enqueueAlerts(database, count: 200)
             let worker = try ChildProcess(binary, ["run"], environment: simulated.environment.merging([
                 "PGPUSH_WORKER_ID": "exit-\(round)", "PGPUSH_CONNECTIONS": "2", "PGPUSH_RATE_PER_CONNECTION": "200",
                 "PGPUSH_DRAIN_SECONDS": "5",
@@ -308,7 +287,7 @@ struct CommandLineTests {
         let simulated = try Simulated(conninfo: conninfo)
         defer { simulated.stop() }
         let database = try PostgresConnection(conninfo: conninfo)
-        try Self.enqueue(database, count: 900)
+        try TestDatabase.enqueueAlerts(database, count: 900)
         let workers = try (1...3).map { number in
             try ChildProcess(binary, ["run"], environment: simulated.environment.merging([
                 "PGPUSH_WORKER_ID": "worker-\(number)", "PGPUSH_CONNECTIONS": "2", "PGPUSH_RATE_PER_CONNECTION": "100",

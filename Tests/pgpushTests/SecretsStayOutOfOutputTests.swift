@@ -39,7 +39,7 @@ struct SecretsStayOutOfOutputTests {
         let simulated = try CommandLineTests.Simulated(conninfo: conninfo, faults: faults)
         defer { simulated.stop() }
         let database = try PostgresConnection(conninfo: conninfo)
-        try CommandLineTests.enqueue(database, count: 20)
+        try TestDatabase.enqueueAlerts(database, count: 20)
         let environment = simulated.environment.merging(["PGPUSH_WORKER_ID": "secrets"]) { $1 }
         let worker = try ChildProcess(binary, ["run"], environment: environment)
         #expect(try await eventually(timeout: .seconds(180)) {

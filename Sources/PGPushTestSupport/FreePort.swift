@@ -1,0 +1,29 @@
+import Glibc
+
+/// A free TCP port on 127.0.0.1 (bound, then released), for a server that starts later
+/// or in another process.
+public func freePort() throws -> Int {
+    let (fd, port) = try boundSocket()
+    close(fd)
+    return port
+}
+
+/// A TCP socket bound to a free loopback port and not listening: a connect to it is refused
+/// for as long as it stays open, and no other test can take the port meanwhile.
+public func boundSocket() throws -> (descriptor: Int32, port: Int) {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw TestSetupError("socket() failed: errno \(errno)") }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = 0
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let status = withUnsafeMutablePointer(to: &address) { pointer in
+        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+    }
+    guard status else {
+        close(fd)
+        throw TestSetupError("cannot find a free port")
+    }
+    return (fd, Int(UInt16(bigEndian: address.sin_port)))
+}
