@@ -141,12 +141,15 @@ public final class EmbeddedPostgres: Sendable {
 
     /// Creates an empty database and returns its connection string. Names are
     /// `[a-z0-9_]` only, so the identifier needs no quoting.
-    public func createDatabase(_ name: String) throws -> String {
-        guard !name.isEmpty, name.utf8.allSatisfy({ ($0 >= 97 && $0 <= 122) || ($0 >= 48 && $0 <= 57) || $0 == 95 }) else {
-            throw EmbeddedPostgresError("database names are [a-z0-9_]: \(name)")
+    /// `template`: a database of this cluster to copy (no session may be connected to it).
+    public func createDatabase(_ name: String, template: String? = nil) throws -> String {
+        for name in [name] + (template.map { [$0] } ?? []) {
+            guard !name.isEmpty, name.utf8.allSatisfy({ ($0 >= 97 && $0 <= 122) || ($0 >= 48 && $0 <= 57) || $0 == 95 }) else {
+                throw EmbeddedPostgresError("database names are [a-z0-9_]: \(name)")
+            }
         }
         let admin = try PostgresConnection(conninfo: conninfo())
-        try admin.execute(script: "CREATE DATABASE \(name)")
+        try admin.execute(script: "CREATE DATABASE \(name)" + (template.map { " TEMPLATE \($0)" } ?? ""))
         return conninfo(database: name)
     }
 
