@@ -205,8 +205,8 @@ extension ClientConnectionEngine {
         let answered = stream.endStreamReceived && errorCode == NGHTTP2_NO_ERROR.rawValue
         settleWindow(stream, answered: answered)
         if answered, let status = stream.status {
-            state.streamAnswered()
-            publishStreamLimit()
+            // Only the first answer can raise the limit: later ones take no lock here.
+            if state.streamAnswered() { publishStreamLimit() }
             let response = HTTP2Response(status: status, headers: stream.headers, body: stream.body, streamID: streamID)
             configuration.answerObserver?(stream.pending.request, response)
             resolve(stream.pending, .success(response))

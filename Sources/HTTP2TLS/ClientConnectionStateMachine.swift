@@ -151,10 +151,15 @@ struct ClientConnectionStateMachine {
         return previous == limit ? .unchanged : .changed(maxConcurrentStreams: limit)
     }
 
-    /// A request was answered.
-    mutating func streamAnswered() {
-        updateSession { $0.answeredOnce = true }
+    /// A request was answered. Returns true for the connection's first answer, the only
+    /// one that can change `streamLimit`.
+    @discardableResult
+    mutating func streamAnswered() -> Bool {
         submitDue = true
+        return updateSession { session -> Bool in
+            defer { session.answeredOnce = true }
+            return !session.answeredOnce
+        } ?? false
     }
 
     /// A stream ended or a request left the queue without an answer: a slot may be free.
