@@ -44,7 +44,14 @@ public final class PostgresConnection {
     /// Runs one statement with parameters sent separately from the SQL text.
     @discardableResult
     public func query(_ sql: String, _ parameters: [(any PostgresParameter)?] = []) throws -> PostgresResult {
-        let result = withCStringArray(parameters.map { $0?.postgresText }) { values in
+        let texts = parameters.map { $0?.postgresText }
+        // libpq takes C strings: a NUL would end the value there, silently. PostgreSQL's text
+        // cannot hold one either, so the statement is refused as the server would refuse it.
+        if let position = texts.firstIndex(where: { $0?.utf8.contains(0) == true }) {
+            throw PostgresError(kind: .server, message: "parameter $\(position + 1) contains a NUL character",
+                                sqlState: PostgresError.characterNotInRepertoire)
+        }
+        let result = withCStringArray(texts) { values in
             PQexecParams(handle, sql, Int32(parameters.count), nil, values, nil, nil, 0)
         }
         return try check(result)

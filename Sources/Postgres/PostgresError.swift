@@ -38,6 +38,22 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
         return sqlState.hasPrefix("08") || ["57P01", "57P02", "57P03"].contains(sqlState)
     }
 
+    /// Whether the statement was refused for the values it carried (a value out of range or
+    /// unstorable, a constraint, a trigger's exception): sent again unchanged it fails again,
+    /// while the same statement with other values may not. Classes 22 (data exception), 23
+    /// (integrity constraint violation), 2F and 39 (function exceptions), 54 (a program limit
+    /// such as a value too long) and P0 (raised by PL/pgSQL). Everything else — connection
+    /// trouble, timeouts, locks, permissions, a read-only server — is the database's state.
+    public var refusesTheValues: Bool {
+        guard kind == .server, let sqlState, sqlState.count == 5 else { return false }
+        return ["22", "23", "2F", "39", "54", "P0"].contains(String(sqlState.prefix(2)))
+    }
+
+    /// SQLSTATE 22021, what PostgreSQL answers for a NUL in text.
+    public static let characterNotInRepertoire = "22021"
+    /// SQLSTATE 57014: `statement_timeout` (or a cancel) ended the statement.
+    public static let queryCanceled = "57014"
+
     public var description: String {
         var text = "PostgreSQL error"
         if let sqlState { text += " \(sqlState)" }

@@ -177,7 +177,7 @@ public final class NotificationQueue {
         var reasons: [String?] = [], delays: [Double?] = [], refunds: [Int] = [], answered: [Bool] = []
         var recordsError: [Bool] = [], invalidates: [Bool] = [], appleTimestamps: [Double?] = []
         var uniqueIDs: [UUID?] = []
-        for outcome in outcomes {
+        for outcome in outcomes.lazy.map(\.storable) {
             ids.append(outcome.id)
             claims.append(outcome.claimCount)
             switch outcome.disposition {

@@ -68,4 +68,67 @@ public struct Outcome: Sendable, Equatable {
     public static func released(_ row: ClaimedNotification) -> Outcome {
         Outcome(id: row.id, claimCount: row.claimCount, disposition: .retry(after: .zero, countsAsAttempt: false))
     }
+
+    /// What a row ends with when PostgreSQL refused the statement that wrote its outcome
+    /// for this row's sake alone (`OutcomeWriter` finds it by splitting the batch): the
+    /// answer's status and the disposition, none of its other values. A delivered row stays
+    /// delivered (APNs took it); anything else ends `failed` with `OutcomeRefused`.
+    public var refusedByDatabase: Outcome {
+        let delivered = disposition == .delivered
+        return Outcome(id: id, claimCount: claimCount, disposition: delivered ? .delivered : .failed, httpStatus: httpStatus,
+                       reason: delivered ? nil : Self.refusedReason, recordsError: !delivered)
+    }
+
+    public static let refusedReason = "OutcomeRefused"
+
+    // MARK: Values from the network, as PostgreSQL can store them
+
+    /// The most bytes of a reason the queue stores (`last_reason`, `delivery_errors.reason`,
+    /// `invalid_tokens.reason`, `app_health.reason`). APNs's reasons are short names; past
+    /// this a "reason" is someone else's page or an attack, and every attempt would copy it
+    /// into two rows.
+    public static let maxReasonBytes = 512
+
+    /// This outcome with its values from the answer made storable: the reason cleaned and
+    /// bounded (`storableText`), a timestamp outside 1970–9999 dropped (PostgreSQL refuses a
+    /// `to_timestamp` far outside that with 22008, and APNs means no such date).
+    var storable: Outcome {
+        var copy = self
+        copy.reason = reason.map { Self.storableText($0) }
+        if let timestamp = appleTimestamp, !Self.storableDates.contains(timestamp.timeIntervalSince1970) {
+            copy.appleTimestamp = nil
+        }
+        return copy
+    }
+
+    /// 1970-01-01 up to the end of 9999.
+    static let storableDates: ClosedRange<Double> = 0...253_402_300_799
+
+    /// `text` with every control character (C0 with NUL, DEL, C1) and the line and paragraph
+    /// separators replaced by U+FFFD, cut to `maxBytes` of UTF-8 at a character boundary
+    /// with "…" to show the cut. PostgreSQL's text cannot hold NUL at all; the others would
+    /// reach every log, terminal and page that shows the reason.
+    public static func storableText(_ text: String, maxBytes: Int = maxReasonBytes) -> String {
+        let ellipsis: Unicode.Scalar = "\u{2026}"
+        var kept: [Unicode.Scalar] = []
+        var bytes = 0
+        // How many of `kept` still leave room for the ellipsis, should the text not fit.
+        var keptBeforeEllipsis = 0
+        for scalar in text.unicodeScalars {
+            let clean: Unicode.Scalar = Self.isControl(scalar) ? "\u{FFFD}" : scalar
+            bytes += UTF8.width(clean)
+            if bytes > maxBytes {
+                var cut = String.UnicodeScalarView(kept.prefix(keptBeforeEllipsis))
+                cut.append(ellipsis)
+                return String(cut)
+            }
+            kept.append(clean)
+            if bytes + UTF8.width(ellipsis) <= maxBytes { keptBeforeEllipsis = kept.count }
+        }
+        return String(String.UnicodeScalarView(kept))
+    }
+
+    static func isControl(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || scalar == "\u{2028}" || scalar == "\u{2029}"
+    }
 }

@@ -68,7 +68,7 @@ extension NotificationQueue {
                 checked_at = now(),
                 since      = CASE WHEN h.healthy = EXCLUDED.healthy AND h.reason IS NOT DISTINCT FROM EXCLUDED.reason
                                   THEN h.since ELSE now() END
-            """, [app, topic, healthy, reason, workerID])
+            """, [app, topic, healthy, reason.map { Outcome.storableText($0) }, workerID])
     }
 }
 

@@ -1,11 +1,13 @@
 import Locking
+import Postgres
 import PushQueue
 
 /// Collects outcomes and writes them in batches: one round trip per flush,
 /// at least every `interval`, sooner when `batchSize` outcomes are waiting.
 ///
-/// While PostgreSQL is unreachable the outcomes stay here and the writer
-/// retries with backoff; nothing is dropped. Their rows keep their leases
+/// While PostgreSQL is unreachable (or times the statement out, or holds a lock) the
+/// outcomes stay here and the writer retries with backoff; nothing is dropped. A
+/// statement refused for one row's values is split until that row is set apart. Their rows keep their leases
 /// (renewal fails too), so if this process dies meanwhile, the rows are
 /// rescued and sent again: at-least-once.
 final class OutcomeWriter: Sendable {
@@ -49,9 +51,12 @@ final class OutcomeWriter: Sendable {
     /// Flushes until `shouldStop()` and nothing is pending (or `giveUpAt` passes).
     func run(shouldStop: @escaping @Sendable () -> Bool, giveUpAt: @escaping @Sendable () -> ContinuousClock.Instant?) async {
         var backoff = Duration.milliseconds(100)
+        // Halved after a statement timeout, doubled back after each batch that went in: under
+        // a short `statement_timeout` a full batch may never fit, smaller ones do.
+        var take = batchSize
         while true {
             let batch = pending.withLock { pending -> [Outcome] in
-                let taken = Array(pending.prefix(batchSize))
+                let taken = Array(pending.prefix(take))
                 pending.removeFirst(taken.count)
                 return taken
             }
@@ -61,26 +66,15 @@ final class OutcomeWriter: Sendable {
                 continue
             }
             do {
-                let written = try await database.run { queue in try queue.complete(batch) }
-                unwritten.withLock { unwritten in
-                    for outcome in batch {
-                        let left = unwritten[outcome.id, default: 1] - 1
-                        unwritten[outcome.id] = left > 0 ? left : nil
-                    }
-                }
+                try await write(batch)
                 backoff = .milliseconds(100)
+                take = min(take * 2, batchSize)
                 repeated.recovered("outcome_write_failed")
-                if written.count < batch.count {
-                    onStale(batch.count - written.count)
-                    log.warning("outcomes_not_applied", ["count": batch.count - written.count,
-                                                         "why": "lease taken over or row cancelled"])
-                }
                 if batch.count < batchSize && !shouldStop() { await doorbell.wait(timeout: interval) }
             } catch {
-                pending.withLock { $0.insert(contentsOf: batch, at: 0) }
+                if (error as? PostgresError)?.sqlState == PostgresError.queryCanceled { take = max(batch.count / 2, 1) }
                 if let deadline = giveUpAt(), ContinuousClock.now >= deadline {
-                    log.error("outcomes_abandoned", ["count": backlog, "error": error,
-                                                     "why": "database unreachable at shutdown; leases will return the rows"])
+                    log.error("outcomes_abandoned", ["count": backlog, "error": error, "why": Self.abandonedBecause(error)])
                     return
                 }
                 repeated.warning("outcome_write_failed", ["count": batch.count, "retry_in": backoff, "error": error])
@@ -88,6 +82,76 @@ final class OutcomeWriter: Sendable {
                 backoff = min(backoff * 2, .seconds(5))
             }
         }
+    }
+
+    /// Writes `batch`. A statement PostgreSQL refuses for the values it carries is not sent
+    /// again as it was: the part is halved until the refused row is alone, every other row's
+    /// outcome goes in, and that row gets `Outcome.refusedByDatabase` instead (one bad value
+    /// in an answer must not stop every outcome after it). Any other failure (the database
+    /// away, a timeout, a lock) throws, with what was not written back at the head of
+    /// `pending`, in order.
+    private func write(_ batch: [Outcome]) async throws {
+        var parts = [batch[...]]
+        while let part = parts.popLast() {
+            do {
+                try await write(part, splittingInto: &parts)
+            } catch {
+                parts.append(part)
+                let unwrittenOutcomes = Array(parts.reversed().joined())
+                pending.withLock { $0.insert(contentsOf: unwrittenOutcomes, at: 0) }
+                throw error
+            }
+        }
+    }
+
+    private func write(_ part: ArraySlice<Outcome>, splittingInto parts: inout [ArraySlice<Outcome>]) async throws {
+        let outcomes = Array(part)
+        do {
+            settle(outcomes, applied: try await database.run { queue in try queue.complete(outcomes) })
+        } catch let error as PostgresError where error.refusesTheValues {
+            guard outcomes.count == 1, let refused = outcomes.first else {
+                let middle = part.startIndex + part.count / 2
+                parts.append(part[middle...])
+                parts.append(part[..<middle])
+                return
+            }
+            log.error("outcome_refused", ["notification_id": refused.id, "error": error,
+                                          "written_instead": refused.refusedByDatabase.reason ?? "delivered"])
+            do {
+                let instead = [refused.refusedByDatabase]
+                settle(outcomes, applied: try await database.run { queue in try queue.complete(instead) })
+            } catch let error as PostgresError where error.refusesTheValues {
+                // Not even the bare outcome went in: leave the row to lease rescue rather than
+                // block every outcome behind it.
+                log.error("outcome_dropped", ["notification_id": refused.id, "error": error,
+                                              "why": "refused even without the answer's values; its lease will return the row"])
+                settle(outcomes, applied: [])
+            }
+        }
+    }
+
+    /// `outcomes` are in the database (those of `applied`) or will never be.
+    private func settle(_ outcomes: [Outcome], applied: Set<Int64>) {
+        unwritten.withLock { unwritten in
+            for outcome in outcomes {
+                let left = unwritten[outcome.id, default: 1] - 1
+                unwritten[outcome.id] = left > 0 ? left : nil
+            }
+        }
+        if applied.count < outcomes.count {
+            onStale(outcomes.count - applied.count)
+            log.warning("outcomes_not_applied", ["count": outcomes.count - applied.count,
+                                                 "why": "lease taken over or row cancelled"])
+        }
+    }
+
+    /// What the shutdown line says kept the outcomes out.
+    static func abandonedBecause(_ error: any Error) -> String {
+        guard let error = error as? PostgresError, !error.isConnectionProblem else {
+            return "database unreachable at shutdown; leases will return the rows"
+        }
+        return "the database refused the outcome statement until shutdown (SQLSTATE \(error.sqlState ?? "none")); "
+            + "leases will return the rows"
     }
 
     func wake() { doorbell.ring() }

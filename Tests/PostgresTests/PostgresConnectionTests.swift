@@ -29,6 +29,22 @@ import Testing
         #expect(numbers.int64(0, 0) == Int64.max)
     }
 
+    /// libpq takes C strings, so a NUL used to end a value there without a word: "a\0b"
+    /// arrived as "a". Refused instead, as PostgreSQL refuses NUL in text, and named as a
+    /// refusal of the values (the outcome writer sets such a row apart).
+    @Test func aNULInAParameterIsRefusedNotTruncated() throws {
+        let connection = try PostgresConnection(conninfo: try TestDatabase.empty())
+        for parameter in ["a\u{0}b", ["x", "a\u{0}b"]] as [any PostgresParameter] {
+            #expect {
+                try connection.query("SELECT $1::text", [parameter])
+            } throws: { error in
+                guard let error = error as? PostgresError else { return false }
+                return error.sqlState == "22021" && error.refusesTheValues && !error.isConnectionProblem
+            }
+        }
+        #expect(try connection.query("SELECT 1").int(0, 0) == 1)
+    }
+
     @Test func serverErrorsCarrySQLStateAndConstraint() throws {
         let connection = try PostgresConnection(conninfo: try TestDatabase.empty())
         try connection.execute(script: "CREATE TABLE t (n int CONSTRAINT n_is_positive CHECK (n > 0))")
