@@ -1,4 +1,5 @@
 import Foundation
+import PGPushCore
 
 /// The result of one attempt at one claimed row, as the queue records it.
 public struct Outcome: Sendable, Equatable {
@@ -115,7 +116,7 @@ public struct Outcome: Sendable, Equatable {
         // How many of `kept` still leave room for the ellipsis, should the text not fit.
         var keptBeforeEllipsis = 0
         for scalar in text.unicodeScalars {
-            let clean: Unicode.Scalar = Self.isControl(scalar) ? "\u{FFFD}" : scalar
+            let clean: Unicode.Scalar = scalar.isHiddenInText ? "\u{FFFD}" : scalar
             bytes += UTF8.width(clean)
             if bytes > maxBytes {
                 var cut = String.UnicodeScalarView(kept.prefix(keptBeforeEllipsis))
@@ -126,9 +127,5 @@ public struct Outcome: Sendable, Equatable {
             if bytes + UTF8.width(ellipsis) <= maxBytes { keptBeforeEllipsis = kept.count }
         }
         return String(String.UnicodeScalarView(kept))
-    }
-
-    static func isControl(_ scalar: Unicode.Scalar) -> Bool {
-        scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || scalar == "\u{2028}" || scalar == "\u{2029}"
     }
 }

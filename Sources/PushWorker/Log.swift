@@ -1,4 +1,5 @@
 import Foundation
+import PGPushCore
 import Synchronization
 
 /// Structured log lines on stderr: `time level event key=value …` (logfmt), one
@@ -48,10 +49,26 @@ public struct Log: Sendable {
         }
     }
 
-    /// Values with blanks, quotes or control characters are quoted and escaped,
-    /// so a hostile token or reason cannot forge a log line.
+    /// The most bytes of one value a line shows; the rest is cut and its size said. A reason,
+    /// an error body or a GOAWAY's debug data comes from the network: without a bound one
+    /// answer makes a line of megabytes, once per attempt.
+    public static let maxValueBytes = 1024
+
+    /// Values with blanks, quotes or any character that is not plainly printable (C0 and C1
+    /// controls, DEL, the line and paragraph separators) are quoted and escaped, so a hostile
+    /// token or reason cannot forge a log line or drive a terminal; values are cut at
+    /// `maxValueBytes`.
     static func quoted(_ value: String) -> String {
-        let needsQuotes = value.isEmpty || value.unicodeScalars.contains { $0 == " " || $0 == "\"" || $0 == "=" || $0.value < 0x20 || $0.value == 0x7F }
+        var value = value
+        if value.utf8.count > maxValueBytes {
+            let total = value.utf8.count
+            let head = Array(value.utf8.prefix(maxValueBytes + 1))
+            // Back to the start of a character: UTF-8 continuation bytes are 0b10xxxxxx.
+            var end = maxValueBytes
+            while end > 0 && head[end] & 0xC0 == 0x80 { end -= 1 }
+            value = String(decoding: head[..<end], as: UTF8.self) + "…(\(total) bytes)"
+        }
+        let needsQuotes = value.isEmpty || value.unicodeScalars.contains { $0 == " " || $0 == "\"" || $0 == "=" || $0.isHiddenInText }
         guard needsQuotes else { return value }
         var escaped = "\""
         for scalar in value.unicodeScalars {
@@ -62,7 +79,7 @@ public struct Log: Sendable {
             case "\r": escaped += "\\r"
             case "\t": escaped += "\\t"
             default:
-                if scalar.value < 0x20 || scalar.value == 0x7F {
+                if scalar.isHiddenInText {
                     escaped += String(format: "\\u%04x", scalar.value)
                 } else {
                     escaped.unicodeScalars.append(scalar)
