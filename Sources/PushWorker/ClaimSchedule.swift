@@ -25,14 +25,18 @@ struct ClaimSchedule {
 
     let gap: Duration
     let pollInterval: Duration
+    /// The most rows the next claim asks for: fewer for a while after the database
+    /// cancelled a claim for time.
+    private(set) var claimSize: AdaptiveBatchSize
     private var lastClaim: ContinuousClock.Instant?
     private var rowsMayWait = true
     /// When rows this worker put back come due (claims take them in any order, so all kept).
     private var retriesDue: [ContinuousClock.Instant] = []
 
-    init(gap: Duration = standardGap, pollInterval: Duration) {
+    init(gap: Duration = standardGap, pollInterval: Duration, largestClaim: Int) {
         self.gap = gap
         self.pollInterval = pollInterval
+        claimSize = AdaptiveBatchSize(largest: largestClaim)
     }
 
     /// Rows may be waiting: a NOTIFY for the app, a listener reconnect, rescued leases, the
@@ -59,11 +63,14 @@ struct ClaimSchedule {
     /// a full claim may have left rows behind.
     mutating func claimEnded(taken: Int, asked: Int) {
         if taken >= asked { rowsMayWait = true }
+        claimSize.succeeded()
     }
 
-    /// The claim failed: whatever it was for is still waiting.
-    mutating func claimFailed() {
+    /// The claim failed: whatever it was for is still waiting. `timedOut`: the database
+    /// cancelled it for time, and the next one asks for half as many rows.
+    mutating func claimFailed(timedOut: Bool = false) {
         rowsMayWait = true
+        if timedOut { claimSize.timedOut() }
     }
 
     func next(at now: ContinuousClock.Instant) -> Step {
@@ -84,8 +91,8 @@ final class ClaimLoopSignals: Sendable {
     let schedule: Locked<ClaimSchedule>
     private let waitsForRoom = Atomic<Bool>(false)
 
-    init(pollInterval: Duration) {
-        schedule = Locked(ClaimSchedule(pollInterval: pollInterval))
+    init(pollInterval: Duration, largestClaim: Int) {
+        schedule = Locked(ClaimSchedule(pollInterval: pollInterval, largestClaim: largestClaim))
     }
 
     /// A NOTIFY for the app, a listener reconnect, rescued leases.

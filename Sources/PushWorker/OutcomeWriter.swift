@@ -51,12 +51,10 @@ final class OutcomeWriter: Sendable {
     /// Flushes until `shouldStop()` and nothing is pending (or `giveUpAt` passes).
     func run(shouldStop: @escaping @Sendable () -> Bool, giveUpAt: @escaping @Sendable () -> ContinuousClock.Instant?) async {
         var backoff = Duration.milliseconds(100)
-        // Halved after a statement timeout, doubled back after each batch that went in: under
-        // a short `statement_timeout` a full batch may never fit, smaller ones do.
-        var take = batchSize
+        var size = AdaptiveBatchSize(largest: batchSize)
         while true {
             let batch = pending.withLock { pending -> [Outcome] in
-                let taken = Array(pending.prefix(take))
+                let taken = Array(pending.prefix(size.current))
                 pending.removeFirst(taken.count)
                 return taken
             }
@@ -68,11 +66,17 @@ final class OutcomeWriter: Sendable {
             do {
                 try await write(batch)
                 backoff = .milliseconds(100)
-                take = min(take * 2, batchSize)
+                size.succeeded()
                 repeated.recovered("outcome_write_failed")
+                if size.isFull { repeated.recovered("outcome_write_timed_out") }
                 if batch.count < batchSize && !shouldStop() { await doorbell.wait(timeout: interval) }
+            } catch let error as PostgresError where error.sqlState == PostgresError.queryCanceled
+                                                     && !(giveUpAt().map { ContinuousClock.now >= $0 } ?? false) {
+                // Not an outage: the batch was too big for the statement timeout. Smaller at once.
+                size.timedOut()
+                repeated.warning("outcome_write_timed_out", ["next_batch_rows": size.current, "error": error,
+                                                             "why": "the database cancelled the write for time (statement_timeout?)"])
             } catch {
-                if (error as? PostgresError)?.sqlState == PostgresError.queryCanceled { take = max(batch.count / 2, 1) }
                 if let deadline = giveUpAt(), ContinuousClock.now >= deadline {
                     log.error("outcomes_abandoned", ["count": backlog, "error": error, "why": Self.abandonedBecause(error)])
                     return

@@ -1,6 +1,7 @@
 import Foundation
 import Locking
 import PGPushCore
+import Postgres
 import PushQueue
 import Synchronization
 
@@ -35,7 +36,7 @@ extension Worker {
                     if wakeEarly { await loop.doorbell.wait(timeout: wait) } else { await stopRequested.wait(timeout: wait) }
                     continue
                 }
-                let batch = min(limit, Self.largestClaim)
+                let batch = min(limit, loop.schedule.withLock { $0.claimSize.current })
                 let result: ClaimResult
                 loop.schedule.withLock { $0.claimStarted(at: .now) }
                 do {
@@ -45,6 +46,18 @@ extension Worker {
                     }
                     backoff = .milliseconds(100)
                     repeated.recovered("claim_failed", key: app.name)
+                } catch let error as PostgresError where error.sqlState == PostgresError.queryCanceled {
+                    // Not an outage: the claim was too big for the statement timeout. Smaller at
+                    // once, no backoff; logged once while claims stay shrunk.
+                    let size = loop.schedule.withLock { schedule in
+                        schedule.claimFailed(timedOut: true)
+                        return schedule.claimSize.current
+                    }
+                    repeated.warning("claim_timed_out", key: app.name, [
+                        "app": app.name, "next_claim_rows": size, "error": error,
+                        "why": "the database cancelled the claim for time (statement_timeout?); claims shrink until they fit",
+                    ])
+                    continue
                 } catch {
                     loop.schedule.withLock { $0.claimFailed() }
                     repeated.warning("claim_failed", key: app.name, ["app": app.name, "retry_in": backoff, "error": error])
@@ -55,7 +68,11 @@ extension Worker {
                     continue
                 }
                 let taken = result.claimed.count + result.expiredIDs.count + result.knownInvalidIDs.count
-                loop.schedule.withLock { $0.claimEnded(taken: taken, asked: batch) }
+                let grown = loop.schedule.withLock { schedule in
+                    schedule.claimEnded(taken: taken, asked: batch)
+                    return schedule.claimSize.isFull
+                }
+                if grown { repeated.recovered("claim_timed_out", key: app.name) }
                 if !result.expiredIDs.isEmpty {
                     log.info("expired_before_send", ["app": app.name, "count": result.expiredIDs.count])
                     metrics.recordExpiredAtClaim(app: app.name, count: result.expiredIDs.count)

@@ -55,7 +55,7 @@ public final class Worker: Sendable {
         writer = OutcomeWriter(database: outcomes, interval: configuration.flushInterval, log: log, repeated: repeated)
         listener = try QueueListener()
         claimLoops = Dictionary(uniqueKeysWithValues: configuration.apps.map {
-            ($0.name, ClaimLoopSignals(pollInterval: configuration.pollInterval))
+            ($0.name, ClaimLoopSignals(pollInterval: configuration.pollInterval, largestClaim: Self.largestClaim))
         })
         health = Dictionary(uniqueKeysWithValues: configuration.apps.map { ($0.name, AppHealth()) })
         let metrics = WorkerMetrics(apps: configuration.apps.map(\.name))

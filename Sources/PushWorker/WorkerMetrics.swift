@@ -65,6 +65,9 @@ final class WorkerMetrics: Sendable {
         var latencyCounts = [Int](repeating: 0, count: WorkerMetrics.latencyBuckets.count + 1)
         var latencySum = 0.0
         var queueDepth: [String: QueueDepth] = [:]
+        /// When the queue figures (`queueDepth`, `unserved`) were last read; nil until the
+        /// first read succeeds, and until then the queue gauges are absent, never 0.
+        var queueReadAt: ContinuousClock.Instant?
         /// Due rows of apps no live worker serves, and how many such apps (pgpush.unserved_apps).
         var unserved = (due: 0, apps: 0)
         /// Per app and status (expired, cancelled): rows the database saw finish.
@@ -73,9 +76,12 @@ final class WorkerMetrics: Sendable {
     }
 
     private let state: Locked<State>
-    /// The apps this worker serves: their queue and health series exist from the
-    /// start, at zero and healthy, so that an empty queue reads 0 rather than
-    /// vanishing (and an alert on it does not go quiet for lack of data).
+    /// The apps this worker serves: their health series exist from the start, healthy,
+    /// and their queue series from the first queue read on, at zero when the view has no
+    /// row for them, so that an empty queue reads 0 rather than vanishing (and an alert on
+    /// it does not go quiet for lack of data). Before that read they are absent: 0 would
+    /// claim an empty queue nobody has seen (a queue query that always times out read 0
+    /// with 19,999 rows due).
     private let apps: [String]
 
     init(apps: [String]) {
@@ -129,7 +135,7 @@ final class WorkerMetrics: Sendable {
     }
 
     func recordLatency(_ duration: Duration) {
-        let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+        let seconds = Self.seconds(duration)
         let bucket = Self.latencyBuckets.firstIndex { seconds <= $0 } ?? Self.latencyBuckets.count
         state.withLock { state in
             state.latencyCounts[bucket] += 1
@@ -141,6 +147,7 @@ final class WorkerMetrics: Sendable {
         state.withLock { state in
             state.queueDepth = depth
             state.unserved = unserved
+            state.queueReadAt = .now
             state.lastDatabaseContact = .now
         }
     }
@@ -201,7 +208,12 @@ final class WorkerMetrics: Sendable {
             figures.oldestDueSeconds = max(figures.oldestDueSeconds, depth.oldestDueSeconds)
             queueByApp[label] = figures
         }
-        let queue = queueByApp.sorted(by: { $0.key < $1.key })
+        let queue = snapshot.queueReadAt == nil ? [] : queueByApp.sorted(by: { $0.key < $1.key })
+        text += "# HELP pgpush_queue_depth_age_seconds Seconds since the queue gauges were read (each heartbeat); "
+            + "they and this are absent until the first read succeeds.\n# TYPE pgpush_queue_depth_age_seconds gauge\n"
+        if let readAt = snapshot.queueReadAt {
+            text += "pgpush_queue_depth_age_seconds \(Self.seconds(ContinuousClock.now - readAt))\n"
+        }
         text += "# HELP pgpush_queue_due Rows due now, per app (as of the last heartbeat).\n# TYPE pgpush_queue_due gauge\n"
         for (app, depth) in queue {
             text += "pgpush_queue_due{app=\(Self.label(app))} \(depth.due)\n"
@@ -216,9 +228,11 @@ final class WorkerMetrics: Sendable {
         }
         // No app label: the apps are named by whoever inserted the rows, in any number.
         text += "# HELP pgpush_unserved_due Rows due for apps that no live worker serves (pgpush.unserved_apps).\n"
-            + "# TYPE pgpush_unserved_due gauge\npgpush_unserved_due \(snapshot.unserved.due)\n"
+            + "# TYPE pgpush_unserved_due gauge\n"
+        if snapshot.queueReadAt != nil { text += "pgpush_unserved_due \(snapshot.unserved.due)\n" }
         text += "# HELP pgpush_unserved_apps Apps with due rows that no live worker serves.\n"
-            + "# TYPE pgpush_unserved_apps gauge\npgpush_unserved_apps \(snapshot.unserved.apps)\n"
+            + "# TYPE pgpush_unserved_apps gauge\n"
+        if snapshot.queueReadAt != nil { text += "pgpush_unserved_apps \(snapshot.unserved.apps)\n" }
         text += "# HELP pgpush_queue_finished_total Rows of the served apps that finished in the database as cancelled "
             + "(pgpush.cancel) or expired (by any worker), counted by this worker's heartbeat since it started; "
             + "every worker counts the same rows, so aggregate with max, not sum.\n"
@@ -248,6 +262,10 @@ final class WorkerMetrics: Sendable {
             text += "pgpush_rate_limiter_waits_total{app=\(Self.label(app))} \(value.rateLimiterWaits)\n"
         }
         return text
+    }
+
+    static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 
     /// The queue gauges' label for the apps this worker does not serve.

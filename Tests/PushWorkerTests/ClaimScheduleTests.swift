@@ -7,7 +7,7 @@ struct ClaimScheduleTests {
     private let poll: Duration = .seconds(1)
     private let gap: Duration = .milliseconds(5)
 
-    private func schedule() -> ClaimSchedule { ClaimSchedule(gap: gap, pollInterval: poll) }
+    private func schedule() -> ClaimSchedule { ClaimSchedule(gap: gap, pollInterval: poll, largestClaim: 1000) }
 
     @Test func theFirstClaimIsAtOnce() {
         #expect(schedule().next(at: start) == .claim)
@@ -76,6 +76,30 @@ struct ClaimScheduleTests {
         schedule.claimStarted(at: start)
         schedule.claimFailed()
         #expect(schedule.next(at: start + gap) == .claim)
+    }
+
+    /// A claim the database cancels for time is asked again at half the size, down to one row;
+    /// claims that go through grow it back, doubling after every eight.
+    @Test func aClaimCancelledForTimeShrinksTheNextAndSuccessesGrowItBack() {
+        var schedule = schedule()
+        #expect(schedule.claimSize.current == 1000)
+        schedule.claimStarted(at: start)
+        schedule.claimFailed()
+        #expect(schedule.claimSize.current == 1000)
+        for expected in [500, 250, 125, 62, 31, 15, 7, 3, 1, 1] {
+            schedule.claimFailed(timedOut: true)
+            #expect(schedule.claimSize.current == expected)
+        }
+        #expect(schedule.next(at: start + gap) == .claim)
+        var sizes: [Int] = []
+        for _ in 0..<(AdaptiveBatchSize.successesBeforeGrowing * 11) {
+            schedule.claimEnded(taken: 1, asked: 1)
+            sizes.append(schedule.claimSize.current)
+        }
+        #expect(sizes.first == 1)
+        #expect(sizes[AdaptiveBatchSize.successesBeforeGrowing - 1] == 2)
+        #expect(sizes.last == 1000)
+        #expect(Set(sizes).count == 11)
     }
 
     /// The size rule and the wait-for-room check are one function: a probing app with its

@@ -152,4 +152,40 @@ import Testing
         #expect(abandoned.count == 1, "\(lines)")
         #expect(abandoned.allSatisfy { $0.contains("55P03") && !$0.contains("unreachable") }, "\(lines)")
     }
+
+    /// Under a `statement_timeout` shorter than a full claim (10 ms here, against 1,000-row
+    /// claims), every claim used to fail for ever: one row in 50 s, nothing logged but
+    /// `claim_failed 57014`. Claims (and outcome batches) now halve until they fit, and the
+    /// log says so once (and then once per interval while it lasts, with a count).
+    @Test(.disabled(if: TestDatabase.throughPooler, "PgBouncer refuses the options startup parameter"))
+    func claimsShrinkUntilTheyFitAShortStatementTimeout() async throws {
+        let harness = try SimulatorHarness(faults: FaultPlan())
+        defer { harness.stop() }
+        let conninfo = try TestDatabase.migrated()
+        let database = try PostgresConnection(conninfo: conninfo)
+        let total = 6_000
+        try TestDatabase.enqueueAlerts(database, count: total)
+        let log = Locked<[String]>([])
+        let worker = try harness.worker(conninfo: conninfo + " options='-c statement_timeout=10'", id: "timeout-worker",
+                                        log: Self.lines(log)) { $0.drainTimeout = .seconds(5) }
+        let started = ContinuousClock.now
+        let running = Task { try await worker.run() }
+        func delivered() throws -> Int {
+            try database.query("SELECT count(*) FROM pgpush.notifications WHERE status = 'delivered'").int(0, 0) ?? 0
+        }
+        let progressed = try await eventually(timeout: .seconds(240), every: .milliseconds(200)) { try delivered() >= 2_000 }
+        worker.stop()
+        try await running.value
+        let lines = log.withLock { $0 }
+        let count = try delivered()
+        #expect(progressed, "\(count) delivered; \(lines.suffix(20))")
+        // Once, then at most once per RepeatedWarnings interval (30 s) with a count.
+        let timedOut = lines.filter { $0.contains(" claim_timed_out ") }
+        #expect(timedOut.count >= 1 && timedOut.count <= Int((ContinuousClock.now - started) / .seconds(30)) + 1, "\(lines)")
+        #expect(!lines.contains { $0.contains(" outcome_write_failed ") }, "\(lines.suffix(20))")
+        #expect(!lines.contains { $0.contains(" claim_failed ") }, "\(lines.suffix(20))")
+        // Nothing lost: every row is delivered or back in the queue.
+        #expect(try WorkerEndToEndTests.counts(database, "SELECT status, count(*) FROM pgpush.notifications GROUP BY 1")
+                    .filter { $0.key != "delivered" && $0.key != "queued" }.isEmpty)
+    }
 }
