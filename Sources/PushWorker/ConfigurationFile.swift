@@ -17,6 +17,10 @@ struct ConfigurationFile: Decodable {
     var apps: [FileApp]?
 
     static func read(path: String) throws(ConfigurationError) -> ConfigurationFile {
+        // Checked before the read, which a FIFO would block for ever.
+        if let kind = RegularFile.notRegular(path) {
+            throw ConfigurationError("--config / PGPUSH_CONFIG: \(path) is \(kind), not a regular file")
+        }
         guard let data = FileManager.default.contents(atPath: path) else {
             throw ConfigurationError("cannot read the configuration file \(path)")
         }
@@ -24,13 +28,20 @@ struct ConfigurationFile: Decodable {
     }
 
     static func decode(_ data: Data, source: String) throws(ConfigurationError) -> ConfigurationFile {
+        let file: ConfigurationFile
         do {
             let decoder = JSONDecoder()
             decoder.keyDecodingStrategy = .convertFromSnakeCase
-            return try decoder.decode(ConfigurationFile.self, from: data)
+            file = try decoder.decode(ConfigurationFile.self, from: data)
         } catch {
             throw ConfigurationError("configuration file \(source) is not valid: \(Self.explain(error))")
         }
+        if let key = firstNUL(in: data) {
+            throw ConfigurationError("configuration file \(source): \(key) contains a NUL byte (\\u0000); no setting may hold one")
+        }
+        try WorkerConfiguration.checkAppCount(file.apps?.count ?? 0)
+        try WorkerConfiguration.checkUniqueNames(file.apps ?? [])
+        return file
     }
 
     private static func explain(_ error: any Error) -> String {
