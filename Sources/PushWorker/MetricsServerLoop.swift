@@ -107,7 +107,9 @@ extension MetricsServer {
                 if descriptor < 0 {
                     if errno == EINTR || errno == ECONNABORTED { continue }
                     // EAGAIN: none left. EMFILE and the like: the connections waiting stay in
-                    // the backlog until a descriptor is free.
+                    // the backlog until a descriptor is free; the pause keeps the listener,
+                    // still readable, from spinning the loop meanwhile.
+                    if errno != EAGAIN && errno != EWOULDBLOCK { usleep(50_000) }
                     return
                 }
                 if connections.count >= max(1, limits.maximumConnections) {
