@@ -108,6 +108,29 @@ import Testing
         #expect(throws: ConfigurationError.self) { try WorkerConfiguration.apps(fromFile: Data(over.utf8)) }
     }
 
+    /// A configuration file past 1 MiB is refused before it is parsed, naming the limit.
+    @Test func aHugeConfigurationFileIsRefusedUnparsed() throws {
+        let padding = String(repeating: " ", count: 1 << 20)
+        let message = refusal { try loadFile("{\"database_url\": \"host=/tmp\", \"apps\": [" + Self.app() + "]}" + padding) }
+        #expect(message.contains("--config") && message.contains("larger than 1 MiB"), "\(message)")
+        // Just under the limit is read as usual.
+        let fits = String(padding.dropFirst(1024))
+        #expect(try loadFile("{\"database_url\": \"host=/tmp\", \"apps\": [" + Self.app() + "]}" + fits).apps.count == 1)
+    }
+
+    /// A configuration built in code, not by `load`, meets the same two lines in `Worker.init`:
+    /// an error, not a trap on a duplicate key nor a worker with 101 apps.
+    @Test func workerRefusesTooManyOrRepeatedApps() {
+        func app(_ name: String) -> AppConfiguration {
+            AppConfiguration(name: name, bundleID: "com.example.app", authentication: .certificate(file: "/c.p12", password: nil))
+        }
+        let many = WorkerConfiguration(databaseURL: "host=/tmp", apps: (0...WorkerConfiguration.maximumApps).map { app("app\($0)") },
+                                       workerID: "bounds")
+        #expect(throws: ConfigurationError.self) { try Worker(configuration: many, senders: [:]) }
+        let repeated = WorkerConfiguration(databaseURL: "host=/tmp", apps: [app("same"), app("same")], workerID: "bounds")
+        #expect(throws: ConfigurationError.self) { try Worker(configuration: repeated, senders: [:]) }
+    }
+
     /// Apps repeated by name would be served once each: a file that names one twice is refused.
     @Test func aDuplicateAppNameIsRefused() throws {
         let json = "{\"database_url\": \"host=/tmp\", \"apps\": [" + Self.app("same") + "," + Self.app("same") + "]}"
