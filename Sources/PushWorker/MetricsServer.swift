@@ -100,6 +100,10 @@ public final class MetricsServer: Sendable {
     /// Connections held now: reading a head, writing a response or lingering after one.
     var connectionsHeld: Int { control.held.load(ordering: .acquiring) }
 
+    /// Connections accepted since the server started; once it counts one, `connectionsHeld`
+    /// already counted that connection (or a later state).
+    var connectionsAccepted: Int { control.accepted.load(ordering: .acquiring) }
+
     /// Stops serving: the thread closes the listener and every connection and ends.
     public func stop() { control.stop() }
 

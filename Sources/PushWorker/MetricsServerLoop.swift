@@ -8,8 +8,10 @@ extension MetricsServer {
     /// never writes to a number the process has since reused.
     final class Control: Sendable {
         private let stopped = Atomic<Bool>(false)
-        /// Connections the loop holds, published after each round (for tests and diagnosis).
+        /// Connections the loop holds, and connections it has accepted since it started, both
+        /// published at the end of each round, `held` first (for tests and diagnosis).
         let held = Atomic<Int>(0)
+        let accepted = Atomic<Int>(0)
         let wakeUp: Int32
 
         init(wakeUp: Int32) { self.wakeUp = wakeUp }
@@ -47,6 +49,7 @@ extension MetricsServer {
         let limits: Limits
         let route: @Sendable (String) -> Response
         var connections: [Connection] = []
+        var acceptedSoFar = 0
         var buffer = [UInt8](repeating: 0, count: 16 * 1024)
 
         init(listener: Int32, control: Control, limits: Limits, route: @escaping @Sendable (String) -> Response) {
@@ -87,6 +90,7 @@ extension MetricsServer {
                 }
                 if entries[1].revents != 0 { acceptWaiting() }
                 control.held.store(connections.count, ordering: .releasing)
+                control.accepted.store(acceptedSoFar, ordering: .releasing)
             }
         }
 
@@ -119,6 +123,7 @@ extension MetricsServer {
                     connections.remove(at: victim)
                 }
                 connections.append(Connection(descriptor: descriptor, deadline: .now + limits.requestDeadline))
+                acceptedSoFar += 1
             }
         }
 
