@@ -15,10 +15,17 @@ enum CredentialFile {
         if isDirectory.boolValue {
             throw .fileUnreadable(path: path, reason: "it is a directory")
         }
-        guard let handle = FileHandle(forReadingAtPath: path) else {
-            throw .fileUnreadable(path: path, reason: "permission denied or not a regular file")
+        // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer for ever;
+        // what was opened is then checked to be a regular file before anything is read.
+        let descriptor = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            throw .fileUnreadable(path: path, reason: String(cString: strerror(errno)))
         }
-        defer { try? handle.close() }
+        let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+        var status = stat()
+        guard fstat(descriptor, &status) == 0, status.st_mode & S_IFMT == S_IFREG else {
+            throw .fileUnreadable(path: path, reason: "not a regular file")
+        }
         let data: Data
         do {
             data = try handle.read(upToCount: maximumSize + 1) ?? Data()

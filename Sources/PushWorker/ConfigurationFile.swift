@@ -16,21 +16,51 @@ struct ConfigurationFile: Decodable {
     var drainSeconds: Int?
     var apps: [FileApp]?
 
+    /// The file's size at most. `WorkerConfiguration.maximumApps` apps, each with long paths
+    /// and a retry section, take well under 100 KB; a bigger file is a mistake or an attack,
+    /// refused before it is parsed (40,000 apps, 5 MB, took seconds and 170 MB to decode).
+    static let maximumSize = 1 << 20
+
     static func read(path: String) throws(ConfigurationError) -> ConfigurationFile {
-        guard let data = FileManager.default.contents(atPath: path) else {
+        // Checked before the read, which a FIFO would block for ever.
+        if let kind = RegularFile.notRegular(path) {
+            throw ConfigurationError("--config / PGPUSH_CONFIG: \(path) is \(kind), not a regular file")
+        }
+        // O_NONBLOCK: should the path become a FIFO after the check, the open still returns.
+        let descriptor = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            throw ConfigurationError("cannot read the configuration file \(path): \(String(cString: strerror(errno)))")
+        }
+        let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+        var status = stat()
+        guard fstat(descriptor, &status) == 0, status.st_mode & S_IFMT == S_IFREG else {
+            throw ConfigurationError("--config / PGPUSH_CONFIG: \(path) is not a regular file")
+        }
+        guard let data = try? handle.read(upToCount: maximumSize + 1) ?? Data() else {
             throw ConfigurationError("cannot read the configuration file \(path)")
+        }
+        guard data.count <= maximumSize else {
+            throw ConfigurationError("--config / PGPUSH_CONFIG: \(path) is larger than \(maximumSize >> 20) MiB; "
+                                     + "\(WorkerConfiguration.maximumApps) apps, the most a worker serves, fit in far less")
         }
         return try decode(data, source: path)
     }
 
     static func decode(_ data: Data, source: String) throws(ConfigurationError) -> ConfigurationFile {
+        let file: ConfigurationFile
         do {
             let decoder = JSONDecoder()
             decoder.keyDecodingStrategy = .convertFromSnakeCase
-            return try decoder.decode(ConfigurationFile.self, from: data)
+            file = try decoder.decode(ConfigurationFile.self, from: data)
         } catch {
             throw ConfigurationError("configuration file \(source) is not valid: \(Self.explain(error))")
         }
+        if let key = firstNUL(in: data) {
+            throw ConfigurationError("configuration file \(source): \(key) contains a NUL byte (\\u0000); no setting may hold one")
+        }
+        try WorkerConfiguration.checkAppCount(file.apps?.count ?? 0)
+        try WorkerConfiguration.checkUniqueNames(file.apps ?? [])
+        return file
     }
 
     private static func explain(_ error: any Error) -> String {

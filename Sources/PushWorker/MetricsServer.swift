@@ -1,11 +1,18 @@
+import CShims
 import Foundation
 import Synchronization
 
 /// A small HTTP/1.1 endpoint for Prometheus and orchestrators
 /// (`PGPUSH_METRICS_ADDR`, e.g. `127.0.0.1:9464` or `:9464`):
 /// `GET /metrics`, `GET /healthz` (the process answers), `GET /readyz`
-/// (the database answered recently). One thread, one request per
-/// connection: scrapes are rare and tiny, so simplicity wins.
+/// (the database answered recently). One request per connection.
+///
+/// One thread serves every client at once with non-blocking sockets and `poll`, so no
+/// client can hold it: each has a deadline for its whole request head and another for the
+/// whole response, the head has a size cap, and past the cap on connections the oldest
+/// connection still sending its head is dropped for a new one. A liveness probe is then
+/// answered while slow or silent clients are connected (issue 24: one client sending a
+/// byte every 1.5 s once held the endpoint for ever, and 10 of 11 probes timed out).
 public final class MetricsServer: Sendable {
     public struct Response: Sendable {
         var status: Int
@@ -13,14 +20,41 @@ public final class MetricsServer: Sendable {
         var body: String
     }
 
-    private let listener: Int32
+    /// What one client may take of the endpoint.
+    public struct Limits: Sendable {
+        /// From accept to the blank line that ends the request head; then 408 and close.
+        /// Orchestrators probe with a timeout of a second or more and send the head at once.
+        public var requestDeadline: Duration
+        /// From the end of the head to the last byte of the response; then the connection is
+        /// dropped (a client that never reads a big /metrics body holds a slot no longer).
+        public var writeDeadline: Duration
+        /// Bytes of request head; past them 431 and close. A GET needs a few hundred.
+        public var maximumRequestSize: Int
+        /// Connections held at once, answered or not. A scraper and a few probes need a
+        /// handful; each holds at most a head and one response.
+        public var maximumConnections: Int
+
+        public init(requestDeadline: Duration = .seconds(5), writeDeadline: Duration = .seconds(10),
+                    maximumRequestSize: Int = 8192, maximumConnections: Int = 32) {
+            self.requestDeadline = requestDeadline
+            self.writeDeadline = writeDeadline
+            self.maximumRequestSize = maximumRequestSize
+            self.maximumConnections = maximumConnections
+        }
+    }
+
+    /// How long an answered connection is still read (and the bytes thrown away) after its
+    /// response, so that closing it with unread input does not reset the answer away.
+    static let lingerAfterResponse: Duration = .seconds(1)
+
     public let port: Int
-    private let stopped = Atomic<Bool>(false)
+    private let control: Control
 
     /// Binds at once, so a wrong address fails at start-up with a clear error.
-    public init(address: String, route: @escaping @Sendable (String) -> Response) throws(ConfigurationError) {
+    public init(address: String, limits: Limits = Limits(),
+                route: @escaping @Sendable (String) -> Response) throws(ConfigurationError) {
         let (host, port) = try Self.parse(address)
-        let socketDescriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let socketDescriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard socketDescriptor >= 0 else { throw ConfigurationError("PGPUSH_METRICS_ADDR: cannot open a socket") }
         var yes: Int32 = 1
         setsockopt(socketDescriptor, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
@@ -34,7 +68,7 @@ public final class MetricsServer: Sendable {
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socketDescriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
-        guard bound == 0, listen(socketDescriptor, 16) == 0 else {
+        guard bound == 0, listen(socketDescriptor, 128) == 0 else {
             let reason = String(cString: strerror(errno))
             close(socketDescriptor)
             throw ConfigurationError("PGPUSH_METRICS_ADDR: cannot listen on \(host):\(port): \(reason)")
@@ -44,24 +78,34 @@ public final class MetricsServer: Sendable {
         _ = withUnsafeMutablePointer(to: &actual) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socketDescriptor, $0, &length) }
         }
-        listener = socketDescriptor
         self.port = Int(UInt16(bigEndian: actual.sin_port))
-        let thread = Thread { [self] in
-            while !stopped.load(ordering: .relaxed) {
-                let client = accept(listener, nil, nil)
-                if client < 0 { if errno == EINTR { continue } else { break } }
-                Self.serve(client, route: route)
-            }
+        let wakeUp = cshims_eventfd(0, 1)
+        guard wakeUp >= 0 else {
+            close(socketDescriptor)
+            throw ConfigurationError("PGPUSH_METRICS_ADDR: cannot make an eventfd: \(String(cString: strerror(errno)))")
+        }
+        let control = Control(wakeUp: wakeUp)
+        self.control = control
+        // The thread owns the listener and every connection and closes them when it ends;
+        // `control` (the stop flag and the eventfd) lives as long as either side holds it.
+        let thread = Thread {
+            Loop(listener: socketDescriptor, control: control, limits: limits, route: route).run()
         }
         thread.name = "pgpush-metrics"
         thread.start()
     }
 
-    public func stop() {
-        guard !stopped.exchange(true, ordering: .sequentiallyConsistent) else { return }
-        shutdown(listener, Int32(SHUT_RDWR))
-        close(listener)
-    }
+    deinit { control.stop() }
+
+    /// Connections held now: reading a head, writing a response or lingering after one.
+    var connectionsHeld: Int { control.held.load(ordering: .acquiring) }
+
+    /// Connections accepted since the server started; once it counts one, `connectionsHeld`
+    /// already counted that connection (or a later state).
+    var connectionsAccepted: Int { control.accepted.load(ordering: .acquiring) }
+
+    /// Stops serving: the thread closes the listener and every connection and ends.
+    public func stop() { control.stop() }
 
     static func parse(_ address: String) throws(ConfigurationError) -> (host: String, port: Int) {
         guard let colon = address.lastIndex(of: ":"), let port = Int(address[address.index(after: colon)...]),
@@ -72,38 +116,5 @@ public final class MetricsServer: Sendable {
         if host.isEmpty { host = "0.0.0.0" }
         if host == "localhost" { host = "127.0.0.1" }
         return (host, port)
-    }
-
-    private static func serve(_ client: Int32, route: @Sendable (String) -> Response) {
-        defer { close(client) }
-        var timeout = timeval(tv_sec: 2, tv_usec: 0)
-        setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var request = [UInt8]()
-        var buffer = [UInt8](repeating: 0, count: 2048)
-        while request.count < 8192 {
-            let count = read(client, &buffer, buffer.count)
-            guard count > 0 else { break }
-            request += buffer[0..<count]
-            if request.count >= 4, request.suffix(4) == [13, 10, 13, 10] { break }
-        }
-        let firstLine = String(decoding: request.prefix { $0 != 13 && $0 != 10 }, as: UTF8.self)
-        let parts = firstLine.split(separator: " ")
-        let response: Response
-        if parts.count >= 2, parts[0] == "GET" {
-            response = route(String(parts[1].split(separator: "?").first ?? ""))
-        } else {
-            response = Response(status: 405, body: "only GET\n")
-        }
-        let reason = [200: "OK", 404: "Not Found", 405: "Method Not Allowed", 503: "Service Unavailable"][response.status] ?? "Status"
-        let body = Array(response.body.utf8)
-        let head = "HTTP/1.1 \(response.status) \(reason)\r\nContent-Type: \(response.contentType)\r\n"
-            + "Content-Length: \(body.count)\r\nConnection: close\r\n\r\n"
-        let bytes = Array(head.utf8) + body
-        var written = 0
-        while written < bytes.count {
-            let count = bytes[written...].withUnsafeBytes { write(client, $0.baseAddress, $0.count) }
-            guard count > 0 else { return }
-            written += count
-        }
     }
 }

@@ -45,6 +45,13 @@ public final class Worker: Sendable {
     static let inFlightPerConnection = 250
 
     public init(configuration: WorkerConfiguration, senders: [String: any NotificationSender], log: Log = Log()) throws {
+        // `load` checks these; a configuration built in code meets them here, not as a trap in
+        // the dictionaries below or as an app count no worker carries.
+        try WorkerConfiguration.checkAppCount(configuration.apps.count)
+        var names: Set<String> = []
+        for app in configuration.apps where !names.insert(app.name).inserted {
+            throw ConfigurationError("app \"\(app.name)\" is configured more than once")
+        }
         self.configuration = configuration
         self.senders = senders
         self.log = log

@@ -90,6 +90,7 @@ public struct WorkerConfiguration: Sendable {
     /// value wins. Single-app settings describe the app named by `--app` /
     /// `PGPUSH_APP` (default `default`); the file may list more apps.
     public static func load(flags: [String: String], environment: [String: String]) throws(ConfigurationError) -> WorkerConfiguration {
+        try checkNoNUL(flags: flags, environment: environment)
         var file = ConfigurationFile()
         if let path = flags["config"] ?? environment["PGPUSH_CONFIG"] {
             file = try ConfigurationFile.read(path: path)
@@ -143,7 +144,9 @@ public struct WorkerConfiguration: Sendable {
             throw ConfigurationError("no APNs app configured: set PGPUSH_TOPIC with PGPUSH_TEAM_ID, PGPUSH_KEY_ID and "
                                      + "PGPUSH_KEY_FILE (or PGPUSH_CERT_FILE), or list apps in a --config file")
         }
+        try checkAppCount(apps.count)
         apps.sort { $0.name < $1.name }
+        for app in apps { try checkRegularFiles(app) }
 
         let databaseURL = flags["database-url"] ?? environment["DATABASE_URL"] ?? file.databaseUrl ?? ""
         do {

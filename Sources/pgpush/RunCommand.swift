@@ -19,7 +19,8 @@ enum RunCommand {
           --listen-database-url URL [PGPUSH_LISTEN_DATABASE_URL] a direct (session) connection to the same
                                     database, for LISTEN only, when DATABASE_URL goes through a transaction
                                     pooler such as PgBouncer (without it the worker polls, and says so)
-          --config FILE             [PGPUSH_CONFIG] JSON file listing apps (see README)
+          --config FILE             [PGPUSH_CONFIG] JSON file listing apps (see README): at most 100 apps
+                                    a worker, and a file of at most 1 MiB
           --app NAME                [PGPUSH_APP]    the app the single-app settings describe (default: default)
           --topic BUNDLE_ID         [PGPUSH_TOPIC]
           --apns-env ENV            [PGPUSH_APNS_ENV] production (default) or development

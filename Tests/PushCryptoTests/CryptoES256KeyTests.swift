@@ -132,8 +132,19 @@ struct CryptoES256KeyTests {
         #expect(throws: CredentialError.fileUnreadable(path: scratch.path, reason: "it is a directory")) {
             try ES256PrivateKey(contentsOfFile: scratch.path)
         }
-        #expect(throws: CredentialError.fileUnreadable(path: "/dev/zero", reason: "larger than 1 MiB, so not a key or certificate")) {
+        // A device never ends and a FIFO blocks its open until a writer comes: neither is read.
+        #expect(throws: CredentialError.fileUnreadable(path: "/dev/zero", reason: "not a regular file")) {
             try ES256PrivateKey(contentsOfFile: "/dev/zero")
+        }
+        let fifo = scratch.file("key.fifo")
+        #expect(mkfifo(fifo, 0o600) == 0)
+        #expect(throws: CredentialError.fileUnreadable(path: fifo, reason: "not a regular file")) {
+            try ES256PrivateKey(contentsOfFile: fifo)
+        }
+        let huge = scratch.file("huge.p8")
+        #expect(FileManager.default.createFile(atPath: huge, contents: nil) && truncate(huge, 2 << 20) == 0)
+        #expect(throws: CredentialError.fileUnreadable(path: huge, reason: "larger than 1 MiB, so not a key or certificate")) {
+            try ES256PrivateKey(contentsOfFile: huge)
         }
         let text = try scratch.write("this is not a key\n", to: "notes.txt")
         #expect(throws: CredentialError.notAPrivateKey(source: text)) { try ES256PrivateKey(contentsOfFile: text) }
