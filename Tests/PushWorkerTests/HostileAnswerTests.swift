@@ -19,30 +19,49 @@ import Testing
         Log(minimum: .warning, sink: { line in sink.withLock { $0.append(line) } })
     }
 
+    struct Delivered {
+        let database: PostgresConnection
+        /// Requests the simulator saw, per device token.
+        let requestsPerToken: [String: Int]
+        let lines: [String]
+    }
+
+    /// `tokens` enqueued as alerts and delivered by one worker against a simulator answering
+    /// by `scripts` (the rest 200), until no row is unfinished; `prepare` runs on the migrated
+    /// database first.
+    static func deliver(_ tokens: [String], scripts: [String: [ScriptedAnswer]],
+                        prepare: (PostgresConnection) throws -> Void = { _ in }) async throws -> Delivered {
+        var faults = FaultPlan()
+        faults.scripts = scripts
+        let harness = try SimulatorHarness(faults: faults, logRequests: true)
+        defer { harness.stop() }
+        let conninfo = try TestDatabase.migrated()
+        let database = try PostgresConnection(conninfo: conninfo)
+        try prepare(database)
+        try AnswerHandlingTests.enqueue(database, tokens: tokens)
+        let log = Locked<[String]>([])
+        let running = try AnswerHandlingTests.start(harness.app, conninfo, log: Self.lines(log))
+        try await WorkerEndToEndTests.waitUntilFinished(database, timeout: .seconds(120))
+        try await running.stop()
+        let requests = try harness.stopAndReadLog()
+        return Delivered(database: database,
+                         requestsPerToken: Dictionary(grouping: requests.compactMap(\.token), by: { $0 }).mapValues(\.count),
+                         lines: log.withLock { $0 })
+    }
+
     /// A NUL in a reason (text PostgreSQL cannot store), a 410 timestamp 28,000 years back
     /// (outside PostgreSQL's timestamps), and a reason of 20,000 characters with C1
     /// controls and a line separator, among ordinary rows.
     @Test func valuesPostgreSQLWouldRefuseAreCleanedBeforeTheyReachIt() async throws {
         let withNUL = Self.token(7), ancient = Self.token(8), long = Self.token(9)
         let longReason = "\u{85}\u{2028}" + String(repeating: "X", count: 20_000)
-        var faults = FaultPlan()
-        faults.scripts = [
+        let run = try await Self.deliver([withNUL, ancient, long] + (100..<140).map(Self.token), scripts: [
             withNUL: [.answer(SimulatorAnswer(status: 400, reason: "Bad\u{0}Token"))],
             ancient: [.answer(SimulatorAnswer(status: 410, reason: "Unregistered",
                                               timestamp: Date(timeIntervalSince1970: -900_000_000_000)))],
             long: [.answer(SimulatorAnswer(status: 400, reason: longReason))],
-        ]
-        let harness = try SimulatorHarness(faults: faults, logRequests: true)
-        defer { harness.stop() }
-        let conninfo = try TestDatabase.migrated()
-        let database = try PostgresConnection(conninfo: conninfo)
-        let ordinary = (100..<140).map(Self.token)
-        try AnswerHandlingTests.enqueue(database, tokens: [withNUL, ancient, long] + ordinary)
-        let log = Locked<[String]>([])
-        let running = try AnswerHandlingTests.start(harness.app, conninfo, log: Self.lines(log))
-        try await WorkerEndToEndTests.waitUntilFinished(database, timeout: .seconds(120))
-        try await running.stop()
-
+        ])
+        let database = run.database
         #expect(try WorkerEndToEndTests.counts(database, "SELECT status, count(*) FROM pgpush.notifications GROUP BY 1")
                 == ["delivered": 40, "failed": 3])
         let nul = try database.query("SELECT last_reason FROM pgpush.notifications WHERE device_token = $1", [withNUL])
@@ -63,11 +82,9 @@ import Testing
         #expect((stored.int(0, 1) ?? .max) <= Outcome.maxReasonBytes)
         #expect(stored.bool(0, 2) == false)
         // Every row went to APNs once.
-        let requests = try harness.stopAndReadLog()
-        let perToken = Dictionary(grouping: requests.compactMap(\.token), by: { $0 }).mapValues(\.count)
-        #expect(perToken.count == 43)
-        #expect(perToken.values.allSatisfy { $0 == 1 }, "\(perToken.filter { $0.value > 1 })")
-        #expect(!log.withLock { $0.contains { $0.contains("outcome_write_failed") } }, "\(log.withLock { $0 })")
+        #expect(run.requestsPerToken.count == 43)
+        #expect(run.requestsPerToken.values.allSatisfy { $0 == 1 }, "\(run.requestsPerToken.filter { $0.value > 1 })")
+        #expect(!run.lines.contains { $0.contains("outcome_write_failed") }, "\(run.lines)")
     }
 
     /// A statement PostgreSQL refuses for one row's sake (here a trigger raising for one
@@ -76,30 +93,21 @@ import Testing
     /// with `OutcomeRefused` instead of blocking the writer.
     @Test func aRowWhoseOutcomeIsRefusedIsSetApartAndTheRestAreWritten() async throws {
         let refused = Self.token(7)
-        var faults = FaultPlan()
-        faults.scripts = [refused: [.answer(SimulatorAnswer(status: 400, reason: "BadCollapseId"))]]
-        let harness = try SimulatorHarness(faults: faults, logRequests: true)
-        defer { harness.stop() }
-        let conninfo = try TestDatabase.migrated()
-        let database = try PostgresConnection(conninfo: conninfo)
-        try database.execute(script: """
-            CREATE FUNCTION public.refuse_one_reason() RETURNS trigger LANGUAGE plpgsql AS $$
-            BEGIN
-                IF NEW.last_reason = 'BadCollapseId' THEN
-                    RAISE EXCEPTION 'refused for the test' USING ERRCODE = '22023';
-                END IF;
-                RETURN NEW;
-            END $$;
-            CREATE TRIGGER refuse_one_reason BEFORE UPDATE ON pgpush.notifications
-                FOR EACH ROW EXECUTE FUNCTION public.refuse_one_reason();
-            """)
-        let ordinary = (100..<160).map(Self.token)
-        try AnswerHandlingTests.enqueue(database, tokens: [refused] + ordinary)
-        let log = Locked<[String]>([])
-        let running = try AnswerHandlingTests.start(harness.app, conninfo, log: Self.lines(log))
-        try await WorkerEndToEndTests.waitUntilFinished(database, timeout: .seconds(120))
-        try await running.stop()
-
+        let run = try await Self.deliver([refused] + (100..<160).map(Self.token),
+                                         scripts: [refused: [.answer(SimulatorAnswer(status: 400, reason: "BadCollapseId"))]]) {
+            try $0.execute(script: """
+                CREATE FUNCTION public.refuse_one_reason() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN
+                    IF NEW.last_reason = 'BadCollapseId' THEN
+                        RAISE EXCEPTION 'refused for the test' USING ERRCODE = '22023';
+                    END IF;
+                    RETURN NEW;
+                END $$;
+                CREATE TRIGGER refuse_one_reason BEFORE UPDATE ON pgpush.notifications
+                    FOR EACH ROW EXECUTE FUNCTION public.refuse_one_reason();
+                """)
+        }
+        let database = run.database
         #expect(try WorkerEndToEndTests.counts(database, "SELECT status, count(*) FROM pgpush.notifications GROUP BY 1")
                 == ["delivered": 60, "failed": 1])
         let row = try database.query("""
@@ -108,11 +116,9 @@ import Testing
         #expect(row.string(0, 0) == "failed")
         #expect(row.int(0, 1) == 400)
         #expect(row.string(0, 2) == "OutcomeRefused")
-        let requests = try harness.stopAndReadLog()
-        let perToken = Dictionary(grouping: requests.compactMap(\.token), by: { $0 }).mapValues(\.count)
-        #expect(perToken.count == 61)
-        #expect(perToken.values.allSatisfy { $0 == 1 }, "\(perToken.filter { $0.value > 1 })")
-        let lines = log.withLock { $0 }
+        #expect(run.requestsPerToken.count == 61)
+        #expect(run.requestsPerToken.values.allSatisfy { $0 == 1 }, "\(run.requestsPerToken.filter { $0.value > 1 })")
+        let lines = run.lines
         #expect(lines.filter { $0.contains(" outcome_refused ") }.count == 1, "\(lines)")
         #expect(lines.contains { $0.contains(" outcome_refused ") && $0.contains("22023") }, "\(lines)")
     }
