@@ -84,6 +84,9 @@ struct ClientConnectionStateMachine {
     private var deadlines: [UInt64: UInt64] = [:]
     /// No deadline comes before this; it may lag behind, ending in a scan that finds nothing.
     private var earliestDeadline: UInt64 = .max
+    /// Set from inside an nghttp2 callback, where the session cannot be deleted: the reason
+    /// the connection closes with once nghttp2 returns, over the error it returns with.
+    private(set) var abortReason: CloseReason?
 
     init(limits: Limits, now: UInt64) {
         self.limits = limits
@@ -160,6 +163,14 @@ struct ClientConnectionStateMachine {
             defer { session.answeredOnce = true }
             return !session.answeredOnce
         } ?? false
+    }
+
+    /// An answer went past a bound that ends the connection (see `ResponseBound`). Called
+    /// from an nghttp2 callback, which then fails so that nghttp2 stops decoding; the
+    /// engine closes once nghttp2 returns, and `close` reports this reason.
+    mutating func abort(for bound: ResponseBound) {
+        guard !isClosed, abortReason == nil else { return }
+        abortReason = .responseTooLarge(bound)
     }
 
     /// A stream ended or a request left the queue without an answer: a slot may be free.
@@ -266,13 +277,14 @@ struct ClientConnectionStateMachine {
 
     /// The connection closes for `proposed`; nil if it already had.
     mutating func close(_ proposed: CloseReason, openStreams: Int) -> Closing? {
-        var reason = proposed
+        // An abort's nghttp2 error (or whatever followed it) is not the reason; the bound is.
+        var reason = abortReason ?? proposed
         let goAway = self.goAway
         let connectPending = self.connectPending
         switch state {
         case .closed:
             return nil
-        case .draining(_, let drain) where proposed == .peerClosed:
+        case .draining(_, let drain) where proposed == .peerClosed && abortReason == nil:
             // After GOAWAY either side may close first; the GOAWAY is the real reason. After
             // a local drain whose streams all ended, the peer only answered the GOAWAY.
             switch drain {

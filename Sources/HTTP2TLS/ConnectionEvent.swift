@@ -12,6 +12,9 @@ public enum CloseReason: Sendable, Equatable, CustomStringConvertible {
     case protocolError(String)
     /// A socket or TLS error after the handshake.
     case ioError(String)
+    /// An answer's header list went past its bound: decoding more of it would cost memory
+    /// and CPU for nothing, and HPACK state cannot be kept without decoding it.
+    case responseTooLarge(ResponseBound)
 
     public var description: String {
         switch self {
@@ -21,6 +24,7 @@ public enum CloseReason: Sendable, Equatable, CustomStringConvertible {
         case .pingTimeout: return "no answer to PING"
         case .protocolError(let text): return "HTTP/2 protocol error: \(text)"
         case .ioError(let text): return "I/O error: \(text)"
+        case .responseTooLarge(let bound): return "response too large: \(bound)"
         }
     }
 }

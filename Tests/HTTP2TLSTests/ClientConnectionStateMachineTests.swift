@@ -251,4 +251,14 @@ struct ClientConnectionStateMachineTests {
         #expect(machine.requestQueued(token: 2, deadline: .max) == RequestFailure(.notProcessed, .connectionClosed(.pingTimeout)))
         #expect(machine.streamLimit == 0)
     }
+
+    @Test("an abort for a bound names the bound as the close reason, over the error nghttp2 returns")
+    func abortForBound() {
+        var machine = running()
+        machine.abort(for: .headerList(limit: 16_384))
+        #expect(!machine.isClosed)
+        let closing = machine.close(.protocolError("The user callback function failed"), openStreams: 1)
+        #expect(closing?.reason == .responseTooLarge(.headerList(limit: 16_384)))
+        #expect(machine.closeReason == .responseTooLarge(.headerList(limit: 16_384)))
+    }
 }
