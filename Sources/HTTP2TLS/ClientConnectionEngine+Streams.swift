@@ -74,6 +74,7 @@ extension ClientConnectionEngine {
             return
         }
         streams[streamID] = ClientStream(pending, windowSequence: windowSequence)
+        state.requestSubmitted(token: pending.token, now: MonotonicClock.now())
     }
 
     func readBody(streamID: Int32, into buffer: UnsafeMutablePointer<UInt8>, length: Int, flags: UnsafeMutablePointer<UInt32>) -> Int {
@@ -167,6 +168,8 @@ extension ClientConnectionEngine {
         let header = frame.pointee.hd
         switch UInt32(header.type) {
         case NGHTTP2_HEADERS.rawValue, NGHTTP2_DATA.rawValue:
+            // The peer answers requests (however this one ends): it is not unresponsive.
+            if UInt32(header.type) == NGHTTP2_HEADERS.rawValue { state.answerReceived(now: MonotonicClock.now()) }
             if header.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0 {
                 streams[header.stream_id]?.endStreamReceived = true
             }
