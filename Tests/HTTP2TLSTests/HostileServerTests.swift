@@ -74,6 +74,7 @@ struct HostileServerTests {
             #expect(failure == RequestFailure(.mayHaveBeenProcessed, .responseTooLarge(.body(limit: 64 * 1024))))
         }
         #expect(grown < allowedGrowth, "resident set grew by \(grown / mebibyte) MiB")
+        print("hostile[endless body]: resident set grew by \(grown / 1024) KiB; the server wrote \(server.bodyBytesSent) body bytes")
         // The stream was reset, not the connection: it answers the next request.
         server.attack = .answer
         let answer = try await connection.send(request(1))
@@ -121,6 +122,7 @@ struct HostileServerTests {
             #expect(failure == RequestFailure(.mayHaveBeenProcessed, .responseTooLarge(bound)))
         }
         #expect(grown < allowedGrowth, "resident set grew by \(grown / mebibyte) MiB")
+        print("hostile[HPACK amplification]: resident set grew by \(grown / 1024) KiB")
         // The close is visible before the request fails.
         #expect(connection.status.phase == .closed(.responseTooLarge(bound)))
         if case .closed = connection.status.phase {
