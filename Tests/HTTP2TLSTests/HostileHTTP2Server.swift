@@ -18,8 +18,9 @@ final class HostileHTTP2Server: @unchecked Sendable {
         case answer
         /// 200 HEADERS, then DATA as fast as the client's windows let it (which it refills
         /// as it reads) until the client resets the stream or `limit` bytes went out; then
-        /// END_STREAM, so that a client that buffered it all sees an answer.
-        case endlessBody(limit: Int)
+        /// END_STREAM, so that a client that buffered it all sees an answer. With
+        /// `ignoringReset` it goes on after the client's RST_STREAM too.
+        case endlessBody(limit: Int, ignoringReset: Bool = false)
         /// HPACK amplification: one header block of `blockSize` bytes (HEADERS, then
         /// CONTINUATIONs of at most 16384 bytes): `:status: 200`, a literal with incremental
         /// indexing of a field `fieldSize` bytes long, then one-byte references to it, each
@@ -163,7 +164,7 @@ final class HostileHTTP2Server: @unchecked Sendable {
             return answer(streamID: received.stream, on: connection)
         case 0x3:  // RST_STREAM
             state.withLock { $0.resetsReceived += 1 }
-            connection.flooding[received.stream] = nil
+            if connection.flooding[received.stream]?.ignoringReset != true { connection.flooding[received.stream] = nil }
         case 0x4 where received.flags & 0x1 == 0:  // SETTINGS
             var offset = 0
             while offset + 6 <= received.payload.count {
@@ -201,8 +202,9 @@ final class HostileHTTP2Server: @unchecked Sendable {
         case .answer:
             return connection.write(frame(type: 0x1, flags: 0x4, stream: streamID, payload: [0x88])
                                     + frame(type: 0x0, flags: 0x1, stream: streamID, payload: Array("ok".utf8)))
-        case .endlessBody(let limit):
-            connection.flooding[streamID] = Connection.Flood(window: connection.initialStreamWindow, remaining: limit)
+        case .endlessBody(let limit, let ignoringReset):
+            connection.flooding[streamID] = Connection.Flood(window: connection.initialStreamWindow, remaining: limit,
+                                                             ignoringReset: ignoringReset)
             return connection.write(frame(type: 0x1, flags: 0x4, stream: streamID, payload: [0x88]))
         case .amplifiedHeaders(let fieldSize, let blockSize):
             let name = Array("x-amplified".utf8)
@@ -233,7 +235,8 @@ final class HostileHTTP2Server: @unchecked Sendable {
         let count = min(16_384, connection.window, current.window, current.remaining)
         let last = count == current.remaining
         connection.window -= count
-        connection.flooding[streamID] = last ? nil : Connection.Flood(window: current.window - count, remaining: current.remaining - count)
+        connection.flooding[streamID] = last ? nil : Connection.Flood(window: current.window - count, remaining: current.remaining - count,
+                                                                      ignoringReset: current.ignoringReset)
         state.withLock { $0.bodyBytesSent += count }
         return connection.write(frame(type: 0x0, flags: last ? 0x1 : 0, stream: streamID,
                                       payload: [UInt8](repeating: UInt8(ascii: "x"), count: count)))
@@ -278,6 +281,7 @@ private final class Connection {
     struct Flood {
         var window: Int
         var remaining: Int
+        var ignoringReset: Bool
     }
 
     let ssl: OpaquePointer

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import HTTP2TLS
 import Locking
+import PGPushTestSupport
 import Testing
 
 /// The process's resident set, from /proc/self/statm.
@@ -82,6 +83,30 @@ struct HostileServerTests {
         #expect(server.resetsReceived == 1)
         #expect(server.bodyBytesSent < sent)
         #expect(server.connectionsAccepted == 1)
+    }
+
+    @Test("a server that goes on sending DATA after the reset: the stream's window bounds it, nothing is kept",
+          .timeLimit(.minutes(5)))
+    func bodyAfterReset() async throws {
+        let server = try HostileHTTP2Server()
+        defer { server.stop() }
+        server.attack = .endlessBody(limit: 256 * mebibyte, ignoringReset: true)
+        let client = try HTTP2Client()
+        defer { client.shutdown() }
+        let connection = try await client.connect(host: "127.0.0.1", port: server.port, configuration: try clientConfiguration())
+        let peak = PeakResidentSet()
+        #expect(await failure(of: connection, request(0)) == RequestFailure(.mayHaveBeenProcessed, .responseTooLarge(.body(limit: 64 * 1024))))
+        // nghttp2 drops DATA for the reset stream and never refills its window, so the
+        // server can push at most the stream's initial window (16 MiB, our SETTINGS).
+        let streamWindow = 1 << 24
+        #expect(try await eventually(timeout: .seconds(120)) { server.bodyBytesSent >= streamWindow })
+        // The connection's window was refilled all along: it still answers.
+        server.attack = .answer
+        #expect(try await connection.send(request(1)).status == 200)
+        #expect(server.bodyBytesSent == streamWindow)
+        let grown = peak.stop()
+        #expect(grown < allowedGrowth, "resident set grew by \(grown / mebibyte) MiB")
+        print("hostile[body after reset]: resident set grew by \(grown / 1024) KiB; the server wrote \(server.bodyBytesSent) body bytes")
     }
 
     @Test("a body over a configured bound fails, one at the bound is answered", .timeLimit(.minutes(5)))
