@@ -32,7 +32,7 @@ extension ClientConnectionEngine {
             queue[queueHead] = nil
             queueHead += 1
             if let next {
-                submit(next, session: session, windowSequence: submitWindow?.record(now))
+                submit(next, session: session, windowSequence: submitWindow?.record(now), now: now)
             }
         }
         if queueHead == queue.count {
@@ -44,7 +44,7 @@ extension ClientConnectionEngine {
         }
     }
 
-    private func submit(_ pending: PendingRequest, session: OpaquePointer, windowSequence: Int?) {
+    private func submit(_ pending: PendingRequest, session: OpaquePointer, windowSequence: Int?, now: UInt64) {
         let request = pending.request
         headerBlock.reset()
         headerBlock.add(":method", request.method)
@@ -74,7 +74,7 @@ extension ClientConnectionEngine {
             return
         }
         streams[streamID] = ClientStream(pending, windowSequence: windowSequence)
-        state.requestSubmitted(token: pending.token, now: MonotonicClock.now())
+        state.requestSubmitted(token: pending.token, now: now)
     }
 
     func readBody(streamID: Int32, into buffer: UnsafeMutablePointer<UInt8>, length: Int, flags: UnsafeMutablePointer<UInt32>) -> Int {
