@@ -439,7 +439,7 @@ struct ClientDeliveryTests {
         }
         let server = try FakeAPNsServer(handler: handler)
         defer { server.stop() }
-        let client = try server.client(requestTimeout: .milliseconds(500))
+        let client = try server.client(requestTimeout: .seconds(2))  // ample for the answer on the new connection under a sanitizer
         await client.start()
         for index: Int64 in 1...3 {
             let result = await client.send(try ClientTestValues.request(index))
