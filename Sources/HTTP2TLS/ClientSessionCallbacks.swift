@@ -13,9 +13,10 @@ enum ClientSessionCallbacks {
         }
         nghttp2_session_callbacks_set_on_header_callback(callbacks) { _, frame, name, nameLength, value, valueLength, _, userData in
             guard let frame, let name, let value, let userData else { return 0 }
-            let within = ClientSessionCallbacks.connection(userData).receivedHeader(streamID: frame.pointee.hd.stream_id,
-                                                name: UnsafeBufferPointer(start: name, count: nameLength),
-                                                value: UnsafeBufferPointer(start: value, count: valueLength))
+            let within = ClientSessionCallbacks.connection(userData).receivedHeader(
+                streamID: frame.pointee.hd.stream_id,
+                name: UnsafeBufferPointer(start: name, count: nameLength),
+                value: UnsafeBufferPointer(start: value, count: valueLength))
             // A callback failure makes nghttp2 stop decoding and fail the session: a header
             // list past its bound ends the connection (RST_STREAM would leave nghttp2 decoding
             // the rest of the block, all of its CPU cost, to keep HPACK state).
