@@ -257,6 +257,7 @@ public final class APNsClient: Sendable {
         case .connectionClosed(.closedLocally) where pool.isShuttingDown: cause = .clientShutDown
         case .connectionClosed: cause = .connectionLost
         case .streamReset: cause = .streamReset
+        case .responseTooLarge: cause = .responseTooLarge
         case .invalidRequest: cause = .invalidRequest
         case .cancelled: cause = .clientShutDown
         }

@@ -138,8 +138,12 @@ public final class ChannelManagementClient: Sendable {
         if let existing = connection.withLock({ $0 }) {
             open = existing
         } else {
+            var configuration = HTTP2ClientConfiguration(tls: tls)
+            // The all-channels list is the one answer above the default 64 KiB: an app may
+            // have thousands of channels, tens of bytes each.
+            configuration.maxResponseBodySize = 4 << 20
             do {
-                open = try await client.connect(host: endpoint.host, port: endpoint.port, configuration: HTTP2ClientConfiguration(tls: tls))
+                open = try await client.connect(host: endpoint.host, port: endpoint.port, configuration: configuration)
             } catch {
                 return .failure(Lost(answer: .unanswered(.notProcessed, goAwayReason: nil), detail: "cannot connect to \(endpoint): \(error)"))
             }

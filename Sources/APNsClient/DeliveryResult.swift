@@ -69,6 +69,9 @@ public struct DeliveryFailure: Error, Sendable, Equatable, CustomStringConvertib
         case connectionLost
         /// APNs reset the stream with an error code.
         case streamReset
+        /// The answer went past the HTTP/2 client's bound on a response's body or header
+        /// list; the request may have been processed.
+        case responseTooLarge
         /// The HTTP/2 layer refused to encode the request; sending it again will not help.
         case invalidRequest
         /// The client was shut down, or the sending task cancelled, before an answer.
@@ -105,7 +108,8 @@ extension DeliveryFailure.Cause {
     public var anotherConnectionMayHelp: Bool {
         switch self {
         case .refusedStream, .goAway, .connectionLost: true
-        case .couldNotConnect, .deadlineExceeded, .streamReset, .invalidRequest, .clientShutDown, .credentials: false
+        case .couldNotConnect, .deadlineExceeded, .streamReset, .responseTooLarge, .invalidRequest, .clientShutDown, .credentials:
+            false
         }
     }
 }

@@ -15,6 +15,22 @@ public struct HTTP2ClientConfiguration: Sendable {
     /// Keep one request in flight until the first answer (APNs token auth: the server allows
     /// one stream until a request with a valid JWT has been seen).
     public var singleStreamUntilFirstResponse: Bool = false
+    /// The most body bytes one response may have; past it the stream is reset and the
+    /// request fails with `.responseTooLarge(.body)`. APNs answers with at most a small
+    /// JSON error; without a bound a peer could send an endless body, since flow-control
+    /// windows are refilled as it is read.
+    public var maxResponseBodySize: Int = 64 * 1024
+    /// The most decoded header bytes one response may have (name + value + 32 per field,
+    /// trailers included); advertised as SETTINGS_MAX_HEADER_LIST_SIZE. Past it the
+    /// connection ends (`CloseReason.responseTooLarge`): a few KiB of HPACK can decode
+    /// into hundreds of MiB, and stopping mid-block leaves no HPACK state to go on with.
+    public var maxResponseHeaderListSize: Int = 16 * 1024
+    /// After this many requests in a row passed their deadlines in flight with no answer
+    /// on the connection since they went out, the connection closes as `.unresponsive`
+    /// (requests still queued fail as not processed, to be sent elsewhere). PINGs do not
+    /// count as answers: a peer can answer them and nothing else. Requests that expire
+    /// while others are answered do not count: that server is slow, not gone. 0: never.
+    public var unresponsiveAfterDeadlines: Int = 3
     /// At most this many requests written in any one-second window (nil: no cap). Enforced on
     /// the I/O thread at the moment of submission, so a stalled loop delays requests but never
     /// bunches them.

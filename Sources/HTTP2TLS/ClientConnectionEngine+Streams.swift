@@ -32,7 +32,7 @@ extension ClientConnectionEngine {
             queue[queueHead] = nil
             queueHead += 1
             if let next {
-                submit(next, session: session, windowSequence: submitWindow?.record(now))
+                submit(next, session: session, windowSequence: submitWindow?.record(now), now: now)
             }
         }
         if queueHead == queue.count {
@@ -44,7 +44,7 @@ extension ClientConnectionEngine {
         }
     }
 
-    private func submit(_ pending: PendingRequest, session: OpaquePointer, windowSequence: Int?) {
+    private func submit(_ pending: PendingRequest, session: OpaquePointer, windowSequence: Int?, now: UInt64) {
         let request = pending.request
         headerBlock.reset()
         headerBlock.add(":method", request.method)
@@ -74,6 +74,7 @@ extension ClientConnectionEngine {
             return
         }
         streams[streamID] = ClientStream(pending, windowSequence: windowSequence)
+        state.requestSubmitted(token: pending.token, now: now)
     }
 
     func readBody(streamID: Int32, into buffer: UnsafeMutablePointer<UInt8>, length: Int, flags: UnsafeMutablePointer<UInt32>) -> Int {
@@ -117,23 +118,58 @@ extension ClientConnectionEngine {
 
     // MARK: nghttp2 callbacks
 
-    func receivedHeader(streamID: Int32, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
-        guard let stream = streams[streamID] else { return }
+    /// A header block begins (response HEADERS, or trailers): its decoded size counts from 0.
+    func beganHeaders() {
+        headerBlockSize = 0
+    }
+
+    /// Returns false when the answer's header list went past its bound: the connection
+    /// ends, and nghttp2 (told by the callback failing) decodes nothing more of it. The
+    /// block's size is counted for every stream, known or not: an answer to a stream this
+    /// side already gave up on costs the same to decode.
+    func receivedHeader(streamID: Int32, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) -> Bool {
+        // Counted as SETTINGS_MAX_HEADER_LIST_SIZE counts (RFC 9113 §6.5.2), which we advertise.
+        let size = name.count + value.count + 32
+        headerBlockSize += size
+        let stream = streams[streamID]
+        if let stream { stream.headerListSize += size }
+        let limit = configuration.maxResponseHeaderListSize
+        guard headerBlockSize <= limit && (stream?.headerListSize ?? 0) <= limit else {
+            // The request fails in `close`, once nghttp2 returns: after the connection's
+            // status shows the close, as for every other request that a close fails.
+            stream?.exceeded = .headerList(limit: limit)
+            state.abort(for: .headerList(limit: limit))
+            return false
+        }
+        guard let stream else { return true }
         if name.count == 7 && name.elementsEqual(":status".utf8) {
             stream.status = Int(String(decoding: value, as: UTF8.self))
         } else {
             stream.headers.append(HeaderField(String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self)))
         }
+        return true
     }
 
+    /// Past the body bound the stream is reset and nothing more of it is kept (nghttp2 drops
+    /// what still arrives for it). Flow control bounds nothing here: nghttp2 refills the
+    /// windows as it reads, so without this only the request's deadline would end an
+    /// endless body.
     func receivedData(streamID: Int32, _ data: UnsafeBufferPointer<UInt8>) {
-        streams[streamID]?.body.append(contentsOf: data)
+        guard let stream = streams[streamID] else { return }
+        let limit = configuration.maxResponseBodySize
+        guard stream.body.count + data.count <= limit else {
+            withdraw(streamID: streamID, stream, failure: .responseTooLarge(.body(limit: limit)))
+            return
+        }
+        stream.body.append(contentsOf: data)
     }
 
     func receivedFrame(_ frame: UnsafePointer<nghttp2_frame>) {
         let header = frame.pointee.hd
         switch UInt32(header.type) {
         case NGHTTP2_HEADERS.rawValue, NGHTTP2_DATA.rawValue:
+            // The peer answers requests (however this one ends): it is not unresponsive.
+            if UInt32(header.type) == NGHTTP2_HEADERS.rawValue { state.answerReceived(now: MonotonicClock.now()) }
             if header.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0 {
                 streams[header.stream_id]?.endStreamReceived = true
             }

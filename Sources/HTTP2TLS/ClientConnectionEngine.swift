@@ -23,6 +23,8 @@ final class ClientConnectionEngine {
     var queue: [PendingRequest?] = []
     var queueHead = 0
     var headerBlock = HeaderBlockBuilder()
+    /// The decoded size of the header block being received (nghttp2 decodes one at a time).
+    var headerBlockSize = 0
     /// The per-connection rate cap, if configured.
     var submitWindow: SubmitWindow?
     let defaultAuthority: String
@@ -187,7 +189,9 @@ final class ClientConnectionEngine {
         streams.removeAll()
         for (streamID, stream) in open {
             let failure: RequestFailure
-            if let goAway = closing.goAway, streamID > goAway.lastStreamID {
+            if let bound = stream.exceeded {
+                failure = RequestFailure(.mayHaveBeenProcessed, .responseTooLarge(bound))
+            } else if let goAway = closing.goAway, streamID > goAway.lastStreamID {
                 failure = RequestFailure(.notProcessed, .goAway(goAway))
             } else {
                 failure = RequestFailure(stream.headersSent ? .mayHaveBeenProcessed : .notProcessed, .connectionClosed(reason))

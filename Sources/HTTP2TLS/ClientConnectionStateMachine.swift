@@ -10,6 +10,8 @@ struct ClientConnectionStateMachine {
         var connectTimeout: UInt64
         var pingInterval: UInt64
         var pingTimeout: UInt64
+        /// In-flight deadlines in a row, with no answer between, that close the connection; 0: never.
+        var unresponsiveAfterDeadlines: Int = 0
     }
 
     /// What is known once the HTTP/2 session runs: the peer's limit and its liveness.
@@ -23,6 +25,20 @@ struct ClientConnectionStateMachine {
         var lastReceive: UInt64
         /// When the PING still unanswered went out.
         var pingSentAt: UInt64?
+        /// When the last answer (response HEADERS) arrived.
+        var lastAnswer: UInt64?
+        /// Requests that passed their deadlines in flight with no answer on the connection
+        /// since they went out, counted since the last answer. Bytes arriving do not reset
+        /// it: a peer may answer PINGs and nothing else.
+        var deadlinesInARow = 0
+    }
+
+    /// A request not yet resolved: its deadline, and when it went out on a stream. Only
+    /// those in flight say something about the peer when they expire: a queued one may
+    /// just have waited for the rate window.
+    struct Deadline: Equatable {
+        var instant: UInt64
+        var submittedAt: UInt64?
     }
 
     /// Why the connection takes no new requests.
@@ -81,9 +97,12 @@ struct ClientConnectionStateMachine {
     /// When the rate window lets the next request go, if it held one back.
     private(set) var rateTimer: UInt64?
     /// Deadlines of the requests not yet resolved, queued or in flight, by token.
-    private var deadlines: [UInt64: UInt64] = [:]
+    private var deadlines: [UInt64: Deadline] = [:]
     /// No deadline comes before this; it may lag behind, ending in a scan that finds nothing.
     private var earliestDeadline: UInt64 = .max
+    /// Set from inside an nghttp2 callback, where the session cannot be deleted: the reason
+    /// the connection closes with once nghttp2 returns, over the error it returns with.
+    private(set) var abortReason: CloseReason?
 
     init(limits: Limits, now: UInt64) {
         self.limits = limits
@@ -162,6 +181,23 @@ struct ClientConnectionStateMachine {
         } ?? false
     }
 
+    /// The peer answered a request (its response HEADERS arrived): it is not unresponsive,
+    /// whatever becomes of that stream.
+    mutating func answerReceived(now: UInt64) {
+        updateSession {
+            $0.lastAnswer = now
+            $0.deadlinesInARow = 0
+        }
+    }
+
+    /// An answer went past a bound that ends the connection (see `ResponseBound`). Called
+    /// from an nghttp2 callback, which then fails so that nghttp2 stops decoding; the
+    /// engine closes once nghttp2 returns, and `close` reports this reason.
+    mutating func abort(for bound: ResponseBound) {
+        guard !isClosed, abortReason == nil else { return }
+        abortReason = .responseTooLarge(bound)
+    }
+
     /// A stream ended or a request left the queue without an answer: a slot may be free.
     mutating func streamEnded() {
         submitDue = true
@@ -179,11 +215,16 @@ struct ClientConnectionStateMachine {
         case .draining(_, .local):
             return RequestFailure(.notProcessed, .connectionClosed(.closedLocally))
         case .connecting, .handshaking, .awaitingSettings, .active:
-            deadlines[token] = deadline
+            deadlines[token] = Deadline(instant: deadline)
             earliestDeadline = min(earliestDeadline, deadline)
             submitDue = true
             return nil
         }
+    }
+
+    /// The request went out on a stream: if its deadline passes, the peer had it unanswered.
+    mutating func requestSubmitted(token: UInt64, now: UInt64) {
+        deadlines[token]?.submittedAt = now
     }
 
     /// The request was resolved, one way or another: its deadline no longer matters.
@@ -266,13 +307,14 @@ struct ClientConnectionStateMachine {
 
     /// The connection closes for `proposed`; nil if it already had.
     mutating func close(_ proposed: CloseReason, openStreams: Int) -> Closing? {
-        var reason = proposed
+        // An abort's nghttp2 error (or whatever followed it) is not the reason; the bound is.
+        var reason = abortReason ?? proposed
         let goAway = self.goAway
         let connectPending = self.connectPending
         switch state {
         case .closed:
             return nil
-        case .draining(_, let drain) where proposed == .peerClosed:
+        case .draining(_, let drain) where proposed == .peerClosed && abortReason == nil:
             // After GOAWAY either side may close first; the GOAWAY is the real reason. After
             // a local drain whose streams all ended, the peer only answered the GOAWAY.
             switch drain {
@@ -316,24 +358,54 @@ struct ClientConnectionStateMachine {
         }
         var actions: [Action] = []
         if now >= earliestDeadline {
-            let expired = expireDeadlines(now: now)
+            let (expired, submissions) = expireDeadlines(now: now)
             if !expired.isEmpty { actions.append(.expireRequests(expired)) }
+            if let close = countUnanswered(submittedAt: submissions) {
+                // Closing ends every timer; the PING check has nothing left to decide.
+                actions.append(close)
+                return actions
+            }
         }
         if let rateTimer, now >= rateTimer { actions.append(.submit) }
         if let liveness = checkLiveness(now: now) { actions.append(liveness) }
         return actions
     }
 
-    /// Removes and returns the requests whose deadlines passed by `now`.
-    private mutating func expireDeadlines(now: UInt64) -> Set<UInt64> {
+    /// Removes and returns the requests whose deadlines passed by `now`, and when those of
+    /// them in flight went out.
+    private mutating func expireDeadlines(now: UInt64) -> (expired: Set<UInt64>, submittedAt: [UInt64]) {
         var expired = Set<UInt64>()
+        var submissions: [UInt64] = []
         var earliest = UInt64.max
         for (token, deadline) in deadlines {
-            if deadline <= now { expired.insert(token) } else { earliest = min(earliest, deadline) }
+            if deadline.instant <= now {
+                expired.insert(token)
+                if let submittedAt = deadline.submittedAt { submissions.append(submittedAt) }
+            } else {
+                earliest = min(earliest, deadline.instant)
+            }
         }
         for token in expired { deadlines[token] = nil }
         earliestDeadline = earliest
-        return expired
+        return (expired, submissions)
+    }
+
+    /// Counts requests that expired in flight with no answer on the connection since they
+    /// went out; a close once `unresponsiveAfterDeadlines` of them came with no answer
+    /// between. PINGs may still be answered (so `checkLiveness` never closes it), but a
+    /// connection that answers nothing else would spend an attempt of every request handed
+    /// to it until the pool replaced it. A request that expired while others were answered
+    /// is not counted: a server slow for some requests (a busy connection, answers
+    /// interleaved with expiries) is not replaced for that, since another would be as slow.
+    private mutating func countUnanswered(submittedAt submissions: [UInt64]) -> Action? {
+        let threshold = limits.unresponsiveAfterDeadlines
+        guard !submissions.isEmpty else { return nil }
+        return updateSession { session -> Action? in
+            let lastAnswer = session.lastAnswer
+            session.deadlinesInARow += submissions.count { submittedAt in lastAnswer.map { $0 < submittedAt } ?? true }
+            guard threshold > 0, session.deadlinesInARow >= threshold else { return nil }
+            return .close(.unresponsive(deadlinesInARow: session.deadlinesInARow))
+        } ?? nil
     }
 
     /// A PING goes out after `pingInterval` without bytes from the peer; without bytes
@@ -382,6 +454,7 @@ extension ClientConnectionStateMachine.Limits {
                   singleStreamUntilFirstResponse: configuration.singleStreamUntilFirstResponse,
                   connectTimeout: MonotonicClock.nanoseconds(configuration.connectTimeout),
                   pingInterval: MonotonicClock.nanoseconds(configuration.pingInterval),
-                  pingTimeout: MonotonicClock.nanoseconds(configuration.pingTimeout))
+                  pingTimeout: MonotonicClock.nanoseconds(configuration.pingTimeout),
+                  unresponsiveAfterDeadlines: max(configuration.unresponsiveAfterDeadlines, 0))
     }
 }

@@ -8,6 +8,10 @@ final class ClientStream {
     var endStreamReceived = false
     var status: Int?
     var headers: [HeaderField] = []
+    /// The decoded size of its header fields so far, trailers included (name + value + 32 each).
+    var headerListSize = 0
+    /// The answer went past this bound, which ends the connection: the close fails it with it.
+    var exceeded: ResponseBound?
     var body: [UInt8] = []
 
     init(_ pending: PendingRequest, windowSequence: Int?) {

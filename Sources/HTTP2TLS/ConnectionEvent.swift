@@ -12,6 +12,13 @@ public enum CloseReason: Sendable, Equatable, CustomStringConvertible {
     case protocolError(String)
     /// A socket or TLS error after the handshake.
     case ioError(String)
+    /// An answer's header list went past its bound: decoding more of it would cost memory
+    /// and CPU for nothing, and HPACK state cannot be kept without decoding it.
+    case responseTooLarge(ResponseBound)
+    /// This many requests in a row passed their deadlines in flight with no answer on the
+    /// connection since they went out, though the peer may still answer PINGs: it is
+    /// replaced rather than kept spending every request's attempt.
+    case unresponsive(deadlinesInARow: Int)
 
     public var description: String {
         switch self {
@@ -21,6 +28,8 @@ public enum CloseReason: Sendable, Equatable, CustomStringConvertible {
         case .pingTimeout: return "no answer to PING"
         case .protocolError(let text): return "HTTP/2 protocol error: \(text)"
         case .ioError(let text): return "I/O error: \(text)"
+        case .responseTooLarge(let bound): return "response too large: \(bound)"
+        case .unresponsive(let count): return "\(count) requests in a row got no answer before their deadlines"
         }
     }
 }

@@ -23,6 +23,10 @@ public struct RequestFailure: Error, Sendable, Equatable, CustomStringConvertibl
         case cancelled
         /// The request could not be encoded (e.g. header rejected by nghttp2).
         case invalidRequest(String)
+        /// The answer went past a bound on what one response may hold, so this side gave up
+        /// on it (a body: the stream was reset; a header list: the connection was ended).
+        /// The server had the request, so it may have processed it.
+        case responseTooLarge(ResponseBound)
     }
 
     public var processing: Processing
@@ -45,8 +49,27 @@ public struct RequestFailure: Error, Sendable, Equatable, CustomStringConvertibl
         case .streamReset(let code): what = "stream reset by peer (error \(code))"
         case .cancelled: what = "cancelled"
         case .invalidRequest(let text): what = "invalid request: \(text)"
+        case .responseTooLarge(let bound): what = "response too large: \(bound)"
         }
         return processing == .notProcessed ? "\(what) (not processed)" : "\(what) (may have been processed)"
+    }
+}
+
+/// A bound on what one answer may take in memory, whatever the peer sends: without one a
+/// server (or whatever stands in its place) could make the client buffer an endless body,
+/// or decode a small HPACK block into gigabytes of header fields.
+public enum ResponseBound: Sendable, Equatable, CustomStringConvertible {
+    /// The body went past this many bytes (`HTTP2ClientConfiguration.maxResponseBodySize`).
+    case body(limit: Int)
+    /// The decoded header fields went past this many bytes, each counted as name + value
+    /// + 32 as for SETTINGS_MAX_HEADER_LIST_SIZE (`HTTP2ClientConfiguration.maxResponseHeaderListSize`).
+    case headerList(limit: Int)
+
+    public var description: String {
+        switch self {
+        case .body(let limit): return "body over \(limit) bytes"
+        case .headerList(let limit): return "header list over \(limit) bytes"
+        }
     }
 }
 

@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import HTTP2TLS
 import PGPushCore
+import PGPushTestSupport
 import PushCrypto
 import Testing
 
@@ -421,6 +422,38 @@ struct ClientDeliveryTests {
         #expect(result.resends == 0)
         #expect(handler.arrivals.value.count == 1)
         #expect(client.statistics.failuresMayHaveBeenProcessed == 1)
+        await client.shutdown(timeout: .zero)
+    }
+
+    @Test("a connection that answers PINGs but no request closes after three deadlines in a row; the pool replaces it")
+    func unresponsiveConnectionReplaced() async throws {
+        // The first connection takes requests and never answers (nghttp2 still answers its
+        // PINGs); later ones answer.
+        let silent = Guarded<Int?>(nil)
+        let handler = FakeAPNs { request, responder, _ in
+            let first = silent.withLock { id -> Int in
+                if id == nil { id = request.connectionID }
+                return id ?? request.connectionID
+            }
+            if request.connectionID != first { FakeAPNs.accept(request, responder) }
+        }
+        let server = try FakeAPNsServer(handler: handler)
+        defer { server.stop() }
+        let client = try server.client(requestTimeout: .seconds(2))  // ample for the answer on the new connection under a sanitizer
+        await client.start()
+        for index: Int64 in 1...3 {
+            let result = await client.send(try ClientTestValues.request(index))
+            #expect(result.failure?.processing == .mayHaveBeenProcessed)
+            #expect(result.failure?.cause == .deadlineExceeded)
+        }
+        // The third deadline closed the connection (CloseReason.unresponsive); the pool's
+        // keeper connects another (after its backoff: the silent one never answered).
+        #expect(try await eventually(timeout: .seconds(60)) { client.statistics.reconnects == 1 })
+        let next = await client.send(try ClientTestValues.request(4))
+        #expect(next.status == 200)
+        let arrivals = handler.arrivals.value
+        #expect(arrivals.count == 4)
+        if arrivals.count == 4 { #expect(arrivals[3].connectionID != arrivals[0].connectionID) }
         await client.shutdown(timeout: .zero)
     }
 

@@ -6,9 +6,10 @@ private let millisecond: UInt64 = 1_000_000
 
 private typealias Machine = ClientConnectionStateMachine
 
-private func limits(maxConcurrentStreams: Int = 1000, singleStream: Bool = false) -> Machine.Limits {
+private func limits(maxConcurrentStreams: Int = 1000, singleStream: Bool = false, unresponsiveAfter: Int = 0) -> Machine.Limits {
     Machine.Limits(maxConcurrentStreams: maxConcurrentStreams, singleStreamUntilFirstResponse: singleStream,
-                   connectTimeout: 10 * second, pingInterval: 60 * second, pingTimeout: 10 * second)
+                   connectTimeout: 10 * second, pingInterval: 60 * second, pingTimeout: 10 * second,
+                   unresponsiveAfterDeadlines: unresponsiveAfter)
 }
 
 /// A machine whose session started at `start`, as after a successful connect.
@@ -250,5 +251,103 @@ struct ClientConnectionStateMachineTests {
         #expect(machine.timerFired(now: .max) == [])
         #expect(machine.requestQueued(token: 2, deadline: .max) == RequestFailure(.notProcessed, .connectionClosed(.pingTimeout)))
         #expect(machine.streamLimit == 0)
+    }
+
+    @Test("three requests in a row expiring in flight with no answer since they went out close the connection as unresponsive")
+    func unresponsive() {
+        let start = 100 * second
+        var machine = running(limits(unresponsiveAfter: 3), start: start)
+        _ = machine.settingsReceived(maxConcurrentStreams: 100)
+        for token in UInt64(1)...3 {
+            let deadline = start + token * 10 * second
+            #expect(machine.requestQueued(token: token, deadline: deadline) == nil)
+            machine.requestSubmitted(token: token, now: deadline - 10 * second)
+            // PINGs answered meanwhile (bytes arriving) do not count as answers.
+            machine.received(now: deadline - second)
+            let expected: [Machine.Action] = token < 3
+                ? [.expireRequests([token])]
+                : [.expireRequests([token]), .close(.unresponsive(deadlinesInARow: 3))]
+            #expect(machine.timerFired(now: deadline) == expected)
+        }
+        _ = machine.close(.unresponsive(deadlinesInARow: 3), openStreams: 0)
+        #expect(machine.requestQueued(token: 9, deadline: .max)
+                == RequestFailure(.notProcessed, .connectionClosed(.unresponsive(deadlinesInARow: 3))))
+    }
+
+    @Test("an answer starts the count again; queued requests and those sent before an answer do not count")
+    func answersResetUnresponsiveCount() {
+        let start = 100 * second
+        var machine = running(limits(unresponsiveAfter: 3), start: start)
+        _ = machine.settingsReceived(maxConcurrentStreams: 100)
+        for token in UInt64(1)...2 {
+            _ = machine.requestQueued(token: token, deadline: start + 10 * second)
+            machine.requestSubmitted(token: token, now: start)
+        }
+        // Held back by the rate window, say: its expiry says nothing about the peer.
+        _ = machine.requestQueued(token: 3, deadline: start + 10 * second)
+        #expect(machine.timerFired(now: start + 10 * second) == [.expireRequests([1, 2, 3])])
+        // Response HEADERS for some other stream: the peer answers.
+        machine.answerReceived(now: start + 11 * second)
+        for token in UInt64(4)...5 {
+            _ = machine.requestQueued(token: token, deadline: start + 20 * second)
+            machine.requestSubmitted(token: token, now: start + 10 * second)
+        }
+        // Sent before that answer: the peer was answering while they waited; slow, not gone.
+        #expect(machine.timerFired(now: start + 20 * second) == [.expireRequests([4, 5])])
+        for token in UInt64(6)...7 {
+            _ = machine.requestQueued(token: token, deadline: start + 22 * second)
+            machine.requestSubmitted(token: token, now: start + 12 * second)
+        }
+        #expect(machine.timerFired(now: start + 22 * second) == [.expireRequests([6, 7])])
+        #expect(!machine.isClosed)
+        // Several at once count one by one.
+        for token in UInt64(8)...10 {
+            _ = machine.requestQueued(token: token, deadline: start + 23 * second)
+            machine.requestSubmitted(token: token, now: start + 13 * second)
+        }
+        #expect(machine.timerFired(now: start + 23 * second) == [.expireRequests([8, 9, 10]), .close(.unresponsive(deadlinesInARow: 5))])
+    }
+
+    @Test("a busy server slow for some requests is not unresponsive: answers come between the expiries")
+    func slowButAnswering() {
+        let start = 100 * second
+        var machine = running(limits(unresponsiveAfter: 3), start: start)
+        _ = machine.settingsReceived(maxConcurrentStreams: 100)
+        // A request every 10 ms with a 1 s deadline; three in five go unanswered (three
+        // expiries in a row, then two answers), the others are answered after 500 ms.
+        for index in UInt64(0)..<1000 {
+            let now = start + index * 10 * millisecond
+            for action in machine.timerFired(now: now) {
+                if case .close(let reason) = action { Issue.record("closed at request \(index): \(reason)") }
+            }
+            _ = machine.requestQueued(token: index, deadline: now + second)
+            machine.requestSubmitted(token: index, now: now)
+            if index >= 50 && index % 5 >= 3 {
+                machine.answerReceived(now: now)
+                machine.requestEnded(token: index - 50)
+            }
+        }
+        #expect(!machine.isClosed)
+    }
+
+    @Test("with the count at 0 a connection is never closed for expiries")
+    func unresponsiveDisabled() {
+        let start = 100 * second
+        var machine = running(limits(unresponsiveAfter: 0), start: start)
+        for token in UInt64(1)...10 {
+            _ = machine.requestQueued(token: token, deadline: start + token * second)
+            machine.requestSubmitted(token: token, now: start)
+            #expect(machine.timerFired(now: start + token * second) == [.expireRequests([token])])
+        }
+    }
+
+    @Test("an abort for a bound names the bound as the close reason, over the error nghttp2 returns")
+    func abortForBound() {
+        var machine = running()
+        machine.abort(for: .headerList(limit: 16_384))
+        #expect(!machine.isClosed)
+        let closing = machine.close(.protocolError("The user callback function failed"), openStreams: 1)
+        #expect(closing?.reason == .responseTooLarge(.headerList(limit: 16_384)))
+        #expect(machine.closeReason == .responseTooLarge(.headerList(limit: 16_384)))
     }
 }

@@ -1,5 +1,6 @@
 import HTTP2TLS
 import Locking
+import PGPushTestSupport
 import Testing
 
 @Suite("HTTP/2 client: failures say whether the request may have been processed")
@@ -243,5 +244,39 @@ struct FaultTests {
             #expect(goAway.reason == "IdleTimeout")
             #expect(goAway.lastStreamID == 1)
         }
+    }
+
+    @Test("a server that answers PINGs but no request: the connection closes itself after three deadlines in a row",
+          .timeLimit(.minutes(5)))
+    func unresponsive() async throws {
+        let held = Locked<[ServerResponder]>([])
+        let server = try makeServer(ClosureHandler { _, responder in held.withLock { $0.append(responder) } })
+        defer { server.shutdown() }
+        let client = try HTTP2Client()
+        defer { client.shutdown() }
+        var configuration = try clientConfiguration()
+        configuration.requestTimeout = .milliseconds(300)
+        // PINGs go out and are answered all along: liveness alone would keep the connection.
+        configuration.pingInterval = .milliseconds(50)
+        configuration.maxConcurrentStreams = 1
+        #expect(configuration.unresponsiveAfterDeadlines == 3)
+        let connection = try await client.connect(host: "127.0.0.1", port: server.port, configuration: configuration)
+        for index in 0..<2 {
+            #expect(await failure(of: connection, request(index)) == RequestFailure(.mayHaveBeenProcessed, .deadlineExceeded))
+            #expect(connection.status.acceptsRequests)
+        }
+        // The third goes in flight; the fourth waits behind it for the one stream, with a
+        // deadline of its own far off.
+        async let third = failure(of: connection, request(2))
+        #expect(try await eventually { held.value.count == 3 })
+        var queued = request(3)
+        queued.timeout = .seconds(20)
+        let fourth = await failure(of: connection, queued)
+        #expect(await third == RequestFailure(.mayHaveBeenProcessed, .deadlineExceeded))
+        let reason = CloseReason.unresponsive(deadlinesInARow: 3)
+        // Never sent: not processed, so the pool sends it elsewhere without spending an attempt.
+        #expect(fourth == RequestFailure(.notProcessed, .connectionClosed(reason)))
+        #expect(connection.status.phase == .closed(reason))
+        #expect(held.value.count == 3)
     }
 }
