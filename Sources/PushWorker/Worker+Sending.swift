@@ -60,6 +60,11 @@ extension Worker {
         }
         let result = await sender.send(request)
         metrics.recordLatency(result.latency)
+        if let failure = result.failure, failure.cause == .responseTooLarge {
+            // The row follows the no-answer rule like a deadline; the line says which bound the
+            // other side went past (body or header list, with the limit).
+            repeated.warning("response_too_large", key: app.name, ["app": app.name, "detail": failure.detail])
+        }
         let decision = random.withLock { OutcomeDecider(retry: app.retry).decide(row, result, using: &$0) }
         put(decision.outcome, app: app)
         metrics.recordOutcome(app: app.name, decision.outcome)

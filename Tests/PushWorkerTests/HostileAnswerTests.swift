@@ -123,6 +123,25 @@ import Testing
         #expect(lines.contains { $0.contains(" outcome_refused ") && $0.contains("22023") }, "\(lines)")
     }
 
+    /// An error body past the HTTP/2 client's bound (64 KiB; 50 MB bodies once held 1 GB):
+    /// the stream is abandoned, the row follows the no-answer rule (retried, then `failed`
+    /// with `ResponseTooLarge`), the log names the bound, and other rows are not touched.
+    @Test func anAnswerPastTheBodyBoundIsAbandonedAndNamed() async throws {
+        let big = Self.token(7)
+        let huge = SimulatorAnswer(status: 400, reason: String(repeating: "X", count: 100_000))
+        let run = try await Self.deliver([big] + (100..<110).map(Self.token),
+                                         scripts: [big: Array(repeating: .answer(huge), count: 4)])
+        let row = try run.database.query("""
+            SELECT status, attempts, last_reason FROM pgpush.notifications WHERE device_token = $1
+            """, [big])
+        #expect(row.string(0, 0) == "failed")
+        #expect(row.int(0, 1) == 4)
+        #expect(row.string(0, 2) == "ResponseTooLarge")
+        #expect(run.requestsPerToken[big] == 4)
+        #expect(run.requestsPerToken.filter { $0.key != big }.values.allSatisfy { $0 == 1 })
+        #expect(run.lines.contains { $0.contains(" response_too_large ") && $0.contains("65536") }, "\(run.lines)")
+    }
+
     /// When every outcome statement is refused for a reason that is not the data's (here a
     /// lock that cannot be had, SQLSTATE 55P03) until shutdown, the shutdown line names
     /// that cause, not an unreachable database.
