@@ -171,5 +171,5 @@ public final class Worker: Sendable {
 
 /// The version written to `pgpush.workers` and printed by `pgpush --version`.
 public enum PGPushVersion {
-    public static let current = "0.3.0"
+    public static let current = "0.4.0"
 }
