@@ -68,7 +68,9 @@ extension ClientConnectionEngine {
         guard let tls else { return }
         switch tls.handshake() {
         case .inProgress: return
-        case .failed(let detail): failConnect(.tlsHandshakeFailed(detail))
+        case .failed(let detail):
+            // A certificate that did not verify keeps its particulars, not just a line of text.
+            failConnect(tls.certificateRejection().map { .certificateRejected($0) } ?? .tlsHandshakeFailed(detail))
         case .done:
             let selected = ALPN.selected(by: tls.ssl)
             guard selected == "h2" else {
