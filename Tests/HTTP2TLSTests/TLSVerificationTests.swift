@@ -101,6 +101,16 @@ struct TLSVerificationTests {
         #expect(error == .alpnNotNegotiated(selected: nil))
     }
 
+    @Test("a server that offers only http/1.1 is refused as not agreeing to ALPN h2", .enabled(if: ChildProcess.tool("openssl") != nil))
+    func onlyHTTP1() async throws {
+        // OpenSSL's server answers a client without a protocol in common with the fatal
+        // no_application_protocol alert instead of completing the handshake.
+        let error = try await withOpenSSLServer(["-alpn", "http/1.1"]) { port in
+            try await connectError(host: "127.0.0.1", port: port, configuration: try clientConfiguration())
+        }
+        #expect(error == .alpnNotNegotiated(selected: nil))
+    }
+
     @Test("a server limited to TLS 1.1 is refused", .enabled(if: ChildProcess.tool("openssl") != nil))
     func oldTLSVersion() async throws {
         let error = try await withOpenSSLServer(["-tls1_1", "-cipher", "DEFAULT@SECLEVEL=0", "-alpn", "h2"]) { port in
