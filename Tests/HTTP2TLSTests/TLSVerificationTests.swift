@@ -143,6 +143,29 @@ struct TLSVerificationTests {
         }
     }
 
+    @Test("a peer that sends what is not HTTP/2 ends the connection as a protocol error, not a local close",
+          .enabled(if: ChildProcess.tool("openssl") != nil), .timeLimit(.minutes(5)))
+    func garbageFromThePeer() async throws {
+        let certificates = try TestCertificates.get()
+        let port = try freePort()
+        let process = try Tool.start("openssl", ["s_server", "-accept", "127.0.0.1:\(port)", "-cert", certificates.serverCertificate,
+                                                 "-key", certificates.serverKey, "-quiet", "-alpn", "h2"])
+        defer { Tool.kill(process) }
+        try await waitForListener(port: port)
+        let client = try HTTP2Client()
+        defer { client.shutdown() }
+        let connection = try await client.connect(host: "127.0.0.1", port: port, configuration: try clientConfiguration())
+        // s_server passes its stdin to the client it is serving: bytes that are no SETTINGS frame.
+        let stdin = try #require((process.standardInput as? Pipe)?.fileHandleForWriting)
+        try stdin.write(contentsOf: Data("this is not HTTP/2 at all\n".utf8))
+        let reason = await closeReason(of: connection)
+        guard case .protocolError(let text) = reason else {
+            Issue.record("expected a protocol error, got \(String(describing: reason))")
+            return
+        }
+        #expect(text.contains("PROTOCOL_ERROR"), "\(text)")
+    }
+
     @Test("a listener that never completes the handshake hits the connect timeout", .timeLimit(.minutes(5)))
     func connectTimeout() async throws {
         let listener = try SilentListener()
