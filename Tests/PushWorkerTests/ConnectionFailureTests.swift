@@ -66,10 +66,10 @@ struct ConnectionFailureTests {
     }
 
     /// A token-auth app of this worker, reaching `url` and trusting `caFile`.
-    static func app(_ name: String, url: String, caFile: String?, harness: SimulatorHarness) -> AppConfiguration {
+    static func app(_ name: String, url: String, caFile: String?, harness: SimulatorHarness, connections: Int = 2) -> AppConfiguration {
         AppConfiguration(name: name, bundleID: harness.bundleID, apnsURL: url, caFile: caFile,
                          authentication: .token(teamID: harness.teamID, keyID: harness.keyID, keyFile: harness.keyFile),
-                         connections: 2, ratePerConnection: 0)
+                         connections: connections, ratePerConnection: 0)
     }
 
     static func enqueue(_ database: PostgresConnection, app: String, count: Int) throws {
@@ -93,6 +93,39 @@ struct ConnectionFailureTests {
     static func queuedOrSending(_ database: PostgresConnection, app: String) throws -> Int {
         try database.query("SELECT count(*) FROM pgpush.notifications WHERE app = $1 AND status IN ('queued', 'sending')",
                            [app]).int(0, 0) ?? -1
+    }
+
+    /// `openssl s_server` on 127.0.0.1:`port` with the certificate; what is written to its
+    /// stdin goes to the first client after the handshake.
+    static func openSSLServer(port: Int, chainFile: String, keyFile: String, _ extra: [String],
+                              stdin: Pipe = Pipe()) throws -> Process {
+        let openssl = try #require(ChildProcess.tool("openssl"))
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: openssl)
+        process.arguments = ["s_server", "-accept", "127.0.0.1:\(port)", "-cert", chainFile, "-key", keyFile, "-quiet"] + extra
+        process.standardInput = stdin
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        return process
+    }
+
+    static func kill(_ process: Process) {
+        // s_server ignores SIGTERM while it waits on stdin.
+        Glibc.kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    /// A CA file and a certificate for 127.0.0.1 it issued, with its key, written beside the harness's files.
+    static func trustedCertificate(in directory: URL, name: String) throws -> (caFile: String, chainFile: String, keyFile: String) {
+        let authority = try SelfSignedAuthority.generate(commonName: "pgpush \(name) test CA")
+        let issued = try authority.issueServerCertificate(ipAddresses: ["127.0.0.1"])
+        let files = (directory.appendingPathComponent("\(name)-ca.pem").path, directory.appendingPathComponent("\(name).pem").path,
+                     directory.appendingPathComponent("\(name)-key.pem").path)
+        try Data(authority.certificatePEM.utf8).write(to: URL(fileURLWithPath: files.0))
+        try Data(issued.certificatePEM.utf8).write(to: URL(fileURLWithPath: files.1))
+        try Data(issued.privateKeyPEM.utf8).write(to: URL(fileURLWithPath: files.2))
+        return files
     }
 
     @Test func anExpiredServerCertificateIsLoggedOnceWithItsExpiryAndCounted() async throws {
@@ -162,29 +195,10 @@ struct ConnectionFailureTests {
         let harness = try SimulatorHarness()
         defer { harness.stop() }
         // A TLS server with a certificate the worker trusts that speaks only HTTP/1.1.
-        let authority = try SelfSignedAuthority.generate(commonName: "pgpush alpn test CA")
-        let issued = try authority.issueServerCertificate(ipAddresses: ["127.0.0.1"])
-        let caFile = harness.directory.appendingPathComponent("alpn-ca.pem").path
-        let chainFile = harness.directory.appendingPathComponent("alpn.pem").path
-        let keyFile = harness.directory.appendingPathComponent("alpn-key.pem").path
-        try Data(authority.certificatePEM.utf8).write(to: URL(fileURLWithPath: caFile))
-        try Data(issued.certificatePEM.utf8).write(to: URL(fileURLWithPath: chainFile))
-        try Data(issued.privateKeyPEM.utf8).write(to: URL(fileURLWithPath: keyFile))
-        let openssl = try #require(ChildProcess.tool("openssl"))
+        let (caFile, chainFile, keyFile) = try Self.trustedCertificate(in: harness.directory, name: "alpn")
         let alpnPort = try freePort()
-        let http1 = Process()
-        http1.executableURL = URL(fileURLWithPath: openssl)
-        http1.arguments = ["s_server", "-accept", "127.0.0.1:\(alpnPort)", "-cert", chainFile, "-key", keyFile, "-quiet",
-                           "-alpn", "http/1.1"]
-        http1.standardInput = Pipe()
-        http1.standardOutput = FileHandle.nullDevice
-        http1.standardError = FileHandle.nullDevice
-        try http1.run()
-        defer {
-            // s_server ignores SIGTERM while it waits on stdin.
-            kill(http1.processIdentifier, SIGKILL)
-            http1.waitUntilExit()
-        }
+        let http1 = try Self.openSSLServer(port: alpnPort, chainFile: chainFile, keyFile: keyFile, ["-alpn", "http/1.1"])
+        defer { Self.kill(http1) }
 
         // Listening before the worker starts: a refused connect would be a cause of its own.
         #expect(try await eventually(timeout: .seconds(60)) { Self.listening(alpnPort) })
@@ -225,6 +239,54 @@ struct ConnectionFailureTests {
             #expect(try Self.finishedRows(database, app: app) == 0, "\(rows)")
             #expect(try Self.queuedOrSending(database, app: app) == 2, "\(rows)")
         }
+        worker.stop()
+        try await running.value
+    }
+
+    @Test(.enabled(if: ChildProcess.tool("openssl") != nil))
+    func aConnectionEndedByAProtocolErrorIsLoggedAndCounted() async throws {
+        let harness = try SimulatorHarness()
+        defer { harness.stop() }
+        // Agrees to h2, then sends what is no HTTP/2 frame: the client ends the connection.
+        let (caFile, chainFile, keyFile) = try Self.trustedCertificate(in: harness.directory, name: "garbage")
+        let port = try freePort()
+        let stdin = Pipe()
+        let server = try Self.openSSLServer(port: port, chainFile: chainFile, keyFile: keyFile, ["-alpn", "h2"], stdin: stdin)
+        defer { Self.kill(server) }
+        #expect(try await eventually(timeout: .seconds(60)) { Self.listening(port) })
+        let conninfo = try TestDatabase.migrated()
+        let database = try PostgresConnection(conninfo: conninfo)
+        try Self.enqueue(database, app: "garbage", count: 1)
+        let log = Locked<[String]>([])
+        // One connection: s_server serves one at a time, a second would time out in its backlog.
+        let app = Self.app("garbage", url: "https://127.0.0.1:\(port)", caFile: caFile, harness: harness, connections: 1)
+        var workerConfiguration = WorkerConfiguration(databaseURL: conninfo, apps: [app], workerID: "garbage-worker")
+        workerConfiguration.metricsAddress = "127.0.0.1:0"
+        workerConfiguration.drainTimeout = .seconds(2)
+        let worker = try Worker(configuration: workerConfiguration, senders: try APNsSenderFactory.makeSenders(for: [app]),
+                                log: Log(sink: { line in log.withLock { $0.append(line) } }))
+        let metricsPort = try #require(worker.metricsPort)
+        let running = Task { try await worker.run() }
+        defer { worker.stop() }
+
+        // s_server passes its stdin on only while a client is connected (and drops it
+        // otherwise): keep offering the garbage until a connection has taken it.
+        let writer = stdin.fileHandleForWriting
+        let garbage = Task {
+            while !Task.isCancelled {
+                try? writer.write(contentsOf: Data("this is not HTTP/2 at all\n".utf8))
+                try? await Task.sleep(for: .milliseconds(300))
+            }
+        }
+        defer { garbage.cancel() }
+        let series = #"pgpush_apns_connection_failures_total{app="garbage",cause="protocol_error"}"#
+        let (held, scrape) = try await Self.scrape(metricsPort) { (Self.value($0, series) ?? 0) >= 1 }
+        garbage.cancel()
+        #expect(held, "\(scrape)\n\(log.withLock { $0 })")
+        let lines = Self.lines(log, "apns_connection_failed", app: "garbage").filter { $0.contains(" cause=protocol_error ") }
+        #expect(lines.count == 1, "\(log.withLock { $0 })")
+        #expect(lines.first?.contains(" endpoint=127.0.0.1:\(port) ") == true, "\(lines)")
+        #expect(lines.first?.contains("PROTOCOL_ERROR") == true, "\(lines)")
         worker.stop()
         try await running.value
     }
