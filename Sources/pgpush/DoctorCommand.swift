@@ -192,7 +192,7 @@ enum DoctorCommand {
             return true
         } catch let error as ConnectError {
             // The same cause and particulars as the worker's apns_connection_failed line.
-            if let failure = APNsConnectionFailure(endpoint: "\(endpoint.host):\(endpoint.port)", error: error) {
+            if let failure = APNsConnectionFailure(endpoint: endpoint.hostAndPort, error: error) {
                 report.fail(subject, "cannot connect to \(failure.endpoint) (\(failure.cause.rawValue)): \(failure.detail)")
             } else {
                 report.fail(subject, "\(error)")

@@ -222,7 +222,7 @@ final class APNsConnectionPool: Sendable {
             do {
                 connection = try await transport.connect(host: endpoint.host, port: endpoint.port, configuration: connectionConfiguration)
             } catch {
-                guard let failure = APNsConnectionFailure(endpoint: "\(endpoint.host):\(endpoint.port)", error: error) else { return }
+                guard let failure = APNsConnectionFailure(endpoint: endpoint.hostAndPort, error: error) else { return }
                 report(failure)
                 step = handle { $0.connectFailed(slot: slot, failure: failure) }
                 continue
@@ -258,7 +258,7 @@ final class APNsConnectionPool: Sendable {
         for await event in connection.events {
             switch event {
             case .closed(let reason):
-                if let failure = APNsConnectionFailure(endpoint: "\(endpoint.host):\(endpoint.port)", closeReason: reason) {
+                if let failure = APNsConnectionFailure(endpoint: endpoint.hostAndPort, closeReason: reason) {
                     report(failure)
                 }
                 handle { $0.connectionStopped(slot: slot, connection: connection, at: clock.now) }
