@@ -92,6 +92,16 @@ public final class APNsClient: Sendable {
     /// The last connect error (for `pgpush doctor` and logs), nil if none happened.
     public var lastConnectError: String? { pool.lastConnectError }
 
+    /// The last connect failure with its particulars, nil if none happened.
+    public var lastConnectFailure: APNsConnectionFailure? { pool.lastConnectFailure }
+
+    /// `observer` is told of every failure to connect and every connection that ends on a
+    /// protocol or I/O error, as it happens, on the task that saw it (keep it quick). One
+    /// observer per client; a later call replaces it.
+    public func onConnectionFailure(_ observer: @escaping @Sendable (APNsConnectionFailure) -> Void) {
+        pool.onConnectionFailure(observer)
+    }
+
     /// Sends one notification and returns what happened to it. What to do with each answer
     /// is `DeliveryPolicy.clientStep`'s to say; this carries it out.
     public func send(_ request: APNsRequest) async -> DeliveryResult {

@@ -17,7 +17,11 @@ public struct APNsClientStatistics: Sendable, Equatable {
     /// Connections opened successfully, and those that replaced an earlier one.
     public var connectionsOpened = 0
     public var reconnects = 0
+    /// Connect attempts that failed (every cause but `protocolError` and `ioError`).
     public var connectFailures = 0
+    /// Connect attempts that failed and open connections that ended on a protocol or I/O
+    /// error, by cause.
+    public var connectionFailuresByCause: [APNsConnectionFailure.Cause: Int] = [:]
     /// Connections currently taking requests.
     public var liveConnections = 0
     /// Connections whose rate is currently lowered because 429s spread.

@@ -68,7 +68,17 @@ extension ClientConnectionEngine {
         guard let tls else { return }
         switch tls.handshake() {
         case .inProgress: return
-        case .failed(let detail): failConnect(.tlsHandshakeFailed(detail))
+        case .failed(let detail):
+            // A certificate that did not verify keeps its particulars, not just a line of text.
+            if let rejection = tls.certificateRejection() {
+                failConnect(.certificateRejected(rejection))
+            } else if detail.contains("no application protocol") {
+                // A server with no protocol in common ends the handshake with this alert
+                // (RFC 7301 §3.2) rather than completing it without ALPN.
+                failConnect(.alpnNotNegotiated(selected: nil))
+            } else {
+                failConnect(.tlsHandshakeFailed(detail))
+            }
         case .done:
             let selected = ALPN.selected(by: tls.ssl)
             guard selected == "h2" else {

@@ -213,6 +213,12 @@ extension ClientConnectionEngine {
     func sentFrame(_ frame: UnsafePointer<nghttp2_frame>) {
         if UInt32(frame.pointee.hd.type) == NGHTTP2_HEADERS.rawValue {
             streams[frame.pointee.hd.stream_id]?.headersSent = true
+        } else if UInt32(frame.pointee.hd.type) == NGHTTP2_GOAWAY.rawValue, frame.pointee.goaway.error_code != 0,
+                  sessionProtocolError == nil {
+            // nghttp2 ended the session over something the peer sent.
+            let code = frame.pointee.goaway.error_code
+            let name = String(cString: nghttp2_http2_strerror(code))
+            sessionProtocolError = sessionErrorMessage.map { "\($0) (sent GOAWAY \(name))" } ?? "sent GOAWAY \(name)"
         }
     }
 

@@ -18,6 +18,10 @@ final class ClientConnectionEngine {
     var descriptor: Int32 = -1
     private(set) var tls: TLSStream?
     var session: OpaquePointer?
+    /// nghttp2's last error message, and the protocol error it ended the session for (it
+    /// sent GOAWAY with an error code): the close reason then, not `closedLocally`.
+    var sessionErrorMessage: String?
+    var sessionProtocolError: String?
 
     var streams: [Int32: ClientStream] = [:]
     var queue: [PendingRequest?] = []
@@ -127,7 +131,7 @@ final class ClientConnectionEngine {
             noteWritten(tls)
         }
         if let reason = state.closeDue(sessionFinished: HTTP2Wire.isFinished(session: session, tls: tls)) {
-            close(reason)
+            close(reason == .closedLocally ? sessionProtocolError.map { .protocolError($0) } ?? reason : reason)
         }
     }
 

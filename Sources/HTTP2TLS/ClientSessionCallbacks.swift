@@ -47,6 +47,12 @@ enum ClientSessionCallbacks {
             ClientSessionCallbacks.connection(userData).streamClosed(streamID: streamID, errorCode: errorCode)
             return 0
         }
+        nghttp2_session_callbacks_set_error_callback2(callbacks) { _, _, message, length, userData in
+            guard let message, let userData else { return 0 }
+            ClientSessionCallbacks.connection(userData).sessionErrorMessage =
+                String(decoding: UnsafeRawBufferPointer(start: message, count: length), as: UTF8.self)
+            return 0
+        }
         return callbacks
     }
 

@@ -78,6 +78,9 @@ public enum ConnectError: Error, Sendable, Equatable, CustomStringConvertible {
     case resolutionFailed(host: String, detail: String)
     case connectFailed(String)
     case tlsHandshakeFailed(String)
+    /// The handshake failed because the server's certificate did not verify (expired, for
+    /// another host name, from an unknown CA, …).
+    case certificateRejected(CertificateRejection)
     /// The server did not select ALPN `h2`.
     case alpnNotNegotiated(selected: String?)
     case timedOut
@@ -89,6 +92,7 @@ public enum ConnectError: Error, Sendable, Equatable, CustomStringConvertible {
         case .resolutionFailed(let host, let detail): return "cannot resolve \(host): \(detail)"
         case .connectFailed(let text): return "TCP connect failed: \(text)"
         case .tlsHandshakeFailed(let text): return "TLS handshake failed: \(text)"
+        case .certificateRejected(let rejection): return "TLS handshake failed: \(rejection)"
         case .alpnNotNegotiated(let selected): return "server did not agree to ALPN h2 (selected: \(selected ?? "none"))"
         case .timedOut: return "connect timed out"
         case .clientShutDown: return "HTTP/2 client is shut down"

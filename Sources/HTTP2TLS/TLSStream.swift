@@ -97,6 +97,23 @@ final class TLSStream {
         }
     }
 
+    /// After a failed client handshake: why the server's certificate did not verify, and
+    /// what it was; nil when verification was not what failed. The session keeps the chain
+    /// the server sent (its first entry the server's own certificate) even when it refused it.
+    func certificateRejection() -> CertificateRejection? {
+        let verify = SSL_get_verify_result(ssl)
+        guard verify != X509_V_OK else { return nil }
+        let reason = X509_verify_cert_error_string(verify).map { String(cString: $0) } ?? "verify error \(verify)"
+        var certificate: CertificateRejection.Certificate?
+        if let chain = SSL_get_peer_cert_chain(ssl), OPENSSL_sk_num(chain) > 0,
+           let leaf = OPENSSL_sk_value(chain, 0),
+           let details = try? CertificateDetails(of: OpaquePointer(leaf), source: "server certificate") {
+            certificate = .init(subject: details.subject, notBefore: details.notBefore, notAfter: details.notAfter)
+        }
+        ERR_clear_error()
+        return CertificateRejection(verifyResult: Int(verify), reason: reason, certificate: certificate)
+    }
+
     func read(into buffer: UnsafeMutableRawBufferPointer) -> ReadResult {
         readWaitsForWritable = false
         ERR_clear_error()

@@ -4,14 +4,14 @@ import Foundation
 /// What an operator needs to know about an X509 certificate: who it names and when
 /// it is valid. What an extension means (APNs topics and environments) is for the
 /// code that knows the extension; `extensionData(_:_:)` hands it the bytes.
-struct CertificateDetails: Sendable {
-    let subject: String
-    let notBefore: Date
-    let notAfter: Date
+package struct CertificateDetails: Sendable {
+    package let subject: String
+    package let notBefore: Date
+    package let notAfter: Date
     /// The subject's UID attribute (Apple's push certificates carry the bundle id there).
     let userID: String?
 
-    init(of certificate: OpaquePointer, source: String) throws(CredentialError) {
+    package init(of certificate: OpaquePointer, source: String) throws(CredentialError) {
         subject = try Self.subject(of: certificate)
         guard let notBefore = Self.date(X509_get0_notBefore(certificate)),
               let notAfter = Self.date(X509_get0_notAfter(certificate))

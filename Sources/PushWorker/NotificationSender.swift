@@ -13,6 +13,8 @@ public protocol NotificationSender: Sendable {
     /// How the app authenticates (which headers and push types are allowed).
     var authenticationMethod: AuthenticationMethod { get }
     var statistics: APNsClientStatistics { get }
+    /// `observer` hears of every failure to connect and every connection ended by a protocol or I/O error.
+    func onConnectionFailure(_ observer: @escaping @Sendable (APNsConnectionFailure) -> Void)
     func shutdown() async
 }
 

@@ -27,6 +27,11 @@ public final class RepeatedWarnings: Sendable {
     /// (an app name, say); a line after a quiet spell carries `repeated` (occurrences
     /// since the previous line, this one included) and `in_last`.
     public func warning(_ event: String, key: String = "", _ fields: KeyValuePairs<String, Any>) {
+        warning(event, key: key, Array(fields))
+    }
+
+    /// For fields built at run time.
+    func warning(_ event: String, key: String = "", _ fields: [(key: String, value: Any)]) {
         let instant = now()
         let summary = streaks.withLock { streaks -> (count: Int, over: Duration)?? in
             guard var streak = streaks[event + "\u{0}" + key] else {
@@ -44,9 +49,9 @@ public final class RepeatedWarnings: Sendable {
         }
         switch summary {
         case .none: return
-        case .some(.none): log.warning(event, Array(fields))
+        case .some(.none): log.warning(event, fields)
         case .some(.some(let repeated)):
-            log.warning(event, Array(fields) + [("repeated", repeated.count), ("in_last", Self.seconds(repeated.over))])
+            log.warning(event, fields + [("repeated", repeated.count), ("in_last", Self.seconds(repeated.over))])
         }
     }
 

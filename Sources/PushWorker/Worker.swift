@@ -1,3 +1,4 @@
+import APNsClient
 import Foundation
 import Locking
 import PGPushCore
@@ -70,6 +71,7 @@ public final class Worker: Sendable {
         metricsServer = try configuration.metricsAddress.map { address throws(ConfigurationError) in
             try MetricsServer(address: address) { path in Self.route(path, metrics: metrics, senders: senders) }
         }
+        Self.logConnectionFailures(of: senders, to: RepeatedWarnings(log: log, interval: Self.connectionFailureLogInterval))
     }
 
     /// The port the metrics endpoint listens on (useful with port 0).
@@ -79,12 +81,14 @@ public final class Worker: Sendable {
         switch path {
         case "/metrics":
             var connections: [String: (live: Int, rateLimiterWaits: Int, requests: Int)] = [:]
+            var failures: [String: [APNsConnectionFailure.Cause: Int]] = [:]
             for (app, sender) in senders {
                 let statistics = sender.statistics
                 connections[app] = (statistics.liveConnections, statistics.rateLimiterWaits, statistics.requestsSent)
+                failures[app] = statistics.connectionFailuresByCause
             }
             return MetricsServer.Response(status: 200, contentType: "text/plain; version=0.0.4; charset=utf-8",
-                                          body: metrics.render(connections: connections))
+                                          body: metrics.render(connections: connections, connectionFailures: failures))
         case "/healthz":
             return MetricsServer.Response(status: 200, body: "ok\n")
         case "/readyz":

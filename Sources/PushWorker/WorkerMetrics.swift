@@ -177,7 +177,9 @@ final class WorkerMetrics: Sendable {
     }
 
     /// Prometheus text format (version 0.0.4).
-    func render(connections: [String: (live: Int, rateLimiterWaits: Int, requests: Int)]) -> String {
+    /// `connectionFailures`: per app, connection failures by cause (`APNsClientStatistics.connectionFailuresByCause`).
+    func render(connections: [String: (live: Int, rateLimiterWaits: Int, requests: Int)],
+                connectionFailures: [String: [APNsConnectionFailure.Cause: Int]] = [:]) -> String {
         let snapshot = state.withLock { $0 }
         var text = ""
         text += "# HELP pgpush_notifications_total Notifications finished or rescheduled by this worker, by outcome and reason.\n"
@@ -255,6 +257,17 @@ final class WorkerMetrics: Sendable {
         text += "# HELP pgpush_apns_requests_total HTTP/2 requests written, resends included.\n# TYPE pgpush_apns_requests_total counter\n"
         for (app, value) in connections.sorted(by: { $0.key < $1.key }) {
             text += "pgpush_apns_requests_total{app=\(Self.label(app))} \(value.requests)\n"
+        }
+        // Every cause of every served app from the start, at zero: an alert on a rate sees the first failure.
+        text += "# HELP pgpush_apns_connection_failures_total Connections to APNs that could not be opened, or that ended "
+            + "on a protocol or I/O error, by cause (dns, tcp_connect, timeout, tls_certificate, tls_handshake, alpn, "
+            + "protocol_error, io_error); the log line apns_connection_failed says why.\n"
+        text += "# TYPE pgpush_apns_connection_failures_total counter\n"
+        for app in Set(apps).union(connectionFailures.keys).sorted() {
+            for cause in APNsConnectionFailure.Cause.allCases.sorted() {
+                let count = connectionFailures[app]?[cause] ?? 0
+                text += "pgpush_apns_connection_failures_total{app=\(Self.label(app)),cause=\(Self.label(cause.rawValue))} \(count)\n"
+            }
         }
         text += "# HELP pgpush_rate_limiter_waits_total Sends that waited for the per-connection rate limit.\n"
         text += "# TYPE pgpush_rate_limiter_waits_total counter\n"

@@ -167,9 +167,15 @@ enum DoctorCommand {
     @discardableResult
     static func checkEndpoint(_ app: AppConfiguration, into report: inout DoctorReport) async -> Bool {
         let subject = "app \(app.name): APNs"
+        let endpoint: APNsEndpoint
         do {
-            let endpoint = try app.apnsURL.map { url throws in try APNsEndpoint(baseURL: url) }
+            endpoint = try app.apnsURL.map { url throws in try APNsEndpoint(baseURL: url) }
                 ?? APNsEndpoint(environment: app.environment == .production ? .production : .development)
+        } catch {
+            report.fail(subject, "\(error)")
+            return false
+        }
+        do {
             var identity: ClientIdentity?
             if case .certificate(let file, let password) = app.authentication {
                 identity = try ClientIdentity.load(path: file, password: password)
@@ -184,6 +190,14 @@ enum DoctorCommand {
             connection.close()
             report.ok(subject, "TLS + HTTP/2 with \(endpoint) in \(elapsed.formatted(.units(allowed: [.milliseconds])))")
             return true
+        } catch let error as ConnectError {
+            // The same cause and particulars as the worker's apns_connection_failed line.
+            if let failure = APNsConnectionFailure(endpoint: endpoint.hostAndPort, error: error) {
+                report.fail(subject, "cannot connect to \(failure.endpoint) (\(failure.cause.rawValue)): \(failure.detail)")
+            } else {
+                report.fail(subject, "\(error)")
+            }
+            return false
         } catch {
             report.fail(subject, "\(error)")
             return false

@@ -30,6 +30,13 @@ struct APNsEndpointTests {
         #expect(endpoint.authority == authority)
     }
 
+    @Test("a connection failure names the endpoint as host:port, IPv6 in brackets")
+    func hostAndPort() throws {
+        #expect(APNsEndpoint.production.hostAndPort == "api.push.apple.com:443")
+        #expect(try APNsEndpoint(baseURL: "https://[::1]:8443").hostAndPort == "[::1]:8443")
+        #expect(try APNsEndpoint(baseURL: "https://127.0.0.1:8443").hostAndPort == "127.0.0.1:8443")
+    }
+
     @Test("bad base URLs give errors that name the setting", arguments: [
         ("http://127.0.0.1:2197", APNsEndpointError.schemeNotHTTPS("http")),
         ("127.0.0.1:2197", .notAURL("127.0.0.1:2197")),

@@ -182,15 +182,17 @@ struct PoolStateMachineTests {
     @Test("reconnects: failures grow the backoff, a healthy connection (answered or long-lived) resets it")
     func reconnectBackoff() throws {
         var pool = machine(slots: 1)
+        let refused = APNsConnectionFailure(endpoint: "127.0.0.1:443", cause: .tcpConnect, reason: "refused")
         #expect(pool.startMustWait)
         _ = pool.connectAttemptBegins(slot: 0)
-        let (firstStep, firstActions) = pool.connectFailed(slot: 0, error: "refused")
+        let (firstStep, firstActions) = pool.connectFailed(slot: 0, failure: refused)
         #expect(firstStep == .connect(afterFailures: 1))
         #expect(firstActions.resumeStartWaiters, "the first attempt ended: start() returns")
         #expect(!pool.startMustWait)
-        #expect(pool.lastConnectError == "refused")
+        #expect(pool.lastConnectFailure == refused)
+        #expect(pool.lastConnectError == "127.0.0.1:443: refused")
         _ = pool.connectAttemptBegins(slot: 0)
-        #expect(pool.connectFailed(slot: 0, error: "refused").0 == .connect(afterFailures: 2))
+        #expect(pool.connectFailed(slot: 0, failure: refused).0 == .connect(afterFailures: 2))
 
         // Connected, then dropped after a second without an answer: a third failure.
         let dropped = FakeConnection()

@@ -36,11 +36,14 @@ struct TLSVerificationTests {
         let server = try makeServer(echoHandler, certificate: certificates.wrongHostCertificate, key: certificates.wrongHostKey)
         defer { server.shutdown() }
         let error = try await connectError(port: server.port, configuration: try clientConfiguration())
-        guard case .tlsHandshakeFailed(let detail) = error else {
-            Issue.record("expected a TLS failure, got \(String(describing: error))")
+        guard case .certificateRejected(let rejection) = error else {
+            Issue.record("expected the certificate to be rejected, got \(String(describing: error))")
             return
         }
-        #expect(detail.contains("hostname mismatch"))
+        #expect(rejection.reason == "hostname mismatch")
+        // The certificate's own name is what an operator compares with the host name.
+        #expect(rejection.certificate?.subject == "CN=wronghost", "\(rejection)")
+        #expect(String(describing: error).contains("hostname mismatch"))
         #expect(server.statistics.requestsReceived == 0)
     }
 
@@ -48,8 +51,9 @@ struct TLSVerificationTests {
     func expiredCertificate() async throws {
         let authority = try SelfSignedAuthority.generate()
         let day: TimeInterval = 86_400
+        let notAfter = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 - day).rounded(.down))
         let expired = try authority.issueServerCertificate(
-            validity: CertificateValidity(notBefore: Date().addingTimeInterval(-30 * day), notAfter: Date().addingTimeInterval(-day)))
+            commonName: "expired.test", validity: CertificateValidity(notBefore: notAfter.addingTimeInterval(-30 * day), notAfter: notAfter))
         let caFile = FileManager.default.temporaryDirectory.appendingPathComponent("pgpush-expired-ca-\(UUID()).pem").path
         try Data(authority.certificatePEM.utf8).write(to: URL(fileURLWithPath: caFile))
         defer { try? FileManager.default.removeItem(atPath: caFile) }
@@ -58,11 +62,17 @@ struct TLSVerificationTests {
                                      handler: echoHandler)
         defer { server.shutdown() }
         let error = try await connectError(port: server.port, configuration: try clientConfiguration(trusting: caFile))
-        guard case .tlsHandshakeFailed(let detail) = error else {
-            Issue.record("expected a TLS failure, got \(String(describing: error))")
+        guard case .certificateRejected(let rejection) = error else {
+            Issue.record("expected the certificate to be rejected, got \(String(describing: error))")
             return
         }
-        #expect(detail.contains("expired"))
+        // OpenSSL's verify result, and the certificate it was about: who and until when.
+        #expect(rejection.verifyResult == 10)  // X509_V_ERR_CERT_HAS_EXPIRED
+        #expect(rejection.reason == "certificate has expired")
+        #expect(rejection.certificate?.subject == "CN=expired.test", "\(rejection)")
+        #expect(rejection.certificate?.notAfter == notAfter, "\(rejection)")
+        let text = String(describing: error)
+        #expect(text.contains("certificate has expired") && text.contains("CN=expired.test"), "\(text)")
         #expect(server.statistics.requestsReceived == 0)
     }
 
@@ -73,17 +83,29 @@ struct TLSVerificationTests {
         defer { server.shutdown() }
         for configuration in [try clientConfiguration(), HTTP2ClientConfiguration(tls: try ClientTLSContext())] {
             let error = try await connectError(port: server.port, configuration: configuration)
-            guard case .tlsHandshakeFailed(let detail) = error else {
-                Issue.record("expected a TLS failure, got \(String(describing: error))")
+            guard case .certificateRejected(let rejection) = error else {
+                Issue.record("expected the certificate to be rejected, got \(String(describing: error))")
                 continue
             }
-            #expect(detail.contains("certificate verify failed"))
+            #expect(rejection.reason.contains("issuer certificate"), "\(rejection)")
+            #expect(rejection.certificate?.subject == "CN=otherserver", "\(rejection)")
+            #expect(String(describing: error).contains("certificate verify failed"))
         }
     }
 
     @Test("a server that does not agree to ALPN h2 is refused", .enabled(if: ChildProcess.tool("openssl") != nil))
     func noALPN() async throws {
         let error = try await withOpenSSLServer([]) { port in
+            try await connectError(host: "127.0.0.1", port: port, configuration: try clientConfiguration())
+        }
+        #expect(error == .alpnNotNegotiated(selected: nil))
+    }
+
+    @Test("a server that offers only http/1.1 is refused as not agreeing to ALPN h2", .enabled(if: ChildProcess.tool("openssl") != nil))
+    func onlyHTTP1() async throws {
+        // OpenSSL's server answers a client without a protocol in common with the fatal
+        // no_application_protocol alert instead of completing the handshake.
+        let error = try await withOpenSSLServer(["-alpn", "http/1.1"]) { port in
             try await connectError(host: "127.0.0.1", port: port, configuration: try clientConfiguration())
         }
         #expect(error == .alpnNotNegotiated(selected: nil))
@@ -119,6 +141,29 @@ struct TLSVerificationTests {
             #expect(failure?.cause == .connectionClosed(.pingTimeout))
             #expect(connection.status.phase == .closed(.pingTimeout))
         }
+    }
+
+    @Test("a peer that sends what is not HTTP/2 ends the connection as a protocol error, not a local close",
+          .enabled(if: ChildProcess.tool("openssl") != nil), .timeLimit(.minutes(5)))
+    func garbageFromThePeer() async throws {
+        let certificates = try TestCertificates.get()
+        let port = try freePort()
+        let process = try Tool.start("openssl", ["s_server", "-accept", "127.0.0.1:\(port)", "-cert", certificates.serverCertificate,
+                                                 "-key", certificates.serverKey, "-quiet", "-alpn", "h2"])
+        defer { Tool.kill(process) }
+        try await waitForListener(port: port)
+        let client = try HTTP2Client()
+        defer { client.shutdown() }
+        let connection = try await client.connect(host: "127.0.0.1", port: port, configuration: try clientConfiguration())
+        // s_server passes its stdin to the client it is serving: bytes that are no SETTINGS frame.
+        let stdin = try #require((process.standardInput as? Pipe)?.fileHandleForWriting)
+        try stdin.write(contentsOf: Data("this is not HTTP/2 at all\n".utf8))
+        let reason = await closeReason(of: connection)
+        guard case .protocolError(let text) = reason else {
+            Issue.record("expected a protocol error, got \(String(describing: reason))")
+            return
+        }
+        #expect(text.contains("PROTOCOL_ERROR"), "\(text)")
     }
 
     @Test("a listener that never completes the handshake hits the connect timeout", .timeLimit(.minutes(5)))

@@ -55,6 +55,17 @@ import Testing
         try await running.value
     }
 
+    @Test func connectionFailuresAreCountedPerAppAndCauseFromZero() {
+        let metrics = WorkerMetrics(apps: ["a"])
+        let text = metrics.render(connections: [:], connectionFailures: ["a": [.tlsCertificate: 3, .dns: 1]])
+        #expect(text.contains("# TYPE pgpush_apns_connection_failures_total counter\n"))
+        #expect(text.contains(#"pgpush_apns_connection_failures_total{app="a",cause="tls_certificate"} 3"#))
+        #expect(text.contains(#"pgpush_apns_connection_failures_total{app="a",cause="dns"} 1"#))
+        for cause in ["alpn", "io_error", "protocol_error", "tcp_connect", "timeout", "tls_handshake"] {
+            #expect(text.contains("pgpush_apns_connection_failures_total{app=\"a\",cause=\"\(cause)\"} 0\n"))
+        }
+    }
+
     /// Before the queue was ever read its gauges are absent, not 0 (0 said "empty" under a
     /// statement_timeout that failed every read, with 19,999 rows due); after a read, a
     /// served app with no row reads 0, and the figures' age is shown.

@@ -90,6 +90,40 @@ struct DoctorTests {
         Self.expectNoSecrets(result.output)
     }
 
+    /// What the worker logs when it cannot connect, doctor prints: the endpoint, the cause
+    /// and OpenSSL's reason, with the certificate's subject and expiry.
+    @Test func anExpiredServerCertificateIsNamedWithItsExpiry() async throws {
+        let simulated = try CommandLineTests.Simulated(conninfo: try TestDatabase.migrated())
+        defer { simulated.stop() }
+        let authority = try SelfSignedAuthority.generate(commonName: "pgpush expired test CA")
+        let day: TimeInterval = 86_400
+        let notAfter = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 - day).rounded(.down))
+        let expired = try authority.issueServerCertificate(
+            commonName: "expired.test", ipAddresses: ["127.0.0.1"],
+            validity: CertificateValidity(notBefore: notAfter.addingTimeInterval(-30 * day), notAfter: notAfter))
+        let caFile = simulated.directory.appendingPathComponent("expired-ca.pem").path
+        let chainFile = simulated.directory.appendingPathComponent("expired.pem").path
+        let keyFile = simulated.directory.appendingPathComponent("expired-key.pem").path
+        try Data(authority.certificatePEM.utf8).write(to: URL(fileURLWithPath: caFile))
+        try Data(expired.certificatePEM.utf8).write(to: URL(fileURLWithPath: chainFile))
+        try Data(expired.privateKeyPEM.utf8).write(to: URL(fileURLWithPath: keyFile))
+        var configuration = SimulatorConfiguration(authentication: .token(ProviderTokenKey(
+            teamID: simulated.harness.teamID, keyID: simulated.harness.keyID, publicKey: try simulated.harness.key.publicKey())))
+        configuration.serverCertificate = .files(certificateChain: chainFile, privateKey: keyFile)
+        let server = try APNsSimulator(configuration: configuration)
+        let port = try server.start()
+        defer { server.stop() }
+        let result = try await doctor([], simulated, overriding: ["PGPUSH_APNS_URL": "https://127.0.0.1:\(port)",
+                                                                  "PGPUSH_CA_FILE": caFile])
+        #expect(result.code == 1, "\(result.output)")
+        #expect(result.output.contains("✘ app default: APNs: cannot connect to 127.0.0.1:\(port) (tls_certificate): "),
+                "\(result.output)")
+        #expect(result.output.contains("certificate has expired (server certificate CN=expired.test, valid "), "\(result.output)")
+        #expect(result.output.contains(" to \(notAfter.formatted(.iso8601)))"), "\(result.output)")
+        #expect(server.report().totalRequests == 0)
+        Self.expectNoSecrets(result.output)
+    }
+
     @Test func noCheckAPNsSendsNothing() async throws {
         let simulated = try CommandLineTests.Simulated(conninfo: try TestDatabase.migrated())
         defer { simulated.stop() }

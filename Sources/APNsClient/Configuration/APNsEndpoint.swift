@@ -92,6 +92,9 @@ public struct APNsEndpoint: Sendable, Hashable, CustomStringConvertible {
     public let authority: String
 
     public var description: String { "https://\(authority)" }
+
+    /// host:port, always with the port, IPv6 in brackets: the `endpoint` of a connection failure.
+    public var hostAndPort: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
 }
 
 /// Why an APNs endpoint setting was refused; the text names `PGPUSH_APNS_URL` / `PGPUSH_APNS_ENV`.

@@ -80,6 +80,8 @@ final class APNsConnectionPool: Sendable {
     private let statistics: StatisticsRecorder
     private let shared: Locked<Shared>
     private let clock = ContinuousClock()
+    /// Told of every connection failure, outside the pool's lock (the worker logs and counts them).
+    private let failureObserver = Locked<(@Sendable (APNsConnectionFailure) -> Void)?>(nil)
 
     init(endpoint: APNsEndpoint, connections: Int, ratePerConnection: Int?, backoff: ReconnectBackoff,
          transport: HTTP2Client, connectionConfiguration: HTTP2ClientConfiguration, statistics: StatisticsRecorder) {
@@ -94,6 +96,7 @@ final class APNsConnectionPool: Sendable {
     }
 
     var lastConnectError: String? { shared.withLock { $0.machine.lastConnectError } }
+    var lastConnectFailure: APNsConnectionFailure? { shared.withLock { $0.machine.lastConnectFailure } }
     var liveConnections: Int { shared.withLock { $0.machine.liveConnections } }
     /// Connections whose rate is lowered because 429s spread.
     var throttledConnections: Int { shared.withLock { $0.machine.throttledConnections } }
@@ -219,9 +222,9 @@ final class APNsConnectionPool: Sendable {
             do {
                 connection = try await transport.connect(host: endpoint.host, port: endpoint.port, configuration: connectionConfiguration)
             } catch {
-                if error == .clientShutDown { return }
-                statistics.update { $0.connectFailures += 1 }
-                step = handle { $0.connectFailed(slot: slot, error: error.description) }
+                guard let failure = APNsConnectionFailure(endpoint: endpoint.hostAndPort, error: error) else { return }
+                report(failure)
+                step = handle { $0.connectFailed(slot: slot, failure: failure) }
                 continue
             }
             guard install(connection, slot: slot) else {
@@ -254,13 +257,34 @@ final class APNsConnectionPool: Sendable {
     private func watch(_ connection: HTTP2ClientConnection, slot: Int) async {
         for await event in connection.events {
             switch event {
-            case .goAwayReceived, .closed:
+            case .closed(let reason):
+                if let failure = APNsConnectionFailure(endpoint: endpoint.hostAndPort, closeReason: reason) {
+                    report(failure)
+                }
+                handle { $0.connectionStopped(slot: slot, connection: connection, at: clock.now) }
+            case .goAwayReceived:
                 handle { $0.connectionStopped(slot: slot, connection: connection, at: clock.now) }
             case .ready, .maxConcurrentStreamsChanged:
                 handle { $0.streamLimitChanged(slot: slot, connection: connection) }
             }
         }
         handle { $0.connectionStopped(slot: slot, connection: connection, at: clock.now) }
+    }
+
+    // MARK: failures
+
+    /// `observer` is told of each connection failure from now on (one observer; a later one replaces it).
+    func onConnectionFailure(_ observer: @escaping @Sendable (APNsConnectionFailure) -> Void) {
+        failureObserver.withLock { $0 = observer }
+    }
+
+    /// Counts a failure by cause (those at connect also as `connectFailures`) and tells the observer.
+    private func report(_ failure: APNsConnectionFailure) {
+        statistics.update {
+            if failure.duringConnect { $0.connectFailures += 1 }
+            $0.connectionFailuresByCause[failure.cause, default: 0] += 1
+        }
+        failureObserver.withLock { $0 }?(failure)
     }
 
     /// Returns once `connection` no longer fills `slot`: what the keeper does next.

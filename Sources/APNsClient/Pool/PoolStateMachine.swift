@@ -85,7 +85,8 @@ struct PoolStateMachine<Connection: AnyObject & Sendable> {
     /// The last provider token APNs refused: a request that read it just before the
     /// renewal must not take it to a fresh connection.
     private var refusedJWT: String?
-    private(set) var lastConnectError: String?
+    private(set) var lastConnectFailure: APNsConnectionFailure?
+    var lastConnectError: String? { lastConnectFailure?.description }
     /// The transport takes one stream per connection until its first answer, which then
     /// opens it to many: every waiter looks again.
     private let oneStreamUntilFirstAnswer: Bool
@@ -276,8 +277,8 @@ struct PoolStateMachine<Connection: AnyObject & Sendable> {
         return true
     }
 
-    mutating func connectFailed(slot: Int, error: String) -> (KeeperStep, Actions) {
-        lastConnectError = error
+    mutating func connectFailed(slot: Int, failure: APNsConnectionFailure) -> (KeeperStep, Actions) {
+        lastConnectFailure = failure
         var actions = Actions()
         let failures = failuresSoFar(slot: slot) + 1
         if !isShuttingDown { slots[slot].phase = .waitingToConnect(afterFailures: failures) }

@@ -1,0 +1,92 @@
+import Foundation
+import HTTP2TLS
+
+/// Why a connection to APNs could not be opened, or why an open one ended on an error:
+/// the endpoint, a cause from a small fixed set (a metric label), and the particulars an
+/// operator needs to fix it: OpenSSL's verify result and the server certificate's subject
+/// and validity, the ALPN protocol the server picked, the resolver's or kernel's message.
+public struct APNsConnectionFailure: Error, Sendable, Equatable, CustomStringConvertible {
+    public enum Cause: String, Sendable, CaseIterable, Comparable {
+        /// The host name did not resolve.
+        case dns
+        /// No TCP connection (refused, unreachable).
+        case tcpConnect = "tcp_connect"
+        /// The connect timeout passed before the handshake and the first SETTINGS.
+        case timeout
+        /// The server's certificate did not verify (expired, another host name, unknown CA, …).
+        case tlsCertificate = "tls_certificate"
+        /// Any other TLS handshake failure (protocol version, cipher, alert from the server, …).
+        case tlsHandshake = "tls_handshake"
+        /// The server did not agree to HTTP/2 (ALPN h2).
+        case alpn
+        /// An open connection ended on an HTTP/2 framing error.
+        case protocolError = "protocol_error"
+        /// An open connection ended on a socket or TLS error.
+        case ioError = "io_error"
+
+        public static func < (lhs: Cause, rhs: Cause) -> Bool { lhs.rawValue < rhs.rawValue }
+    }
+
+    /// host:port
+    public var endpoint: String
+    public var cause: Cause
+    /// The most specific reason there is: "certificate has expired", "hostname mismatch",
+    /// the resolver's message, OpenSSL's error, …
+    public var reason: String
+    /// For `tlsCertificate`: OpenSSL's verify result (`X509_V_ERR_*`).
+    public var verifyResult: Int?
+    /// For `tlsCertificate`: the server's certificate, when it sent one.
+    public var certificate: CertificateRejection.Certificate?
+    /// For `alpn`: the protocol the server picked instead of h2; nil when it picked none.
+    public var alpnSelected: String?
+    /// The transport's whole description of the failure.
+    public var detail: String
+
+    public init(endpoint: String, cause: Cause, reason: String, detail: String? = nil) {
+        self.endpoint = endpoint
+        self.cause = cause
+        self.reason = reason
+        self.detail = detail ?? reason
+    }
+
+    /// Nil for `clientShutDown`: the client stopped, nothing failed.
+    public init?(endpoint: String, error: ConnectError) {
+        switch error {
+        case .clientShutDown: return nil
+        case .resolutionFailed(_, let detail): self.init(endpoint: endpoint, cause: .dns, reason: detail)
+        case .connectFailed(let text): self.init(endpoint: endpoint, cause: .tcpConnect, reason: text)
+        case .timedOut: self.init(endpoint: endpoint, cause: .timeout, reason: "connect timed out")
+        case .tlsHandshakeFailed(let text): self.init(endpoint: endpoint, cause: .tlsHandshake, reason: text)
+        case .certificateRejected(let rejection):
+            self.init(endpoint: endpoint, cause: .tlsCertificate, reason: rejection.reason)
+            verifyResult = rejection.verifyResult
+            certificate = rejection.certificate
+        case .alpnNotNegotiated(let selected):
+            self.init(endpoint: endpoint, cause: .alpn,
+                      reason: "the server did not agree to HTTP/2 (ALPN h2); it selected \(selected ?? "no protocol")")
+            alpnSelected = selected
+        }
+        detail = error.description
+    }
+
+    /// Nil unless the connection ended on an error of its own (protocol or I/O): a GOAWAY,
+    /// a local close or the peer's orderly close is not a failure of the connection.
+    public init?(endpoint: String, closeReason: CloseReason) {
+        switch closeReason {
+        case .protocolError(let text): self.init(endpoint: endpoint, cause: .protocolError, reason: text)
+        case .ioError(let text): self.init(endpoint: endpoint, cause: .ioError, reason: text)
+        default: return nil
+        }
+        detail = closeReason.description
+    }
+
+    /// Whether the connection never opened (as against opened, then ended on an error).
+    public var duringConnect: Bool {
+        switch cause {
+        case .dns, .tcpConnect, .timeout, .tlsCertificate, .tlsHandshake, .alpn: true
+        case .protocolError, .ioError: false
+        }
+    }
+
+    public var description: String { "\(endpoint): \(detail)" }
+}
