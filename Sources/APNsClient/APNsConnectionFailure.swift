@@ -23,6 +23,11 @@ public struct APNsConnectionFailure: Error, Sendable, Equatable, CustomStringCon
         case protocolError = "protocol_error"
         /// An open connection ended on a socket or TLS error.
         case ioError = "io_error"
+        /// An open connection stopped answering: no PING answer in time, or request deadlines
+        /// in a row with no answer between (it was replaced).
+        case unresponsive
+        /// An open connection ended because an answer went past the header-list bound.
+        case responseTooLarge = "response_too_large"
 
         public static func < (lhs: Cause, rhs: Cause) -> Bool { lhs.rawValue < rhs.rawValue }
     }
@@ -69,13 +74,16 @@ public struct APNsConnectionFailure: Error, Sendable, Equatable, CustomStringCon
         detail = error.description
     }
 
-    /// Nil unless the connection ended on an error of its own (protocol or I/O): a GOAWAY,
-    /// a local close or the peer's orderly close is not a failure of the connection.
+    /// Nil unless the connection ended on a fault of its own (protocol, I/O, an unanswering
+    /// or oversized peer): a GOAWAY, a local close or the peer's orderly close is not a
+    /// failure of the connection.
     public init?(endpoint: String, closeReason: CloseReason) {
         switch closeReason {
         case .protocolError(let text): self.init(endpoint: endpoint, cause: .protocolError, reason: text)
         case .ioError(let text): self.init(endpoint: endpoint, cause: .ioError, reason: text)
-        default: return nil
+        case .pingTimeout, .unresponsive: self.init(endpoint: endpoint, cause: .unresponsive, reason: closeReason.description)
+        case .responseTooLarge: self.init(endpoint: endpoint, cause: .responseTooLarge, reason: closeReason.description)
+        case .closedLocally, .goAway, .peerClosed: return nil
         }
         detail = closeReason.description
     }
@@ -84,7 +92,7 @@ public struct APNsConnectionFailure: Error, Sendable, Equatable, CustomStringCon
     public var duringConnect: Bool {
         switch cause {
         case .dns, .tcpConnect, .timeout, .tlsCertificate, .tlsHandshake, .alpn: true
-        case .protocolError, .ioError: false
+        case .protocolError, .ioError, .unresponsive, .responseTooLarge: false
         }
     }
 

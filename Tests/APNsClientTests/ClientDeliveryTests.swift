@@ -449,6 +449,8 @@ struct ClientDeliveryTests {
         // The third deadline closed the connection (CloseReason.unresponsive); the pool's
         // keeper connects another (after its backoff: the silent one never answered).
         #expect(try await eventually(timeout: .seconds(60)) { client.statistics.reconnects == 1 })
+        // Counted and reported as a connection failure of its own cause, as the worker logs it.
+        #expect(client.statistics.connectionFailuresByCause[.unresponsive] == 1)
         let next = await client.send(try ClientTestValues.request(4))
         #expect(next.status == 200)
         let arrivals = handler.arrivals.value
