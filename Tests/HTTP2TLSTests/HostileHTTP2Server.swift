@@ -1,6 +1,7 @@
 import COpenSSL
 import Foundation
 import Glibc
+@testable import HTTP2TLS
 import Locking
 import PGPushTestSupport
 
@@ -30,7 +31,7 @@ final class HostileHTTP2Server: @unchecked Sendable {
 
     let port: Int
     private let listener: Int32
-    private let context: OpaquePointer
+    private let tls: ServerTLSContext
     private let state = Locked(Shared())
 
     private struct Shared {
@@ -55,28 +56,9 @@ final class HostileHTTP2Server: @unchecked Sendable {
     init() throws {
         signal(SIGPIPE, SIG_IGN)  // the client may close while a frame is being written
         let certificates = try TestCertificates.get()
-        guard let context = SSL_CTX_new(TLS_server_method()) else { throw TestSetupError("SSL_CTX_new") }
-        guard SSL_CTX_use_certificate_chain_file(context, certificates.serverCertificate) == 1,
-              SSL_CTX_use_PrivateKey_file(context, certificates.serverKey, SSL_FILETYPE_PEM) == 1 else {
-            SSL_CTX_free(context)
-            throw TestSetupError("cannot load the test server certificate")
-        }
-        // ALPN: h2, whatever else the client offers.
-        SSL_CTX_set_alpn_select_cb(context, { _, out, outLength, offered, offeredLength, _ in
-            guard let out, let outLength, let offered else { return SSL_TLSEXT_ERR_ALERT_FATAL }
-            var index = 0
-            while index < Int(offeredLength) {
-                let length = Int(offered[index])
-                if length == 2 && index + 2 < Int(offeredLength) && offered[index + 1] == UInt8(ascii: "h") && offered[index + 2] == UInt8(ascii: "2") {
-                    out.pointee = offered + index + 1
-                    outLength.pointee = 2
-                    return SSL_TLSEXT_ERR_OK
-                }
-                index += 1 + length
-            }
-            return SSL_TLSEXT_ERR_ALERT_FATAL
-        }, nil)
-        self.context = context
+        // The project's own server context (TLS 1.2+, ALPN h2 only): the lies are in the frames.
+        tls = try ServerTLSContext(certificate: .file(certificates.serverCertificate),
+                                   privateKey: .file(certificates.serverKey), clientCertificates: .none)
 
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var address = sockaddr_in()
@@ -90,15 +72,12 @@ final class HostileHTTP2Server: @unchecked Sendable {
         }
         guard listening else {
             Glibc.close(fd)
-            SSL_CTX_free(context)
             throw TestSetupError("cannot listen")
         }
         listener = fd
         port = Int(UInt16(bigEndian: address.sin_port))
         Thread.detachNewThread { [self] in acceptLoop() }
     }
-
-    deinit { SSL_CTX_free(context) }
 
     /// Stops accepting and cuts every connection (their threads end on the failed I/O).
     func stop() {
@@ -139,7 +118,7 @@ final class HostileHTTP2Server: @unchecked Sendable {
     // MARK: one connection
 
     private func serve(_ fd: Int32) {
-        guard let ssl = SSL_new(context) else { return }
+        guard let ssl = SSL_new(tls.context) else { return }
         defer { SSL_free(ssl) }
         guard SSL_set_fd(ssl, fd) == 1, SSL_accept(ssl) == 1 else { return }
         let connection = Connection(ssl: ssl, fd: fd)

@@ -118,32 +118,17 @@ struct ConnectionFailureTests {
 
     /// A CA file and a certificate for 127.0.0.1 it issued, with its key, written beside the harness's files.
     static func trustedCertificate(in directory: URL, name: String) throws -> (caFile: String, chainFile: String, keyFile: String) {
-        let authority = try SelfSignedAuthority.generate(commonName: "pgpush \(name) test CA")
-        let issued = try authority.issueServerCertificate(ipAddresses: ["127.0.0.1"])
-        let files = (directory.appendingPathComponent("\(name)-ca.pem").path, directory.appendingPathComponent("\(name).pem").path,
-                     directory.appendingPathComponent("\(name)-key.pem").path)
-        try Data(authority.certificatePEM.utf8).write(to: URL(fileURLWithPath: files.0))
-        try Data(issued.certificatePEM.utf8).write(to: URL(fileURLWithPath: files.1))
-        try Data(issued.privateKeyPEM.utf8).write(to: URL(fileURLWithPath: files.2))
-        return files
+        let files = try ServerCertificateFiles(in: directory, name: name)
+        return (files.caFile, files.chainFile, files.keyFile)
     }
 
     @Test func anExpiredServerCertificateIsLoggedOnceWithItsExpiryAndCounted() async throws {
         let harness = try SimulatorHarness()
         defer { harness.stop() }
         // An APNs look-alike whose certificate, from a CA the worker trusts, expired yesterday.
-        let authority = try SelfSignedAuthority.generate(commonName: "pgpush expired test CA")
-        let day: TimeInterval = 86_400
-        let notAfter = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 - day).rounded(.down))
-        let expired = try authority.issueServerCertificate(
-            commonName: "expired.test", ipAddresses: ["127.0.0.1"],
-            validity: CertificateValidity(notBefore: notAfter.addingTimeInterval(-30 * day), notAfter: notAfter))
-        let caFile = harness.directory.appendingPathComponent("expired-ca.pem").path
-        let chainFile = harness.directory.appendingPathComponent("expired.pem").path
-        let keyFile = harness.directory.appendingPathComponent("expired-key.pem").path
-        try Data(authority.certificatePEM.utf8).write(to: URL(fileURLWithPath: caFile))
-        try Data(expired.certificatePEM.utf8).write(to: URL(fileURLWithPath: chainFile))
-        try Data(expired.privateKeyPEM.utf8).write(to: URL(fileURLWithPath: keyFile))
+        let expired = try ServerCertificateFiles.expired(in: harness.directory)
+        let (caFile, chainFile, keyFile) = (expired.caFile, expired.chainFile, expired.keyFile)
+        let notAfter = expired.validity.notAfter
         var configuration = SimulatorConfiguration(authentication: .token(
             ProviderTokenKey(teamID: harness.teamID, keyID: harness.keyID, publicKey: try harness.key.publicKey())))
         configuration.serverCertificate = .files(certificateChain: chainFile, privateKey: keyFile)

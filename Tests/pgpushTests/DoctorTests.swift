@@ -95,18 +95,9 @@ struct DoctorTests {
     @Test func anExpiredServerCertificateIsNamedWithItsExpiry() async throws {
         let simulated = try CommandLineTests.Simulated(conninfo: try TestDatabase.migrated())
         defer { simulated.stop() }
-        let authority = try SelfSignedAuthority.generate(commonName: "pgpush expired test CA")
-        let day: TimeInterval = 86_400
-        let notAfter = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 - day).rounded(.down))
-        let expired = try authority.issueServerCertificate(
-            commonName: "expired.test", ipAddresses: ["127.0.0.1"],
-            validity: CertificateValidity(notBefore: notAfter.addingTimeInterval(-30 * day), notAfter: notAfter))
-        let caFile = simulated.directory.appendingPathComponent("expired-ca.pem").path
-        let chainFile = simulated.directory.appendingPathComponent("expired.pem").path
-        let keyFile = simulated.directory.appendingPathComponent("expired-key.pem").path
-        try Data(authority.certificatePEM.utf8).write(to: URL(fileURLWithPath: caFile))
-        try Data(expired.certificatePEM.utf8).write(to: URL(fileURLWithPath: chainFile))
-        try Data(expired.privateKeyPEM.utf8).write(to: URL(fileURLWithPath: keyFile))
+        let expired = try ServerCertificateFiles.expired(in: simulated.directory)
+        let (caFile, chainFile, keyFile) = (expired.caFile, expired.chainFile, expired.keyFile)
+        let notAfter = expired.validity.notAfter
         var configuration = SimulatorConfiguration(authentication: .token(ProviderTokenKey(
             teamID: simulated.harness.teamID, keyID: simulated.harness.keyID, publicKey: try simulated.harness.key.publicKey())))
         configuration.serverCertificate = .files(certificateChain: chainFile, privateKey: keyFile)
