@@ -10,16 +10,20 @@ extension Reliability {
     /// loopback and tshark decrypts it with the workers' `SSLKEYLOGFILE`. No connection
     /// may carry more than the cap in any one-second window, wherever the window starts,
     /// and none may be starved by it while it has work and nothing holds it up
-    /// (`WireRate.unhinderedRate`: with one core kept busy, eight worker processes
-    /// sometimes stall for a few hundred milliseconds, which is the machine, not the cap).
+    /// (`WireRate.unhinderedRate`: with one core kept busy, worker processes sometimes
+    /// stall for a few hundred milliseconds, which is the machine, not the cap).
     /// How close to the cap a connection keeps is a figure of `pgpush bench` (capped runs).
     /// The first second is left out of the rate: one request alone until APNs has
     /// answered the JWT, the worker's first claims.
     ///
     /// Eight processes of four connections on two cores is the load under which counting
-    /// at submission was seen to let 101–106 requests through in a second at the wire.
+    /// at submission was seen to let 101–106 requests through in a second at the wire; at
+    /// that load the machine itself could no longer give every connection 60 requests in
+    /// any second (50.6/s by the quickest tenth of spans, 68.8/s by the quickest span, on
+    /// 0.3.0 as on 0.4.0), so six processes: 2,400 requests/s on two cores, still well past
+    /// what the submission bug needed.
     @Suite struct WireRateCapTests {
-        static let workers = 8
+        static let workers = 6
         static let connections = 4
         static let ratePerConnection = 100
 
@@ -84,7 +88,8 @@ extension Reliability {
                 // rate. How close to 100/s its quickest spans come is the machine's as much as
                 // pgpush's: 99.3–99.8/s on a quiet machine, 97.5/s with one core kept busy, 94.0/s
                 // with the machine also building three checkouts, 79/s for two of eight worker
-                // processes in one CI run; the bench's capped runs measure it.
+                // processes in one CI run, 79.2–97.5/s for six in four runs (quickest span);
+                // the bench's capped runs measure it.
                 #expect(rate.unhinderedRate >= Double(Self.ratePerConnection) * 0.6,
                         "connection \(stream) kept \(rate.unhinderedRate)/s of \(Self.ratePerConnection)/s: \(rate.windows)")
             }
