@@ -118,7 +118,9 @@ import Testing
         for round in 1...3 {
             try await Task.sleep(for: .milliseconds(200))   // let the claim loop go idle
             try database.query("SELECT pgpush.enqueue(device_token => $1, payload => '{\"aps\":{\"alert\":\"hi\"}}')", [Self.token(round)])
-            try await Self.waitUntilFinished(database, timeout: .seconds(30))
+            // Far below the 600 s poll, with room for ThreadSanitizer beside the other suites
+            // (30 s once ran out there).
+            try await Self.waitUntilFinished(database, timeout: .seconds(120))
         }
         #expect(try database.query("SELECT count(*) FROM pgpush.notifications WHERE status = 'delivered'").int(0, 0) == 3)
         worker.stop()
