@@ -46,9 +46,8 @@ public enum ClaimAtScale {
 
         // One more claim under EXPLAIN ANALYZE (it claims for real, like the timed ones).
         try BenchRows.fill(connection, count: claimBatch, payloadBytes: payloadBytes, firstToken: nextToken)
-        let explained = try connection.query("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF) " + NotificationQueue.claimSQL,
-                                              ["bench-claim", "default", claimBatch, 60.0, true, try queue.claimFrom()])
-        let plan = (0..<explained.rowCount).compactMap { explained.string($0, 0) }
+        let plan = try queue.explainClaim(app: "default", limit: claimBatch, lease: .seconds(60))
+            .flatMap { $0.split(separator: "\n").map(String.init) }
         let tableBytes = try connection.query("""
             SELECT sum(pg_total_relation_size(relid))::bigint FROM pg_partition_tree('pgpush.notifications')
             """).int64(0, 0) ?? 0

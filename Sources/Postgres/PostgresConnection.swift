@@ -162,10 +162,31 @@ public final class PostgresConnection {
         return String(cString: escaped)
     }
 
+    /// Runs `body` and returns, with its result, the messages the server sent meanwhile
+    /// (NOTICE, and LOG with `client_min_messages = log`, as auto_explain writes plans).
+    /// Otherwise they are dropped.
+    public func collectingMessages<T>(_ body: () throws -> T) throws -> (result: T, messages: [String]) {
+        let box = MessageBox()
+        let context = Unmanaged.passRetained(box)
+        PQsetNoticeProcessor(handle, { context, message in
+            guard let context, let message else { return }
+            Unmanaged<MessageBox>.fromOpaque(context).takeUnretainedValue().messages.append(String(cString: message))
+        }, context.toOpaque())
+        defer {
+            Self.silenceNotices(handle)
+            context.release()
+        }
+        return (try body(), box.messages)
+    }
+
     /// libpq prints NOTICEs to stderr by default ("… does not exist, skipping"); pgpush logs its own way.
     private static func silenceNotices(_ connection: OpaquePointer) {
         PQsetNoticeProcessor(connection, { _, _ in }, nil)
     }
+}
+
+private final class MessageBox {
+    var messages: [String] = []
 }
 
 public struct PostgresNotification: Sendable, Equatable {

@@ -40,6 +40,7 @@ public final class NotificationQueue {
     public func claim(app: String, limit: Int, lease: Duration, skipKnownInvalidTokens: Bool = true) throws -> ClaimResult {
         let result = try connection.query(Self.claimSQL,
                                           [workerID, app, limit, lease.seconds, skipKnownInvalidTokens, try claimFrom()])
+        // Columns as pgpush.claim returns them (sql/011_queue_functions.sql).
         var claimed: [ClaimedNotification] = []
         claimed.reserveCapacity(result.rowCount)
         var expired: [Int64] = [], knownInvalid: [Int64] = []
@@ -67,7 +68,7 @@ public final class NotificationQueue {
                 expiration: result.int64(row, 10),
                 deliverOnce: result.bool(row, 12),
                 apnsID: result.bytes(row, 11).flatMap(UUID.init(canonicalBytes:)) ?? UUID(),
-                channelID: result.string(row, 14)
+                channelID: result.string(row, 13)
             )
             claimed.append(ClaimedNotification(
                 notification: notification, claimCount: result.int(row, 2) ?? 0, attempts: result.int(row, 3) ?? 0))
@@ -94,75 +95,30 @@ public final class NotificationQueue {
         return id
     }
 
-    /// Public for `pgpush bench`, which shows the plan PostgreSQL picks for it. Parameters:
-    /// worker id, app, limit, lease seconds, skip known-invalid tokens, lowest id (`claimFrom()`).
-    ///
-    /// The token check is a scalar subquery (the reason of the token's row, at most one by
-    /// the primary key) in `due`'s select list: PostgreSQL runs it once per row it takes, as
-    /// a primary-key probe of `invalid_tokens`. Written as EXISTS it would be planned with a
-    /// hashed alternative costed as if run for every queued row rather than `limit` rows,
-    /// and PostgreSQL picks that: a scan of all of `invalid_tokens` on every claim. A join
-    /// could pick the same scan. `invalid_tokens` holds tokens in lower case (see
-    /// `completeSQL`), rows as inserted: the probe lowers the row's token, which leaves the
-    /// index usable. With `$5` false the planner drops the subquery altogether.
-    /// Expiry wins over a dead token: such a row ends `expired` as before. Channel rows look up
-    /// `channels` by its primary key the same way, only when the row has a channel.
-    /// An infinite `expires_at` (rows from before migration 006 refused them) is sent without an
-    /// expiration instead of failing the whole claim with "cannot convert infinity to bigint".
-    public static let claimSQL = """
-        WITH due AS (
-            SELECT n.id,
-                   CASE WHEN n.channel_id IS NOT NULL THEN
-                            CASE WHEN (SELECT c.deleted_at FROM pgpush.channels c
-                                        WHERE c.app = n.app AND c.channel_id = n.channel_id) IS NOT NULL
-                                 THEN 'KnownDeletedChannel' END
-                        WHEN coalesce($5::boolean AND (
-                                 SELECT t.reason FROM pgpush.invalid_tokens t
-                                  WHERE t.app = n.app AND t.device_token = lower(n.device_token)
-                                 ) IN ('Unregistered', 'ExpiredToken'), false)
-                        THEN 'KnownInvalidToken'
-                   END AS refusal,
-                   CASE WHEN n.channel_id IS NOT NULL THEN
-                            (SELECT c.message_storage_policy FROM pgpush.channels c
-                              WHERE c.app = n.app AND c.channel_id = n.channel_id)
-                   END AS storage_policy
-              FROM pgpush.notifications n
-             WHERE n.status = 'queued' AND n.app = $2 AND n.send_after <= now() AND n.id >= $6
-             ORDER BY n.send_after, n.id
-             LIMIT $3
-             FOR UPDATE OF n SKIP LOCKED
-        ), claimed AS (
-            UPDATE pgpush.notifications n SET
-                status       = CASE WHEN n.expires_at <= now() THEN 'expired'
-                                    WHEN due.refusal IS NOT NULL THEN 'failed' ELSE 'sending' END,
-                attempts     = n.attempts + CASE WHEN n.expires_at <= now() OR due.refusal IS NOT NULL THEN 0 ELSE 1 END,
-                claim_count  = n.claim_count + 1,
-                locked_by    = CASE WHEN n.expires_at <= now() OR due.refusal IS NOT NULL THEN NULL ELSE $1 END,
-                locked_until = CASE WHEN n.expires_at <= now() OR due.refusal IS NOT NULL THEN NULL
-                                    ELSE now() + make_interval(secs => $4) END,
-                last_status  = CASE WHEN n.expires_at <= now() THEN n.last_status
-                                    WHEN due.refusal IS NOT NULL THEN NULL ELSE n.last_status END,
-                last_reason  = CASE WHEN n.expires_at <= now() THEN 'Expired'
-                                    ELSE coalesce(due.refusal, n.last_reason) END,
-                finished_at  = CASE WHEN n.expires_at <= now() OR due.refusal IS NOT NULL THEN now() END,
-                updated_at   = now()
-              FROM due
-             WHERE n.id = due.id AND n.id >= $6
-            RETURNING n.id, n.status, n.claim_count, n.attempts, n.device_token, n.push_type, n.priority, n.topic,
-                      n.payload, n.collapse_id,
-                      CASE WHEN isfinite(n.expires_at) THEN floor(extract(epoch FROM n.expires_at))::bigint END, n.apns_id,
-                      CASE WHEN due.storage_policy = 0 THEN true ELSE n.deliver_once END, n.app, n.channel_id,
-                      n.last_reason
-        ), refused AS (
-            -- No attempt was made: `attempt` is the count of earlier ones, the status is null (no answer).
-            INSERT INTO pgpush.delivery_errors
-                (notification_id, app, device_token, channel_id, apns_id, attempt, status, reason, worker_id)
-            SELECT id, app, device_token, channel_id, apns_id, attempts, NULL, last_reason, $1
-              FROM claimed
-             WHERE status = 'failed'
-        )
-        SELECT * FROM claimed
-        """
+    /// The claim: pgpush.claim (sql/011_queue_functions.sql), where the statement and why it
+    /// is written as it is can be read. Parameters: worker id, app, limit, lease seconds, skip
+    /// known-invalid tokens, lowest id (`claimFrom()`).
+    public static let claimSQL = "SELECT * FROM pgpush.claim($1, $2, $3, $4, $5, $6)"
+
+    /// The plans of a claim's statements inside pgpush.claim, as EXPLAIN ANALYZE prints them
+    /// (auto_explain, loaded for this session: superuser only). The claim is made for real.
+    public func explainClaim(app: String, limit: Int, lease: Duration) throws -> [String] {
+        try connection.execute(script: """
+            LOAD 'auto_explain';
+            SET auto_explain.log_min_duration = 0;
+            SET auto_explain.log_nested_statements = on;
+            SET auto_explain.log_analyze = on;
+            SET auto_explain.log_buffers = on;
+            SET auto_explain.log_timing = off;
+            SET client_min_messages = log;
+            """)
+        defer { try? connection.execute(script: "RESET client_min_messages; RESET auto_explain.log_min_duration") }
+        let claimFrom = try claimFrom()
+        let (_, messages) = try connection.collectingMessages {
+            try connection.query(Self.claimSQL, [workerID, app, limit, lease.seconds, true, claimFrom])
+        }
+        return messages.filter { !$0.contains("pgpush.claim($1") }
+    }
 
     // MARK: Outcomes
 
@@ -229,76 +185,9 @@ public final class NotificationQueue {
         return ids
     }
 
-    static let completeDeliveriesSQL = """
-        UPDATE pgpush.notifications n SET
-            status       = 'delivered',
-            last_status  = 200,
-            last_reason  = NULL,
-            apns_unique_id = o.apns_unique_id,
-            finished_at  = now(),
-            locked_by    = NULL,
-            locked_until = NULL,
-            updated_at   = now()
-          FROM unnest($2::bigint[], $3::int[], $4::uuid[]) AS o(id, claim_count, apns_unique_id)
-         WHERE n.id = o.id AND n.status = 'sending' AND n.locked_by = $1 AND n.claim_count = o.claim_count
-        RETURNING n.id
-        """
-
-    static let completeSQL = """
-        WITH outcome AS (
-            SELECT * FROM unnest($2::bigint[], $3::int[], $4::text[], $5::int[], $6::text[], $7::float8[],
-                                 $8::int[], $9::bool[], $10::bool[], $11::bool[], $12::float8[], $13::uuid[])
-                AS o(id, claim_count, status, http_status, reason, delay, refund, answered, records_error,
-                     invalidates_token, apple_timestamp, apns_unique_id)
-        ), written AS (
-            UPDATE pgpush.notifications n SET
-                status       = o.status,
-                last_status  = CASE WHEN o.answered THEN o.http_status ELSE n.last_status END,
-                last_reason  = CASE WHEN o.answered THEN o.reason ELSE n.last_reason END,
-                apns_unique_id = CASE WHEN o.answered THEN o.apns_unique_id ELSE n.apns_unique_id END,
-                send_after   = CASE WHEN o.status = 'queued' THEN now() + make_interval(secs => o.delay)
-                                    ELSE n.send_after END,
-                attempts     = n.attempts - o.refund,
-                finished_at  = CASE WHEN o.status = 'queued' THEN NULL ELSE now() END,
-                locked_by    = NULL,
-                locked_until = NULL,
-                updated_at   = now()
-              FROM outcome o
-             WHERE n.id = o.id AND n.status = 'sending' AND n.locked_by = $1 AND n.claim_count = o.claim_count
-            RETURNING n.id, n.app, n.device_token, n.channel_id, n.apns_id, n.attempts + o.refund AS attempt
-        ), errors AS (
-            INSERT INTO pgpush.delivery_errors
-                (notification_id, app, device_token, channel_id, apns_id, attempt, status, reason, worker_id, apns_unique_id)
-            SELECT w.id, w.app, w.device_token, w.channel_id, w.apns_id, w.attempt, o.http_status, coalesce(o.reason, 'Unknown'), $1,
-                   o.apns_unique_id
-              FROM written w JOIN outcome o ON o.id = w.id
-             WHERE o.records_error
-        ), tokens AS (
-            INSERT INTO pgpush.invalid_tokens (app, device_token, reason, apple_timestamp)
-            SELECT DISTINCT ON (w.app, lower(w.device_token))
-                   w.app, lower(w.device_token), coalesce(o.reason, 'Unknown'), to_timestamp(o.apple_timestamp)
-              FROM written w JOIN outcome o ON o.id = w.id
-             WHERE o.invalidates_token AND w.device_token IS NOT NULL
-             ORDER BY w.app, lower(w.device_token), o.apple_timestamp DESC NULLS LAST
-            ON CONFLICT (app, device_token) DO UPDATE SET
-                reason          = EXCLUDED.reason,
-                apple_timestamp = greatest(pgpush.invalid_tokens.apple_timestamp, EXCLUDED.apple_timestamp),
-                last_seen       = now(),
-                times_seen      = pgpush.invalid_tokens.times_seen + 1
-        ), channels AS (
-            -- A broadcast refused for its channel's sake marks the channel, also one created
-            -- outside pgpush (its row is then made here, storage policy unknown).
-            INSERT INTO pgpush.channels (app, channel_id, refused_reason, refused_at)
-            SELECT DISTINCT ON (w.app, w.channel_id) w.app, w.channel_id, coalesce(o.reason, 'Unknown'), now()
-              FROM written w JOIN outcome o ON o.id = w.id
-             WHERE o.invalidates_token AND w.channel_id IS NOT NULL
-             ORDER BY w.app, w.channel_id
-            ON CONFLICT (app, channel_id) DO UPDATE SET
-                refused_reason = EXCLUDED.refused_reason,
-                refused_at     = EXCLUDED.refused_at
-        )
-        SELECT id FROM written
-        """
+    /// pgpush.complete_deliveries and pgpush.complete (sql/011_queue_functions.sql).
+    static let completeDeliveriesSQL = "SELECT * FROM pgpush.complete_deliveries($1, $2, $3, $4)"
+    static let completeSQL = "SELECT * FROM pgpush.complete($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
 
     // MARK: Leases
 
@@ -306,11 +195,7 @@ public final class NotificationQueue {
     @discardableResult
     public func renewLeases(ids: [Int64], lease: Duration) throws -> Set<Int64> {
         guard !ids.isEmpty else { return [] }
-        let result = try connection.query("""
-            UPDATE pgpush.notifications SET locked_until = now() + make_interval(secs => $3)
-             WHERE id = ANY($2::bigint[]) AND status = 'sending' AND locked_by = $1
-            RETURNING id
-            """, [workerID, ids, lease.seconds])
+        let result = try connection.query("SELECT * FROM pgpush.renew_leases($1, $2, $3)", [workerID, ids, lease.seconds])
         return Self.ids(in: result)
     }
 
@@ -328,30 +213,9 @@ public final class NotificationQueue {
     /// died before its asynchronous standby, now promoted, received it.
     @discardableResult
     public func rescueExpiredLeases(maxAttempts: Int, limit: Int = 1000, holding: [Int64]? = nil) throws -> Int {
-        let result = try connection.query("""
-            WITH stale AS (
-                SELECT id FROM pgpush.notifications
-                 WHERE status = 'sending' AND locked_until < now()
-                   AND (locked_by IS DISTINCT FROM $3 OR ($4::bigint[] IS NOT NULL AND id <> ALL($4::bigint[])))
-                 ORDER BY locked_until
-                 LIMIT $2
-                 FOR UPDATE SKIP LOCKED
-            )
-            UPDATE pgpush.notifications n SET
-                status       = CASE WHEN n.expires_at <= now() THEN 'expired'
-                                    WHEN n.attempts >= $1 THEN 'failed'
-                                    ELSE 'queued' END,
-                last_reason  = CASE WHEN n.expires_at <= now() THEN 'Expired'
-                                    WHEN n.attempts >= $1 THEN 'LeaseExpired'
-                                    ELSE n.last_reason END,
-                finished_at  = CASE WHEN n.expires_at <= now() OR n.attempts >= $1 THEN now() END,
-                locked_by    = NULL,
-                locked_until = NULL,
-                updated_at   = now()
-              FROM stale
-             WHERE n.id = stale.id
-            """, [maxAttempts, limit, workerID, holding])
-        return result.affectedRows
+        let result = try connection.query("SELECT pgpush.rescue_expired_leases($1, $2, $3, $4)",
+                                          [maxAttempts, limit, workerID, holding])
+        return result.int(0, 0) ?? 0
     }
 }
 

@@ -369,8 +369,9 @@ import Testing
             SELECT 'default', lpad(to_hex(g * 3), 64, '0'), 'Unregistered' FROM generate_series(1, $1::int) AS g
             """, [20_000])
         try connection.execute(script: "ANALYZE pgpush.notifications; ANALYZE pgpush.invalid_tokens")
-        let explained = try connection.query("EXPLAIN (COSTS OFF) " + NotificationQueue.claimSQL, ["w1", "default", 1000, 30.0, true, Int64.min])
-        let plan = (0..<explained.rowCount).compactMap { explained.string($0, 0) }.joined(separator: "\n")
+        // The plans pgpush.claim keeps, as they ran (auto_explain).
+        let plan = try NotificationQueue(connection: connection, workerID: "w1")
+            .explainClaim(app: "default", limit: 1000, lease: .seconds(30)).joined(separator: "\n")
         #expect(plan.contains("Index Scan using notifications_queued_due"), "\(plan)")
         #expect(plan.contains("Index Scan using invalid_tokens_pkey"), "\(plan)")
         #expect(!plan.contains("Seq Scan on invalid_tokens"), "\(plan)")
