@@ -12,7 +12,8 @@ import Spawn
 public final class EmbeddedPostgres: Sendable {
     public let directory: String
     public let port: Int
-    private let binDirectory: String
+    /// The folder of the server's programs (initdb, pg_ctl, pgbench).
+    public let binDirectory: String
     /// The OS user the server runs as (`postgres` when this process is root), nil: this one.
     public let runAsUser: String?
     private let watchdogPID: Int32

@@ -56,6 +56,11 @@ public final class BenchDatabase {
         try? PostgresConnection(conninfo: cluster.conninfo()).execute(script: "DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
     }
 
+    /// pgbench of the embedded cluster's PostgreSQL; nil for DATABASE_URL.
+    public var pgbench: String? {
+        cluster.map { $0.binDirectory + "/pgbench" }.flatMap { FileManager.default.isExecutableFile(atPath: $0) ? $0 : nil }
+    }
+
     /// The embedded cluster's postmaster (the first line of its data directory's postmaster.pid);
     /// nil for DATABASE_URL, whose server may be on another machine.
     public var postmasterPID: pid_t? {

@@ -21,9 +21,9 @@ public struct BenchOptions: Sendable, Codable, Equatable {
     public var latencyRate = 1_000
     public var latencySeconds = 10
     public var latencyCap = 0
-    /// Offered rates of the steady runs (one row per transaction; rate / cap connections
-    /// at the cap), and how long each inserts.
-    public var steadyRates = [100, 1_000, 5_000]
+    /// Offered rates of the steady runs (one row per transaction; twice rate / cap
+    /// connections at the cap), and how long each inserts.
+    public var steadyRates = [100, 1_000]
     public var steadySeconds = 10
     /// Worker processes side by side in the scale runs, each with this many connections at
     /// the cap, under a backlog, for how long.

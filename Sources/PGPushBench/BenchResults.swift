@@ -178,9 +178,28 @@ public struct SteadyResult: Sendable, Codable {
     public var machineBusyCPUs: Double
     public var simulatorRequests: Int
     public var duplicateAcceptedAPNsIDs: Int
+    /// created_at to the request's arrival at the simulator.
+    public var insertToRequest: LatencySummary?
+    /// The worker's commits per notification over the whole run (the inserts taken off).
+    public var workerTransactionsPerNotification: Double
     /// Rows, commits, WAL and CPU from before the worker started to its exit (warm-up rows
     /// included), with every session's statistics flushed.
     public var cost: DatabaseCost?
+    /// The least a worker could cost PostgreSQL at this rate, measured in the same run.
+    public var floor: FloorResult?
+
+    /// PostgreSQL's CPU the worker caused, per notification: every server process less the
+    /// inserting session.
+    public var causedByWorkerMicroseconds: Double? {
+        guard let server = serverCPUMicrosecondsPerNotification else { return nil }
+        return server - (insertSessionCPUMicrosecondsPerNotification ?? 0)
+    }
+
+    /// causedByWorkerMicroseconds / the floor's.
+    public var ratioToFloor: Double? {
+        guard let ours = causedByWorkerMicroseconds, let floor = floor?.causedByWorkerMicroseconds, floor > 0 else { return nil }
+        return ours / floor
+    }
 }
 
 public struct MachineInfo: Sendable, Codable {

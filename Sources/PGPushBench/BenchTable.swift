@@ -103,17 +103,27 @@ extension BenchReport {
             }
         }
         if !steady.isEmpty {
-            lines.append("  steady offered rate, one insert per transaction, connections at \(options.cap)/s "
-                         + "(CPU per notification; PostgreSQL's includes the inserts):")
+            lines.append("  steady offered rate, one insert per transaction, twice the connections at \(options.cap)/s "
+                         + "the rate needs (per notification):")
         }
+        func micro(_ value: Double?) -> String { value.map { String(format: "%.1f µs", $0) } ?? "n/a" }
         for run in steady {
-            let server = run.serverCPUMicrosecondsPerNotification.map { String(format: "%.1f µs", $0) } ?? "n/a"
             let busy = run.serverBusyCPUs.map { String(format: "%.2f", $0) } ?? "n/a"
             row("    \(run.offeredPerSecond)/s, \(run.connections) conn.",
-                String(format: "worker %.1f µs (%.2f CPUs), PostgreSQL %@ (%@ CPUs, insert session %@), WAL %.2f kB",
-                       run.workerCPUMicrosecondsPerNotification, run.workerBusyCPUs, server, busy,
-                       run.insertSessionCPUMicrosecondsPerNotification.map { String(format: "%.1f µs", $0) } ?? "n/a",
-                       run.walBytesPerNotification / 1000))
+                String(format: "worker %.1f µs (%.2f CPUs); PostgreSQL %@ (%@ CPUs): caused by the worker %@, insert session %@",
+                       run.workerCPUMicrosecondsPerNotification, run.workerBusyCPUs,
+                       micro(run.serverCPUMicrosecondsPerNotification), busy, micro(run.causedByWorkerMicroseconds),
+                       micro(run.insertSessionCPUMicrosecondsPerNotification)))
+            if let floor = run.floor {
+                row("      floor (pgbench, prepared, minimal table)",
+                    String(format: "caused by the claimer %@, insert session %@, WAL %.2f kB, %.2f transactions; pgpush / floor %@",
+                           micro(floor.causedByWorkerMicroseconds), micro(floor.insertSessionCPUMicrosecondsPerNotification),
+                           floor.walBytesPerNotification / 1000, floor.workerTransactionsPerNotification,
+                           run.ratioToFloor.map { String(format: "%.2f×", $0) } ?? "n/a"))
+            }
+            row("      WAL; worker transactions; insert → request",
+                String(format: "%.2f kB; %.2f; ", run.walBytesPerNotification / 1000, run.workerTransactionsPerNotification)
+                    + (run.insertToRequest.map { String(format: "p50 %.1f  p99 %.1f  max %.1f ms", $0.p50, $0.p99, $0.max) } ?? "n/a"))
             row("      inserted; unfinished at end; drained",
                 String(format: "%.0f/s; %d rows; %.2f s after; machine busy %.2f of %d CPUs", run.insertedPerSecond,
                        run.unfinishedAtLastInsert, run.drainSecondsAfterLastInsert, run.machineBusyCPUs, machine.processors))

@@ -31,7 +31,7 @@ enum LatencyRun {
             let total = options.latencyRate * options.latencySeconds
             context.progress("latency: inserting \(options.latencyRate)/s for \(options.latencySeconds) s")
             let insertSeconds = try SteadyInserter.insert(connection, rate: options.latencyRate, count: total,
-                                                          payloadBytes: options.payloadBytes, worker: worker)
+                                                          payloadBytes: options.payloadBytes, alive: worker.checkAlive)
             try waitUntilDrained(meter, worker: worker, timeout: .seconds(60))
             try meter.flush(connection)
             let inserterAfter = ProcessCPU.preciseSeconds(of: connection.backendPID)
@@ -40,22 +40,7 @@ enum LatencyRun {
             try meter.waitForOtherSessions(except: [connection.backendPID])
             let after = try meter.snapshot()
 
-            var arrivals: [String: Double] = [:]
-            for entry in try simulator.requestLog() {
-                guard let token = entry.token, arrivals[token] == nil else { continue }
-                arrivals[token] = entry.receivedMilliseconds ?? Double(entry.timeMilliseconds)
-            }
-            let rows = try connection.query("""
-                SELECT device_token, extract(epoch FROM created_at) * 1000, extract(epoch FROM finished_at - created_at) * 1000
-                  FROM pgpush.notifications WHERE device_token < $1
-                """, [BenchRows.token(warmUpTokenBase)])
-            var toRequest: [Double] = [], toOutcome: [Double] = []
-            for row in 0..<rows.rowCount {
-                if let token = rows.string(row, 0), let created = rows.double(row, 1), let arrived = arrivals[token] {
-                    toRequest.append(arrived - created)
-                }
-                if let outcome = rows.double(row, 2) { toOutcome.append(outcome) }
-            }
+            let (toRequest, toOutcome) = try latencies(connection, simulator: simulator)
             var insertSessionCPU: Double?
             if let first = inserterBefore, let last = inserterAfter { insertSessionCPU = (last - first) * 1e6 / Double(total + 50) }
             return LatencyResult(
@@ -72,6 +57,29 @@ enum LatencyRun {
         }
     }
 
+    /// Insert → request (created_at to the request's arrival in the simulator's log, joined on
+    /// the token) and insert → outcome (finished_at − created_at) of the measured rows, in ms.
+    static func latencies(_ connection: PostgresConnection, simulator: SimulatorProcess) throws
+        -> (toRequest: [Double], toOutcome: [Double]) {
+        var arrivals: [String: Double] = [:]
+        for entry in try simulator.requestLog() {
+            guard let token = entry.token, arrivals[token] == nil else { continue }
+            arrivals[token] = entry.receivedMilliseconds ?? Double(entry.timeMilliseconds)
+        }
+        let rows = try connection.query("""
+            SELECT device_token, extract(epoch FROM created_at) * 1000, extract(epoch FROM finished_at - created_at) * 1000
+              FROM pgpush.notifications WHERE device_token < $1
+            """, [BenchRows.token(warmUpTokenBase)])
+        var toRequest: [Double] = [], toOutcome: [Double] = []
+        for row in 0..<rows.rowCount {
+            if let token = rows.string(row, 0), let created = rows.double(row, 1), let arrived = arrivals[token] {
+                toRequest.append(arrived - created)
+            }
+            if let outcome = rows.double(row, 2) { toOutcome.append(outcome) }
+        }
+        return (toRequest, toOutcome)
+    }
+
     static func waitUntilDrained(_ meter: CostMeter, worker: WorkerProcess, timeout: Duration) throws {
         let deadline = ContinuousClock.now + timeout
         while try meter.poll(BenchRows.anyUnfinished) {
@@ -84,9 +92,12 @@ enum LatencyRun {
 
 /// One row per transaction at a fixed rate on an absolute schedule, as applications insert.
 enum SteadyInserter {
-    /// Inserts `count` rows (tokens 1...count) at `rate`/s; returns the seconds it took.
+    static let notificationSQL = "INSERT INTO pgpush.notifications (device_token, payload) VALUES ($1, $2::jsonb)"
+
+    /// Inserts `count` rows (tokens 1...count) at `rate`/s with `sql` (parameters: token,
+    /// payload); returns the seconds it took. `alive` is called every two seconds' worth.
     static func insert(_ connection: PostgresConnection, rate: Int, count: Int, payloadBytes: Int,
-                       worker: WorkerProcess) throws -> Double {
+                       sql: String = notificationSQL, alive: () throws -> Void) throws -> Double {
         let payload = BenchRows.payload(bytes: payloadBytes)
         let clock = ContinuousClock()
         let start = clock.now
@@ -95,9 +106,8 @@ enum SteadyInserter {
             let due = start + interval * index
             let ahead = clock.now.duration(to: due)
             if ahead > .zero { Thread.sleep(forTimeInterval: Double(ahead / .microseconds(1)) / 1e6) }
-            try connection.query("INSERT INTO pgpush.notifications (device_token, payload) VALUES ($1, $2::jsonb)",
-                                 [BenchRows.token(index + 1), payload])
-            if index > 0 && index % (rate * 2) == 0 { try worker.checkAlive() }
+            try connection.query(sql, [BenchRows.token(index + 1), payload])
+            if index > 0 && index % (rate * 2) == 0 { try alive() }
         }
         return Double((clock.now - start) / .microseconds(1)) / 1e6
     }

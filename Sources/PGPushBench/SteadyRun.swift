@@ -2,21 +2,23 @@ import Foundation
 import Postgres
 
 /// The worker at a steady offered rate, as in production: rows inserted one per transaction
-/// at `rate`/s, with just enough connections at the cap to carry it (rate / cap, rounded
-/// up). What it costs per notification once running: the worker's CPU from the first
-/// measured insert to its exit (start-up, first TLS handshakes and JWT excluded), and
-/// PostgreSQL's CPU and WAL from the first measured insert until every row is finished.
+/// at `rate`/s, with twice the connections at the cap the rate needs (2 × rate / cap,
+/// rounded up), as an operator leaves room. What it costs per notification once running:
+/// the worker's CPU from the first measured insert to its exit (start-up, first TLS
+/// handshakes and JWT excluded), PostgreSQL's CPU (the inserting session's and the rest's)
+/// and WAL from the first measured insert until every row is finished; and the floor
+/// (FloorRun) at the same rate, measured right after on the same cluster.
 enum SteadyRun {
     static func run(rate: Int, in context: BenchContext) throws -> SteadyResult {
         let options = context.options
-        let connections = max(1, (rate + options.cap - 1) / options.cap)
+        let connections = 2 * max(1, (rate + options.cap - 1) / options.cap)
         let name = "steady\(rate)"
         let conninfo = try context.database.fresh(name)
         defer { context.database.discard(conninfo) }
         let meter = try CostMeter(conninfo: conninfo, database: context.database)
         let inserter = try PostgresConnection(conninfo: conninfo)
         let simulator = try SimulatorProcess(executable: context.executable, credentials: context.credentials,
-                                             directory: context.directory, name: name, logRequests: false)
+                                             directory: context.directory, name: name, logRequests: true)
         let before = try meter.snapshot()
         let worker = try WorkerProcess(executable: context.executable, databaseURL: conninfo, simulator: simulator,
                                        credentials: context.credentials, connections: connections,
@@ -33,20 +35,22 @@ enum SteadyRun {
             let inserterAtStart = ProcessCPU.preciseSeconds(of: inserter.backendPID)
             let machineAtStart = MachineCPU.now()
             let insertSeconds = try SteadyInserter.insert(inserter, rate: rate, count: total, payloadBytes: options.payloadBytes,
-                                                          worker: worker)
+                                                          alive: worker.checkAlive)
             let lastInsert = ContinuousClock.now
             let unfinishedAtLastInsert = try meter.poll(BenchRows.unfinished)
             try LatencyRun.waitUntilDrained(meter, worker: worker, timeout: .seconds(max(60, total / 200)))
             let drained = ContinuousClock.now
+            try meter.flush(inserter)
             let windowEnd = try meter.snapshot()
             let inserterAtEnd = ProcessCPU.preciseSeconds(of: inserter.backendPID)
             let machineBusy = MachineCPU.now().busyCPUs(since: machineAtStart)
-            try meter.flush(inserter)
             let usage = try worker.stop()
             let (report, _) = try simulator.stop()
             try meter.waitForOtherSessions(except: [inserter.backendPID])
             let after = try meter.snapshot()
             let statuses = try BenchRows.statusCounts(meter.connection)
+            let (toRequest, _) = try LatencyRun.latencies(meter.connection, simulator: simulator)
+            let whole = CostMeter.cost(from: before, to: after, notifications: total + 50)
             let window = CostMeter.cost(from: windowStart, to: windowEnd, notifications: total)
             let workerCPU = usage.cpuSeconds - workerAtStart
             let seconds = Double((drained - windowStart.at) / .microseconds(1)) / 1e6
@@ -66,7 +70,9 @@ enum SteadyRun {
                 walBytesPerNotification: window.walBytesPerNotification,
                 insertSessionCPUMicrosecondsPerNotification: insertSession, machineBusyCPUs: machineBusy,
                 simulatorRequests: report.totalRequests, duplicateAcceptedAPNsIDs: report.duplicateAcceptedAPNsIDs,
-                cost: CostMeter.cost(from: before, to: after, notifications: total + 50))
+                insertToRequest: LatencySummary(milliseconds: toRequest),
+                workerTransactionsPerNotification: Double(whole.commits - Int64(total + 50)) / Double(total + 50),
+                cost: whole, floor: try FloorRun.run(rate: rate, in: context))
         } catch {
             _ = worker.process.stop(signal: SIGKILL)
             _ = try? simulator.stop()

@@ -53,7 +53,7 @@ enum BenchCommand {
           --latency-rate N           offered rows/s (default 1000)
           --latency-seconds N        (default 10)
           --latency-cap N            the worker's per-connection cap in the latency run (default 0: none)
-          --steady-rates LIST        offered rows/s of the steady runs (default 100,1000,5000)
+          --steady-rates LIST        offered rows/s of the steady runs (default 100,1000)
           --steady-seconds N         (default 10)
           --scale-workers LIST       worker processes side by side (default 1,2,4)
           --scale-connections N      connections per worker in the scale runs (default 50)
