@@ -68,6 +68,10 @@ public enum BenchConsistency {
             expect(run.workerCPUSeconds > 0, "\(label): the worker used no CPU")
             expect(run.walBytesPerNotification > 0, "\(label): no WAL written")
             wholeCost(label, run.cost, rows: run.rows + 50)
+            if let floor = run.floor {
+                expect(floor.finished == floor.rows, "\(label) floor: \(floor.finished) of \(floor.rows) rows finished by pgbench")
+                expect(floor.workerTransactionsPerNotification > 0, "\(label) floor: no claims counted")
+            }
         }
         for run in report.scale {
             let label = "scale \(run.workers)"
