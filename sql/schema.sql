@@ -717,6 +717,20 @@ $$;
 
 
 --
+-- Name: input_rule_broken(text); Type: FUNCTION; Schema: pgpush; Owner: -
+--
+
+CREATE FUNCTION pgpush.input_rule_broken(rule text) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    AS $$
+BEGIN
+    RAISE EXCEPTION USING ERRCODE = 'check_violation', CONSTRAINT = rule, SCHEMA = 'pgpush', TABLE = 'notifications',
+        MESSAGE = format('new row for relation "notifications" violates check constraint "%s"', rule);
+END
+$$;
+
+
+--
 -- Name: jsonb_nesting_depth(jsonb, integer); Type: FUNCTION; Schema: pgpush; Owner: -
 --
 
@@ -764,6 +778,140 @@ BEGIN
     RETURN next_id;
 END
 $$;
+
+
+--
+-- Name: notification_input_holds(text, text, text, smallint, text, jsonb, text, timestamp with time zone, timestamp with time zone, text, text); Type: FUNCTION; Schema: pgpush; Owner: -
+--
+
+CREATE FUNCTION pgpush.notification_input_holds(app text, device_token text, push_type text, priority smallint, topic text, payload jsonb, collapse_id text, expires_at timestamp with time zone, send_after timestamp with time zone, idempotency_key text, channel_id text) RETURNS boolean
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    AS $_$
+DECLARE
+    aps jsonb;
+    event jsonb;
+    json_text text;
+    size_limit integer;
+BEGIN
+    IF NOT (app ~ '^[A-Za-z0-9._-]{1,64}$') THEN
+        PERFORM pgpush.input_rule_broken('notifications_app_name_1_to_64_letters_digits_dot_dash');
+    END IF;
+    IF NOT (app <> '') THEN
+        PERFORM pgpush.input_rule_broken('notifications_app_not_empty');
+    END IF;
+    IF push_type = 'background' THEN
+        IF NOT coalesce(payload -> 'aps' -> 'content-available' = '1', false) THEN
+            PERFORM pgpush.input_rule_broken('notifications_background_needs_content_available');
+        END IF;
+        IF NOT (priority = 5) THEN
+            PERFORM pgpush.input_rule_broken('notifications_background_priority_must_be_5');
+        END IF;
+    END IF;
+    IF channel_id IS NOT NULL THEN
+        IF coalesce(payload -> 'aps' -> 'event' = '"start"', false) THEN
+            PERFORM pgpush.input_rule_broken('notifications_channel_cannot_start_liveactivity');
+        END IF;
+        IF NOT (channel_id ~ '^[A-Za-z0-9+/]+={0,2}$' AND length(channel_id) <= 1024) THEN
+            PERFORM pgpush.input_rule_broken('notifications_channel_id_not_base64');
+        END IF;
+        IF NOT (push_type = 'liveactivity') THEN
+            PERFORM pgpush.input_rule_broken('notifications_channel_only_liveactivity');
+        END IF;
+        IF collapse_id IS NOT NULL THEN
+            PERFORM pgpush.input_rule_broken('notifications_channel_without_collapse_id');
+        END IF;
+    END IF;
+    IF collapse_id IS NOT NULL THEN
+        IF collapse_id ~ '[\u0001-\u001f\u007f-\u009f]' THEN
+            PERFORM pgpush.input_rule_broken('notifications_collapse_id_control_character');
+        END IF;
+        IF NOT (octet_length(collapse_id) BETWEEN 1 AND 64) THEN
+            PERFORM pgpush.input_rule_broken('notifications_collapse_id_too_long');
+        END IF;
+    END IF;
+    IF NOT (length(device_token) BETWEEN 2 AND 400 AND length(device_token) % 2 = 0) THEN
+        PERFORM pgpush.input_rule_broken('notifications_device_token_bad_length');
+    END IF;
+    IF NOT (device_token ~ '^[0-9A-Fa-f]*$') THEN
+        PERFORM pgpush.input_rule_broken('notifications_device_token_not_hex');
+    END IF;
+    IF (device_token IS NULL) = (channel_id IS NULL) THEN
+        PERFORM pgpush.input_rule_broken('notifications_exactly_one_of_device_token_and_channel_id');
+    END IF;
+    IF NOT isfinite(expires_at) THEN
+        PERFORM pgpush.input_rule_broken('notifications_expires_at_infinite');
+    END IF;
+    IF idempotency_key = '' THEN
+        PERFORM pgpush.input_rule_broken('notifications_idempotency_key_empty');
+    END IF;
+    IF push_type = 'liveactivity' THEN
+        aps := payload -> 'aps';
+        event := aps -> 'event';
+        IF NOT coalesce(event IN ('"start"', '"update"', '"end"'), false) THEN
+            PERFORM pgpush.input_rule_broken('notifications_liveactivity_event_start_update_or_end');
+        END IF;
+        IF NOT coalesce(jsonb_typeof(aps -> 'timestamp') = 'number', false) THEN
+            PERFORM pgpush.input_rule_broken('notifications_liveactivity_needs_timestamp');
+        END IF;
+        IF NOT (priority IN (5, 10)) THEN
+            PERFORM pgpush.input_rule_broken('notifications_liveactivity_priority_must_be_5_or_10');
+        END IF;
+        IF coalesce(event = '"start"', false) AND aps -> 'alert' IS NULL THEN
+            PERFORM pgpush.input_rule_broken('notifications_liveactivity_start_needs_alert');
+        END IF;
+        IF coalesce(event = '"start"', false)
+           AND NOT coalesce(jsonb_typeof(aps -> 'attributes-type') = 'string'
+                            AND jsonb_typeof(aps -> 'attributes') = 'object', false) THEN
+            PERFORM pgpush.input_rule_broken('notifications_liveactivity_start_needs_attributes');
+        END IF;
+        IF coalesce(event IN ('"start"', '"update"'), false)
+           AND NOT coalesce(jsonb_typeof(aps -> 'content-state') = 'object', false) THEN
+            PERFORM pgpush.input_rule_broken('notifications_liveactivity_start_or_update_needs_content_state');
+        END IF;
+    END IF;
+    IF push_type = 'location' AND NOT (priority IN (5, 10)) THEN
+        PERFORM pgpush.input_rule_broken('notifications_location_priority_must_be_5_or_10');
+    END IF;
+    IF push_type = 'mdm' AND topic IS NULL THEN
+        PERFORM pgpush.input_rule_broken('notifications_mdm_needs_topic');
+    END IF;
+    json_text := payload::text;
+    IF NOT (octet_length(json_text) - octet_length(translate(json_text, '{[', '')) <= 64
+            OR pgpush.jsonb_nesting_depth(payload, 64) <= 64) THEN
+        PERFORM pgpush.input_rule_broken('notifications_payload_nested_deeper_than_64');
+    END IF;
+    IF NOT (jsonb_typeof(payload) = 'object') THEN
+        PERFORM pgpush.input_rule_broken('notifications_payload_not_object');
+    END IF;
+    size_limit := CASE WHEN push_type = 'voip' OR channel_id IS NOT NULL THEN 5120 ELSE 4096 END;
+    IF NOT (octet_length(json_text) <= size_limit OR pgpush.compact_json_length(payload) <= size_limit) THEN
+        PERFORM pgpush.input_rule_broken('notifications_payload_too_large');
+    END IF;
+    IF NOT (priority IN (1, 5, 10)) THEN
+        PERFORM pgpush.input_rule_broken('notifications_priority_not_1_5_10');
+    END IF;
+    IF NOT (push_type IN ('alert', 'background', 'voip', 'complication', 'fileprovider', 'mdm', 'location',
+                          'liveactivity', 'pushtotalk', 'widgets', 'controls')) THEN
+        PERFORM pgpush.input_rule_broken('notifications_push_type_unknown');
+    END IF;
+    IF push_type = 'pushtotalk' AND NOT (priority IS NULL OR priority = 10
+            OR (priority = 5 AND coalesce(payload -> 'aps' ->> 'ptt-push-type' = 'service-update', false))) THEN
+        PERFORM pgpush.input_rule_broken('notifications_pushtotalk_priority_10_or_service_update_5');
+    END IF;
+    IF NOT isfinite(send_after) THEN
+        PERFORM pgpush.input_rule_broken('notifications_send_after_infinite');
+    END IF;
+    IF topic IS NOT NULL THEN
+        IF topic ~ '[\u0001-\u001f\u007f-\u009f]' THEN
+            PERFORM pgpush.input_rule_broken('notifications_topic_control_character');
+        END IF;
+        IF topic = '' THEN
+            PERFORM pgpush.input_rule_broken('notifications_topic_empty');
+        END IF;
+    END IF;
+    RETURN true;
+END
+$_$;
 
 
 --
@@ -1270,49 +1418,10 @@ CREATE TABLE pgpush.notifications (
     deliver_once boolean,
     apns_unique_id uuid,
     channel_id text,
-    CONSTRAINT notifications_app_name_1_to_64_letters_digits_dot_dash CHECK ((app ~ '^[A-Za-z0-9._-]{1,64}$'::text)),
-    CONSTRAINT notifications_app_not_empty CHECK ((app <> ''::text)),
     CONSTRAINT notifications_attempts_negative CHECK ((attempts >= 0)),
-    CONSTRAINT notifications_background_needs_content_available CHECK (((push_type <> 'background'::text) OR COALESCE((((payload -> 'aps'::text) -> 'content-available'::text) = '1'::jsonb), false))),
-    CONSTRAINT notifications_background_priority_must_be_5 CHECK (((push_type <> 'background'::text) OR (priority = 5))),
-    CONSTRAINT notifications_channel_cannot_start_liveactivity CHECK (((channel_id IS NULL) OR (NOT COALESCE((((payload -> 'aps'::text) -> 'event'::text) = '"start"'::jsonb), false)))),
-    CONSTRAINT notifications_channel_id_not_base64 CHECK (((channel_id ~ '^[A-Za-z0-9+/]+={0,2}$'::text) AND (length(channel_id) <= 1024))),
-    CONSTRAINT notifications_channel_only_liveactivity CHECK (((channel_id IS NULL) OR (push_type = 'liveactivity'::text))),
-    CONSTRAINT notifications_channel_without_collapse_id CHECK (((channel_id IS NULL) OR (collapse_id IS NULL))),
-    CONSTRAINT notifications_collapse_id_control_character CHECK ((collapse_id !~ '[\u0001-\u001f\u007f-\u009f]'::text)),
-    CONSTRAINT notifications_collapse_id_too_long CHECK (((octet_length(collapse_id) >= 1) AND (octet_length(collapse_id) <= 64))),
-    CONSTRAINT notifications_device_token_bad_length CHECK ((((length(device_token) >= 2) AND (length(device_token) <= 400)) AND ((length(device_token) % 2) = 0))),
-    CONSTRAINT notifications_device_token_not_hex CHECK ((device_token ~ '^[0-9A-Fa-f]*$'::text)),
-    CONSTRAINT notifications_exactly_one_of_device_token_and_channel_id CHECK (((device_token IS NULL) <> (channel_id IS NULL))),
-    CONSTRAINT notifications_expires_at_infinite CHECK (isfinite(expires_at)),
-    CONSTRAINT notifications_idempotency_key_empty CHECK ((idempotency_key <> ''::text)),
-    CONSTRAINT notifications_liveactivity_event_start_update_or_end CHECK (((push_type <> 'liveactivity'::text) OR COALESCE((((payload -> 'aps'::text) -> 'event'::text) = ANY (ARRAY['"start"'::jsonb, '"update"'::jsonb, '"end"'::jsonb])), false))),
-    CONSTRAINT notifications_liveactivity_needs_timestamp CHECK (((push_type <> 'liveactivity'::text) OR COALESCE((jsonb_typeof(((payload -> 'aps'::text) -> 'timestamp'::text)) = 'number'::text), false))),
-    CONSTRAINT notifications_liveactivity_priority_must_be_5_or_10 CHECK (((push_type <> 'liveactivity'::text) OR (priority = ANY (ARRAY[5, 10])))),
-    CONSTRAINT notifications_liveactivity_start_needs_alert CHECK (((push_type <> 'liveactivity'::text) OR (NOT COALESCE((((payload -> 'aps'::text) -> 'event'::text) = '"start"'::jsonb), false)) OR (((payload -> 'aps'::text) -> 'alert'::text) IS NOT NULL))),
-    CONSTRAINT notifications_liveactivity_start_needs_attributes CHECK (((push_type <> 'liveactivity'::text) OR (NOT COALESCE((((payload -> 'aps'::text) -> 'event'::text) = '"start"'::jsonb), false)) OR COALESCE(((jsonb_typeof(((payload -> 'aps'::text) -> 'attributes-type'::text)) = 'string'::text) AND (jsonb_typeof(((payload -> 'aps'::text) -> 'attributes'::text)) = 'object'::text)), false))),
-    CONSTRAINT notifications_liveactivity_start_or_update_needs_content_state CHECK (((push_type <> 'liveactivity'::text) OR (NOT COALESCE((((payload -> 'aps'::text) -> 'event'::text) = ANY (ARRAY['"start"'::jsonb, '"update"'::jsonb])), false)) OR COALESCE((jsonb_typeof(((payload -> 'aps'::text) -> 'content-state'::text)) = 'object'::text), false))),
-    CONSTRAINT notifications_location_priority_must_be_5_or_10 CHECK (((push_type <> 'location'::text) OR (priority = ANY (ARRAY[5, 10])))),
-    CONSTRAINT notifications_mdm_needs_topic CHECK (((push_type <> 'mdm'::text) OR (topic IS NOT NULL))),
-    CONSTRAINT notifications_payload_nested_deeper_than_64 CHECK ((((octet_length((payload)::text) - octet_length(translate((payload)::text, '{['::text, ''::text))) <= 64) OR (pgpush.jsonb_nesting_depth(payload, 64) <= 64))),
-    CONSTRAINT notifications_payload_not_object CHECK ((jsonb_typeof(payload) = 'object'::text)),
-    CONSTRAINT notifications_payload_too_large CHECK (((octet_length((payload)::text) <=
-CASE
-    WHEN ((push_type = 'voip'::text) OR (channel_id IS NOT NULL)) THEN 5120
-    ELSE 4096
-END) OR (pgpush.compact_json_length(payload) <=
-CASE
-    WHEN ((push_type = 'voip'::text) OR (channel_id IS NOT NULL)) THEN 5120
-    ELSE 4096
-END))),
-    CONSTRAINT notifications_priority_not_1_5_10 CHECK ((priority = ANY (ARRAY[1, 5, 10]))),
-    CONSTRAINT notifications_push_type_unknown CHECK ((push_type = ANY (ARRAY['alert'::text, 'background'::text, 'voip'::text, 'complication'::text, 'fileprovider'::text, 'mdm'::text, 'location'::text, 'liveactivity'::text, 'pushtotalk'::text, 'widgets'::text, 'controls'::text]))),
-    CONSTRAINT notifications_pushtotalk_priority_10_or_service_update_5 CHECK (((push_type <> 'pushtotalk'::text) OR (priority IS NULL) OR (priority = 10) OR ((priority = 5) AND COALESCE((((payload -> 'aps'::text) ->> 'ptt-push-type'::text) = 'service-update'::text), false)))),
-    CONSTRAINT notifications_send_after_infinite CHECK (isfinite(send_after)),
+    CONSTRAINT notifications_input_rules CHECK (((status <> 'queued'::text) OR (claim_count > 0) OR pgpush.notification_input_holds(app, device_token, push_type, priority, topic, payload, collapse_id, expires_at, send_after, idempotency_key, channel_id))),
     CONSTRAINT notifications_sending_needs_lease CHECK (((status <> 'sending'::text) OR ((locked_by IS NOT NULL) AND (locked_until IS NOT NULL)))),
-    CONSTRAINT notifications_status_unknown CHECK ((status = ANY (ARRAY['queued'::text, 'sending'::text, 'delivered'::text, 'failed'::text, 'expired'::text, 'cancelled'::text]))),
-    CONSTRAINT notifications_topic_control_character CHECK ((topic !~ '[\u0001-\u001f\u007f-\u009f]'::text)),
-    CONSTRAINT notifications_topic_empty CHECK ((topic <> ''::text))
+    CONSTRAINT notifications_status_unknown CHECK ((status = ANY (ARRAY['queued'::text, 'sending'::text, 'delivered'::text, 'failed'::text, 'expired'::text, 'cancelled'::text])))
 )
 PARTITION BY RANGE (id);
 
@@ -1441,49 +1550,10 @@ CREATE TABLE pgpush.notifications_0 (
     deliver_once boolean,
     apns_unique_id uuid,
     channel_id text,
-    CONSTRAINT notifications_app_name_1_to_64_letters_digits_dot_dash CHECK ((app ~ '^[A-Za-z0-9._-]{1,64}$'::text)),
-    CONSTRAINT notifications_app_not_empty CHECK ((app <> ''::text)),
     CONSTRAINT notifications_attempts_negative CHECK ((attempts >= 0)),
-    CONSTRAINT notifications_background_needs_content_available CHECK (((push_type <> 'background'::text) OR COALESCE((((payload -> 'aps'::text) -> 'content-available'::text) = '1'::jsonb), false))),
-    CONSTRAINT notifications_background_priority_must_be_5 CHECK (((push_type <> 'background'::text) OR (priority = 5))),
-    CONSTRAINT notifications_channel_cannot_start_liveactivity CHECK (((channel_id IS NULL) OR (NOT COALESCE((((payload -> 'aps'::text) -> 'event'::text) = '"start"'::jsonb), false)))),
-    CONSTRAINT notifications_channel_id_not_base64 CHECK (((channel_id ~ '^[A-Za-z0-9+/]+={0,2}$'::text) AND (length(channel_id) <= 1024))),
-    CONSTRAINT notifications_channel_only_liveactivity CHECK (((channel_id IS NULL) OR (push_type = 'liveactivity'::text))),
-    CONSTRAINT notifications_channel_without_collapse_id CHECK (((channel_id IS NULL) OR (collapse_id IS NULL))),
-    CONSTRAINT notifications_collapse_id_control_character CHECK ((collapse_id !~ '[\u0001-\u001f\u007f-\u009f]'::text)),
-    CONSTRAINT notifications_collapse_id_too_long CHECK (((octet_length(collapse_id) >= 1) AND (octet_length(collapse_id) <= 64))),
-    CONSTRAINT notifications_device_token_bad_length CHECK ((((length(device_token) >= 2) AND (length(device_token) <= 400)) AND ((length(device_token) % 2) = 0))),
-    CONSTRAINT notifications_device_token_not_hex CHECK ((device_token ~ '^[0-9A-Fa-f]*$'::text)),
-    CONSTRAINT notifications_exactly_one_of_device_token_and_channel_id CHECK (((device_token IS NULL) <> (channel_id IS NULL))),
-    CONSTRAINT notifications_expires_at_infinite CHECK (isfinite(expires_at)),
-    CONSTRAINT notifications_idempotency_key_empty CHECK ((idempotency_key <> ''::text)),
-    CONSTRAINT notifications_liveactivity_event_start_update_or_end CHECK (((push_type <> 'liveactivity'::text) OR COALESCE((((payload -> 'aps'::text) -> 'event'::text) = ANY (ARRAY['"start"'::jsonb, '"update"'::jsonb, '"end"'::jsonb])), false))),
-    CONSTRAINT notifications_liveactivity_needs_timestamp CHECK (((push_type <> 'liveactivity'::text) OR COALESCE((jsonb_typeof(((payload -> 'aps'::text) -> 'timestamp'::text)) = 'number'::text), false))),
-    CONSTRAINT notifications_liveactivity_priority_must_be_5_or_10 CHECK (((push_type <> 'liveactivity'::text) OR (priority = ANY (ARRAY[5, 10])))),
-    CONSTRAINT notifications_liveactivity_start_needs_alert CHECK (((push_type <> 'liveactivity'::text) OR (NOT COALESCE((((payload -> 'aps'::text) -> 'event'::text) = '"start"'::jsonb), false)) OR (((payload -> 'aps'::text) -> 'alert'::text) IS NOT NULL))),
-    CONSTRAINT notifications_liveactivity_start_needs_attributes CHECK (((push_type <> 'liveactivity'::text) OR (NOT COALESCE((((payload -> 'aps'::text) -> 'event'::text) = '"start"'::jsonb), false)) OR COALESCE(((jsonb_typeof(((payload -> 'aps'::text) -> 'attributes-type'::text)) = 'string'::text) AND (jsonb_typeof(((payload -> 'aps'::text) -> 'attributes'::text)) = 'object'::text)), false))),
-    CONSTRAINT notifications_liveactivity_start_or_update_needs_content_state CHECK (((push_type <> 'liveactivity'::text) OR (NOT COALESCE((((payload -> 'aps'::text) -> 'event'::text) = ANY (ARRAY['"start"'::jsonb, '"update"'::jsonb])), false)) OR COALESCE((jsonb_typeof(((payload -> 'aps'::text) -> 'content-state'::text)) = 'object'::text), false))),
-    CONSTRAINT notifications_location_priority_must_be_5_or_10 CHECK (((push_type <> 'location'::text) OR (priority = ANY (ARRAY[5, 10])))),
-    CONSTRAINT notifications_mdm_needs_topic CHECK (((push_type <> 'mdm'::text) OR (topic IS NOT NULL))),
-    CONSTRAINT notifications_payload_nested_deeper_than_64 CHECK ((((octet_length((payload)::text) - octet_length(translate((payload)::text, '{['::text, ''::text))) <= 64) OR (pgpush.jsonb_nesting_depth(payload, 64) <= 64))),
-    CONSTRAINT notifications_payload_not_object CHECK ((jsonb_typeof(payload) = 'object'::text)),
-    CONSTRAINT notifications_payload_too_large CHECK (((octet_length((payload)::text) <=
-CASE
-    WHEN ((push_type = 'voip'::text) OR (channel_id IS NOT NULL)) THEN 5120
-    ELSE 4096
-END) OR (pgpush.compact_json_length(payload) <=
-CASE
-    WHEN ((push_type = 'voip'::text) OR (channel_id IS NOT NULL)) THEN 5120
-    ELSE 4096
-END))),
-    CONSTRAINT notifications_priority_not_1_5_10 CHECK ((priority = ANY (ARRAY[1, 5, 10]))),
-    CONSTRAINT notifications_push_type_unknown CHECK ((push_type = ANY (ARRAY['alert'::text, 'background'::text, 'voip'::text, 'complication'::text, 'fileprovider'::text, 'mdm'::text, 'location'::text, 'liveactivity'::text, 'pushtotalk'::text, 'widgets'::text, 'controls'::text]))),
-    CONSTRAINT notifications_pushtotalk_priority_10_or_service_update_5 CHECK (((push_type <> 'pushtotalk'::text) OR (priority IS NULL) OR (priority = 10) OR ((priority = 5) AND COALESCE((((payload -> 'aps'::text) ->> 'ptt-push-type'::text) = 'service-update'::text), false)))),
-    CONSTRAINT notifications_send_after_infinite CHECK (isfinite(send_after)),
+    CONSTRAINT notifications_input_rules CHECK (((status <> 'queued'::text) OR (claim_count > 0) OR pgpush.notification_input_holds(app, device_token, push_type, priority, topic, payload, collapse_id, expires_at, send_after, idempotency_key, channel_id))),
     CONSTRAINT notifications_sending_needs_lease CHECK (((status <> 'sending'::text) OR ((locked_by IS NOT NULL) AND (locked_until IS NOT NULL)))),
-    CONSTRAINT notifications_status_unknown CHECK ((status = ANY (ARRAY['queued'::text, 'sending'::text, 'delivered'::text, 'failed'::text, 'expired'::text, 'cancelled'::text]))),
-    CONSTRAINT notifications_topic_control_character CHECK ((topic !~ '[\u0001-\u001f\u007f-\u009f]'::text)),
-    CONSTRAINT notifications_topic_empty CHECK ((topic <> ''::text))
+    CONSTRAINT notifications_status_unknown CHECK ((status = ANY (ARRAY['queued'::text, 'sending'::text, 'delivered'::text, 'failed'::text, 'expired'::text, 'cancelled'::text])))
 )
 WITH (fillfactor='90');
 
@@ -1539,49 +1609,10 @@ CREATE TABLE pgpush.notifications_1 (
     deliver_once boolean,
     apns_unique_id uuid,
     channel_id text,
-    CONSTRAINT notifications_app_name_1_to_64_letters_digits_dot_dash CHECK ((app ~ '^[A-Za-z0-9._-]{1,64}$'::text)),
-    CONSTRAINT notifications_app_not_empty CHECK ((app <> ''::text)),
     CONSTRAINT notifications_attempts_negative CHECK ((attempts >= 0)),
-    CONSTRAINT notifications_background_needs_content_available CHECK (((push_type <> 'background'::text) OR COALESCE((((payload -> 'aps'::text) -> 'content-available'::text) = '1'::jsonb), false))),
-    CONSTRAINT notifications_background_priority_must_be_5 CHECK (((push_type <> 'background'::text) OR (priority = 5))),
-    CONSTRAINT notifications_channel_cannot_start_liveactivity CHECK (((channel_id IS NULL) OR (NOT COALESCE((((payload -> 'aps'::text) -> 'event'::text) = '"start"'::jsonb), false)))),
-    CONSTRAINT notifications_channel_id_not_base64 CHECK (((channel_id ~ '^[A-Za-z0-9+/]+={0,2}$'::text) AND (length(channel_id) <= 1024))),
-    CONSTRAINT notifications_channel_only_liveactivity CHECK (((channel_id IS NULL) OR (push_type = 'liveactivity'::text))),
-    CONSTRAINT notifications_channel_without_collapse_id CHECK (((channel_id IS NULL) OR (collapse_id IS NULL))),
-    CONSTRAINT notifications_collapse_id_control_character CHECK ((collapse_id !~ '[\u0001-\u001f\u007f-\u009f]'::text)),
-    CONSTRAINT notifications_collapse_id_too_long CHECK (((octet_length(collapse_id) >= 1) AND (octet_length(collapse_id) <= 64))),
-    CONSTRAINT notifications_device_token_bad_length CHECK ((((length(device_token) >= 2) AND (length(device_token) <= 400)) AND ((length(device_token) % 2) = 0))),
-    CONSTRAINT notifications_device_token_not_hex CHECK ((device_token ~ '^[0-9A-Fa-f]*$'::text)),
-    CONSTRAINT notifications_exactly_one_of_device_token_and_channel_id CHECK (((device_token IS NULL) <> (channel_id IS NULL))),
-    CONSTRAINT notifications_expires_at_infinite CHECK (isfinite(expires_at)),
-    CONSTRAINT notifications_idempotency_key_empty CHECK ((idempotency_key <> ''::text)),
-    CONSTRAINT notifications_liveactivity_event_start_update_or_end CHECK (((push_type <> 'liveactivity'::text) OR COALESCE((((payload -> 'aps'::text) -> 'event'::text) = ANY (ARRAY['"start"'::jsonb, '"update"'::jsonb, '"end"'::jsonb])), false))),
-    CONSTRAINT notifications_liveactivity_needs_timestamp CHECK (((push_type <> 'liveactivity'::text) OR COALESCE((jsonb_typeof(((payload -> 'aps'::text) -> 'timestamp'::text)) = 'number'::text), false))),
-    CONSTRAINT notifications_liveactivity_priority_must_be_5_or_10 CHECK (((push_type <> 'liveactivity'::text) OR (priority = ANY (ARRAY[5, 10])))),
-    CONSTRAINT notifications_liveactivity_start_needs_alert CHECK (((push_type <> 'liveactivity'::text) OR (NOT COALESCE((((payload -> 'aps'::text) -> 'event'::text) = '"start"'::jsonb), false)) OR (((payload -> 'aps'::text) -> 'alert'::text) IS NOT NULL))),
-    CONSTRAINT notifications_liveactivity_start_needs_attributes CHECK (((push_type <> 'liveactivity'::text) OR (NOT COALESCE((((payload -> 'aps'::text) -> 'event'::text) = '"start"'::jsonb), false)) OR COALESCE(((jsonb_typeof(((payload -> 'aps'::text) -> 'attributes-type'::text)) = 'string'::text) AND (jsonb_typeof(((payload -> 'aps'::text) -> 'attributes'::text)) = 'object'::text)), false))),
-    CONSTRAINT notifications_liveactivity_start_or_update_needs_content_state CHECK (((push_type <> 'liveactivity'::text) OR (NOT COALESCE((((payload -> 'aps'::text) -> 'event'::text) = ANY (ARRAY['"start"'::jsonb, '"update"'::jsonb])), false)) OR COALESCE((jsonb_typeof(((payload -> 'aps'::text) -> 'content-state'::text)) = 'object'::text), false))),
-    CONSTRAINT notifications_location_priority_must_be_5_or_10 CHECK (((push_type <> 'location'::text) OR (priority = ANY (ARRAY[5, 10])))),
-    CONSTRAINT notifications_mdm_needs_topic CHECK (((push_type <> 'mdm'::text) OR (topic IS NOT NULL))),
-    CONSTRAINT notifications_payload_nested_deeper_than_64 CHECK ((((octet_length((payload)::text) - octet_length(translate((payload)::text, '{['::text, ''::text))) <= 64) OR (pgpush.jsonb_nesting_depth(payload, 64) <= 64))),
-    CONSTRAINT notifications_payload_not_object CHECK ((jsonb_typeof(payload) = 'object'::text)),
-    CONSTRAINT notifications_payload_too_large CHECK (((octet_length((payload)::text) <=
-CASE
-    WHEN ((push_type = 'voip'::text) OR (channel_id IS NOT NULL)) THEN 5120
-    ELSE 4096
-END) OR (pgpush.compact_json_length(payload) <=
-CASE
-    WHEN ((push_type = 'voip'::text) OR (channel_id IS NOT NULL)) THEN 5120
-    ELSE 4096
-END))),
-    CONSTRAINT notifications_priority_not_1_5_10 CHECK ((priority = ANY (ARRAY[1, 5, 10]))),
-    CONSTRAINT notifications_push_type_unknown CHECK ((push_type = ANY (ARRAY['alert'::text, 'background'::text, 'voip'::text, 'complication'::text, 'fileprovider'::text, 'mdm'::text, 'location'::text, 'liveactivity'::text, 'pushtotalk'::text, 'widgets'::text, 'controls'::text]))),
-    CONSTRAINT notifications_pushtotalk_priority_10_or_service_update_5 CHECK (((push_type <> 'pushtotalk'::text) OR (priority IS NULL) OR (priority = 10) OR ((priority = 5) AND COALESCE((((payload -> 'aps'::text) ->> 'ptt-push-type'::text) = 'service-update'::text), false)))),
-    CONSTRAINT notifications_send_after_infinite CHECK (isfinite(send_after)),
+    CONSTRAINT notifications_input_rules CHECK (((status <> 'queued'::text) OR (claim_count > 0) OR pgpush.notification_input_holds(app, device_token, push_type, priority, topic, payload, collapse_id, expires_at, send_after, idempotency_key, channel_id))),
     CONSTRAINT notifications_sending_needs_lease CHECK (((status <> 'sending'::text) OR ((locked_by IS NOT NULL) AND (locked_until IS NOT NULL)))),
-    CONSTRAINT notifications_status_unknown CHECK ((status = ANY (ARRAY['queued'::text, 'sending'::text, 'delivered'::text, 'failed'::text, 'expired'::text, 'cancelled'::text]))),
-    CONSTRAINT notifications_topic_control_character CHECK ((topic !~ '[\u0001-\u001f\u007f-\u009f]'::text)),
-    CONSTRAINT notifications_topic_empty CHECK ((topic <> ''::text))
+    CONSTRAINT notifications_status_unknown CHECK ((status = ANY (ARRAY['queued'::text, 'sending'::text, 'delivered'::text, 'failed'::text, 'expired'::text, 'cancelled'::text])))
 )
 WITH (fillfactor='90');
 
@@ -1616,49 +1647,10 @@ CREATE TABLE pgpush.notifications_1000001 (
     deliver_once boolean,
     apns_unique_id uuid,
     channel_id text,
-    CONSTRAINT notifications_app_name_1_to_64_letters_digits_dot_dash CHECK ((app ~ '^[A-Za-z0-9._-]{1,64}$'::text)),
-    CONSTRAINT notifications_app_not_empty CHECK ((app <> ''::text)),
     CONSTRAINT notifications_attempts_negative CHECK ((attempts >= 0)),
-    CONSTRAINT notifications_background_needs_content_available CHECK (((push_type <> 'background'::text) OR COALESCE((((payload -> 'aps'::text) -> 'content-available'::text) = '1'::jsonb), false))),
-    CONSTRAINT notifications_background_priority_must_be_5 CHECK (((push_type <> 'background'::text) OR (priority = 5))),
-    CONSTRAINT notifications_channel_cannot_start_liveactivity CHECK (((channel_id IS NULL) OR (NOT COALESCE((((payload -> 'aps'::text) -> 'event'::text) = '"start"'::jsonb), false)))),
-    CONSTRAINT notifications_channel_id_not_base64 CHECK (((channel_id ~ '^[A-Za-z0-9+/]+={0,2}$'::text) AND (length(channel_id) <= 1024))),
-    CONSTRAINT notifications_channel_only_liveactivity CHECK (((channel_id IS NULL) OR (push_type = 'liveactivity'::text))),
-    CONSTRAINT notifications_channel_without_collapse_id CHECK (((channel_id IS NULL) OR (collapse_id IS NULL))),
-    CONSTRAINT notifications_collapse_id_control_character CHECK ((collapse_id !~ '[\u0001-\u001f\u007f-\u009f]'::text)),
-    CONSTRAINT notifications_collapse_id_too_long CHECK (((octet_length(collapse_id) >= 1) AND (octet_length(collapse_id) <= 64))),
-    CONSTRAINT notifications_device_token_bad_length CHECK ((((length(device_token) >= 2) AND (length(device_token) <= 400)) AND ((length(device_token) % 2) = 0))),
-    CONSTRAINT notifications_device_token_not_hex CHECK ((device_token ~ '^[0-9A-Fa-f]*$'::text)),
-    CONSTRAINT notifications_exactly_one_of_device_token_and_channel_id CHECK (((device_token IS NULL) <> (channel_id IS NULL))),
-    CONSTRAINT notifications_expires_at_infinite CHECK (isfinite(expires_at)),
-    CONSTRAINT notifications_idempotency_key_empty CHECK ((idempotency_key <> ''::text)),
-    CONSTRAINT notifications_liveactivity_event_start_update_or_end CHECK (((push_type <> 'liveactivity'::text) OR COALESCE((((payload -> 'aps'::text) -> 'event'::text) = ANY (ARRAY['"start"'::jsonb, '"update"'::jsonb, '"end"'::jsonb])), false))),
-    CONSTRAINT notifications_liveactivity_needs_timestamp CHECK (((push_type <> 'liveactivity'::text) OR COALESCE((jsonb_typeof(((payload -> 'aps'::text) -> 'timestamp'::text)) = 'number'::text), false))),
-    CONSTRAINT notifications_liveactivity_priority_must_be_5_or_10 CHECK (((push_type <> 'liveactivity'::text) OR (priority = ANY (ARRAY[5, 10])))),
-    CONSTRAINT notifications_liveactivity_start_needs_alert CHECK (((push_type <> 'liveactivity'::text) OR (NOT COALESCE((((payload -> 'aps'::text) -> 'event'::text) = '"start"'::jsonb), false)) OR (((payload -> 'aps'::text) -> 'alert'::text) IS NOT NULL))),
-    CONSTRAINT notifications_liveactivity_start_needs_attributes CHECK (((push_type <> 'liveactivity'::text) OR (NOT COALESCE((((payload -> 'aps'::text) -> 'event'::text) = '"start"'::jsonb), false)) OR COALESCE(((jsonb_typeof(((payload -> 'aps'::text) -> 'attributes-type'::text)) = 'string'::text) AND (jsonb_typeof(((payload -> 'aps'::text) -> 'attributes'::text)) = 'object'::text)), false))),
-    CONSTRAINT notifications_liveactivity_start_or_update_needs_content_state CHECK (((push_type <> 'liveactivity'::text) OR (NOT COALESCE((((payload -> 'aps'::text) -> 'event'::text) = ANY (ARRAY['"start"'::jsonb, '"update"'::jsonb])), false)) OR COALESCE((jsonb_typeof(((payload -> 'aps'::text) -> 'content-state'::text)) = 'object'::text), false))),
-    CONSTRAINT notifications_location_priority_must_be_5_or_10 CHECK (((push_type <> 'location'::text) OR (priority = ANY (ARRAY[5, 10])))),
-    CONSTRAINT notifications_mdm_needs_topic CHECK (((push_type <> 'mdm'::text) OR (topic IS NOT NULL))),
-    CONSTRAINT notifications_payload_nested_deeper_than_64 CHECK ((((octet_length((payload)::text) - octet_length(translate((payload)::text, '{['::text, ''::text))) <= 64) OR (pgpush.jsonb_nesting_depth(payload, 64) <= 64))),
-    CONSTRAINT notifications_payload_not_object CHECK ((jsonb_typeof(payload) = 'object'::text)),
-    CONSTRAINT notifications_payload_too_large CHECK (((octet_length((payload)::text) <=
-CASE
-    WHEN ((push_type = 'voip'::text) OR (channel_id IS NOT NULL)) THEN 5120
-    ELSE 4096
-END) OR (pgpush.compact_json_length(payload) <=
-CASE
-    WHEN ((push_type = 'voip'::text) OR (channel_id IS NOT NULL)) THEN 5120
-    ELSE 4096
-END))),
-    CONSTRAINT notifications_priority_not_1_5_10 CHECK ((priority = ANY (ARRAY[1, 5, 10]))),
-    CONSTRAINT notifications_push_type_unknown CHECK ((push_type = ANY (ARRAY['alert'::text, 'background'::text, 'voip'::text, 'complication'::text, 'fileprovider'::text, 'mdm'::text, 'location'::text, 'liveactivity'::text, 'pushtotalk'::text, 'widgets'::text, 'controls'::text]))),
-    CONSTRAINT notifications_pushtotalk_priority_10_or_service_update_5 CHECK (((push_type <> 'pushtotalk'::text) OR (priority IS NULL) OR (priority = 10) OR ((priority = 5) AND COALESCE((((payload -> 'aps'::text) ->> 'ptt-push-type'::text) = 'service-update'::text), false)))),
-    CONSTRAINT notifications_send_after_infinite CHECK (isfinite(send_after)),
+    CONSTRAINT notifications_input_rules CHECK (((status <> 'queued'::text) OR (claim_count > 0) OR pgpush.notification_input_holds(app, device_token, push_type, priority, topic, payload, collapse_id, expires_at, send_after, idempotency_key, channel_id))),
     CONSTRAINT notifications_sending_needs_lease CHECK (((status <> 'sending'::text) OR ((locked_by IS NOT NULL) AND (locked_until IS NOT NULL)))),
-    CONSTRAINT notifications_status_unknown CHECK ((status = ANY (ARRAY['queued'::text, 'sending'::text, 'delivered'::text, 'failed'::text, 'expired'::text, 'cancelled'::text]))),
-    CONSTRAINT notifications_topic_control_character CHECK ((topic !~ '[\u0001-\u001f\u007f-\u009f]'::text)),
-    CONSTRAINT notifications_topic_empty CHECK ((topic <> ''::text))
+    CONSTRAINT notifications_status_unknown CHECK ((status = ANY (ARRAY['queued'::text, 'sending'::text, 'delivered'::text, 'failed'::text, 'expired'::text, 'cancelled'::text])))
 )
 WITH (fillfactor='90');
 
@@ -1693,49 +1685,10 @@ CREATE TABLE pgpush.notifications_default (
     deliver_once boolean,
     apns_unique_id uuid,
     channel_id text,
-    CONSTRAINT notifications_app_name_1_to_64_letters_digits_dot_dash CHECK ((app ~ '^[A-Za-z0-9._-]{1,64}$'::text)),
-    CONSTRAINT notifications_app_not_empty CHECK ((app <> ''::text)),
     CONSTRAINT notifications_attempts_negative CHECK ((attempts >= 0)),
-    CONSTRAINT notifications_background_needs_content_available CHECK (((push_type <> 'background'::text) OR COALESCE((((payload -> 'aps'::text) -> 'content-available'::text) = '1'::jsonb), false))),
-    CONSTRAINT notifications_background_priority_must_be_5 CHECK (((push_type <> 'background'::text) OR (priority = 5))),
-    CONSTRAINT notifications_channel_cannot_start_liveactivity CHECK (((channel_id IS NULL) OR (NOT COALESCE((((payload -> 'aps'::text) -> 'event'::text) = '"start"'::jsonb), false)))),
-    CONSTRAINT notifications_channel_id_not_base64 CHECK (((channel_id ~ '^[A-Za-z0-9+/]+={0,2}$'::text) AND (length(channel_id) <= 1024))),
-    CONSTRAINT notifications_channel_only_liveactivity CHECK (((channel_id IS NULL) OR (push_type = 'liveactivity'::text))),
-    CONSTRAINT notifications_channel_without_collapse_id CHECK (((channel_id IS NULL) OR (collapse_id IS NULL))),
-    CONSTRAINT notifications_collapse_id_control_character CHECK ((collapse_id !~ '[\u0001-\u001f\u007f-\u009f]'::text)),
-    CONSTRAINT notifications_collapse_id_too_long CHECK (((octet_length(collapse_id) >= 1) AND (octet_length(collapse_id) <= 64))),
-    CONSTRAINT notifications_device_token_bad_length CHECK ((((length(device_token) >= 2) AND (length(device_token) <= 400)) AND ((length(device_token) % 2) = 0))),
-    CONSTRAINT notifications_device_token_not_hex CHECK ((device_token ~ '^[0-9A-Fa-f]*$'::text)),
-    CONSTRAINT notifications_exactly_one_of_device_token_and_channel_id CHECK (((device_token IS NULL) <> (channel_id IS NULL))),
-    CONSTRAINT notifications_expires_at_infinite CHECK (isfinite(expires_at)),
-    CONSTRAINT notifications_idempotency_key_empty CHECK ((idempotency_key <> ''::text)),
-    CONSTRAINT notifications_liveactivity_event_start_update_or_end CHECK (((push_type <> 'liveactivity'::text) OR COALESCE((((payload -> 'aps'::text) -> 'event'::text) = ANY (ARRAY['"start"'::jsonb, '"update"'::jsonb, '"end"'::jsonb])), false))),
-    CONSTRAINT notifications_liveactivity_needs_timestamp CHECK (((push_type <> 'liveactivity'::text) OR COALESCE((jsonb_typeof(((payload -> 'aps'::text) -> 'timestamp'::text)) = 'number'::text), false))),
-    CONSTRAINT notifications_liveactivity_priority_must_be_5_or_10 CHECK (((push_type <> 'liveactivity'::text) OR (priority = ANY (ARRAY[5, 10])))),
-    CONSTRAINT notifications_liveactivity_start_needs_alert CHECK (((push_type <> 'liveactivity'::text) OR (NOT COALESCE((((payload -> 'aps'::text) -> 'event'::text) = '"start"'::jsonb), false)) OR (((payload -> 'aps'::text) -> 'alert'::text) IS NOT NULL))),
-    CONSTRAINT notifications_liveactivity_start_needs_attributes CHECK (((push_type <> 'liveactivity'::text) OR (NOT COALESCE((((payload -> 'aps'::text) -> 'event'::text) = '"start"'::jsonb), false)) OR COALESCE(((jsonb_typeof(((payload -> 'aps'::text) -> 'attributes-type'::text)) = 'string'::text) AND (jsonb_typeof(((payload -> 'aps'::text) -> 'attributes'::text)) = 'object'::text)), false))),
-    CONSTRAINT notifications_liveactivity_start_or_update_needs_content_state CHECK (((push_type <> 'liveactivity'::text) OR (NOT COALESCE((((payload -> 'aps'::text) -> 'event'::text) = ANY (ARRAY['"start"'::jsonb, '"update"'::jsonb])), false)) OR COALESCE((jsonb_typeof(((payload -> 'aps'::text) -> 'content-state'::text)) = 'object'::text), false))),
-    CONSTRAINT notifications_location_priority_must_be_5_or_10 CHECK (((push_type <> 'location'::text) OR (priority = ANY (ARRAY[5, 10])))),
-    CONSTRAINT notifications_mdm_needs_topic CHECK (((push_type <> 'mdm'::text) OR (topic IS NOT NULL))),
-    CONSTRAINT notifications_payload_nested_deeper_than_64 CHECK ((((octet_length((payload)::text) - octet_length(translate((payload)::text, '{['::text, ''::text))) <= 64) OR (pgpush.jsonb_nesting_depth(payload, 64) <= 64))),
-    CONSTRAINT notifications_payload_not_object CHECK ((jsonb_typeof(payload) = 'object'::text)),
-    CONSTRAINT notifications_payload_too_large CHECK (((octet_length((payload)::text) <=
-CASE
-    WHEN ((push_type = 'voip'::text) OR (channel_id IS NOT NULL)) THEN 5120
-    ELSE 4096
-END) OR (pgpush.compact_json_length(payload) <=
-CASE
-    WHEN ((push_type = 'voip'::text) OR (channel_id IS NOT NULL)) THEN 5120
-    ELSE 4096
-END))),
-    CONSTRAINT notifications_priority_not_1_5_10 CHECK ((priority = ANY (ARRAY[1, 5, 10]))),
-    CONSTRAINT notifications_push_type_unknown CHECK ((push_type = ANY (ARRAY['alert'::text, 'background'::text, 'voip'::text, 'complication'::text, 'fileprovider'::text, 'mdm'::text, 'location'::text, 'liveactivity'::text, 'pushtotalk'::text, 'widgets'::text, 'controls'::text]))),
-    CONSTRAINT notifications_pushtotalk_priority_10_or_service_update_5 CHECK (((push_type <> 'pushtotalk'::text) OR (priority IS NULL) OR (priority = 10) OR ((priority = 5) AND COALESCE((((payload -> 'aps'::text) ->> 'ptt-push-type'::text) = 'service-update'::text), false)))),
-    CONSTRAINT notifications_send_after_infinite CHECK (isfinite(send_after)),
+    CONSTRAINT notifications_input_rules CHECK (((status <> 'queued'::text) OR (claim_count > 0) OR pgpush.notification_input_holds(app, device_token, push_type, priority, topic, payload, collapse_id, expires_at, send_after, idempotency_key, channel_id))),
     CONSTRAINT notifications_sending_needs_lease CHECK (((status <> 'sending'::text) OR ((locked_by IS NOT NULL) AND (locked_until IS NOT NULL)))),
-    CONSTRAINT notifications_status_unknown CHECK ((status = ANY (ARRAY['queued'::text, 'sending'::text, 'delivered'::text, 'failed'::text, 'expired'::text, 'cancelled'::text]))),
-    CONSTRAINT notifications_topic_control_character CHECK ((topic !~ '[\u0001-\u001f\u007f-\u009f]'::text)),
-    CONSTRAINT notifications_topic_empty CHECK ((topic <> ''::text))
+    CONSTRAINT notifications_status_unknown CHECK ((status = ANY (ARRAY['queued'::text, 'sending'::text, 'delivered'::text, 'failed'::text, 'expired'::text, 'cancelled'::text])))
 )
 WITH (fillfactor='90');
 
