@@ -2458,6 +2458,17 @@ CREATE POLICY app_by_grant ON pgpush.delivery_errors TO pgpush_app USING ((EXIST
 
 
 --
+-- Name: delivery_errors_0 app_by_grant; Type: POLICY; Schema: pgpush; Owner: -
+--
+
+CREATE POLICY app_by_grant ON pgpush.delivery_errors_0 TO pgpush_app USING ((EXISTS ( SELECT 1
+   FROM pgpush.app_grants g
+  WHERE ((g.role = CURRENT_USER) AND (g.app = ANY (ARRAY[delivery_errors_0.app, '*'::text])))))) WITH CHECK ((EXISTS ( SELECT 1
+   FROM pgpush.app_grants g
+  WHERE ((g.role = CURRENT_USER) AND (g.app = ANY (ARRAY[delivery_errors_0.app, '*'::text]))))));
+
+
+--
 -- Name: invalid_tokens app_by_grant; Type: POLICY; Schema: pgpush; Owner: -
 --
 
@@ -2480,6 +2491,17 @@ CREATE POLICY app_by_grant ON pgpush.notifications TO pgpush_app USING ((EXISTS 
 
 
 --
+-- Name: notifications_0 app_by_grant; Type: POLICY; Schema: pgpush; Owner: -
+--
+
+CREATE POLICY app_by_grant ON pgpush.notifications_0 TO pgpush_app USING ((EXISTS ( SELECT 1
+   FROM pgpush.app_grants g
+  WHERE ((g.role = CURRENT_USER) AND (g.app = ANY (ARRAY[notifications_0.app, '*'::text])))))) WITH CHECK ((EXISTS ( SELECT 1
+   FROM pgpush.app_grants g
+  WHERE ((g.role = CURRENT_USER) AND (g.app = ANY (ARRAY[notifications_0.app, '*'::text]))))));
+
+
+--
 -- Name: app_grants; Type: ROW SECURITY; Schema: pgpush; Owner: -
 --
 
@@ -2496,6 +2518,12 @@ ALTER TABLE pgpush.channels ENABLE ROW LEVEL SECURITY;
 --
 
 ALTER TABLE pgpush.delivery_errors ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: delivery_errors_0; Type: ROW SECURITY; Schema: pgpush; Owner: -
+--
+
+ALTER TABLE pgpush.delivery_errors_0 ENABLE ROW LEVEL SECURITY;
 
 --
 -- Name: invalid_tokens; Type: ROW SECURITY; Schema: pgpush; Owner: -
@@ -2518,6 +2546,13 @@ CREATE POLICY monitor_reads ON pgpush.delivery_errors FOR SELECT TO pgpush_monit
 
 
 --
+-- Name: delivery_errors_0 monitor_reads; Type: POLICY; Schema: pgpush; Owner: -
+--
+
+CREATE POLICY monitor_reads ON pgpush.delivery_errors_0 FOR SELECT TO pgpush_monitor USING (true);
+
+
+--
 -- Name: invalid_tokens monitor_reads; Type: POLICY; Schema: pgpush; Owner: -
 --
 
@@ -2532,10 +2567,23 @@ CREATE POLICY monitor_reads ON pgpush.notifications FOR SELECT TO pgpush_monitor
 
 
 --
+-- Name: notifications_0 monitor_reads; Type: POLICY; Schema: pgpush; Owner: -
+--
+
+CREATE POLICY monitor_reads ON pgpush.notifications_0 FOR SELECT TO pgpush_monitor USING (true);
+
+
+--
 -- Name: notifications; Type: ROW SECURITY; Schema: pgpush; Owner: -
 --
 
 ALTER TABLE pgpush.notifications ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: notifications_0; Type: ROW SECURITY; Schema: pgpush; Owner: -
+--
+
+ALTER TABLE pgpush.notifications_0 ENABLE ROW LEVEL SECURITY;
 
 --
 -- Name: app_grants own_grants; Type: POLICY; Schema: pgpush; Owner: -
@@ -2559,6 +2607,13 @@ CREATE POLICY worker_reads ON pgpush.delivery_errors FOR SELECT TO pgpush_worker
 
 
 --
+-- Name: delivery_errors_0 worker_reads; Type: POLICY; Schema: pgpush; Owner: -
+--
+
+CREATE POLICY worker_reads ON pgpush.delivery_errors_0 FOR SELECT TO pgpush_worker USING (true);
+
+
+--
 -- Name: invalid_tokens worker_reads; Type: POLICY; Schema: pgpush; Owner: -
 --
 
@@ -2570,6 +2625,13 @@ CREATE POLICY worker_reads ON pgpush.invalid_tokens FOR SELECT TO pgpush_worker 
 --
 
 CREATE POLICY worker_reads ON pgpush.notifications FOR SELECT TO pgpush_worker USING (true);
+
+
+--
+-- Name: notifications_0 worker_reads; Type: POLICY; Schema: pgpush; Owner: -
+--
+
+CREATE POLICY worker_reads ON pgpush.notifications_0 FOR SELECT TO pgpush_worker USING (true);
 
 
 --
@@ -2594,6 +2656,13 @@ CREATE POLICY worker_updates_unfinished ON pgpush.notifications FOR UPDATE TO pg
 
 
 --
+-- Name: notifications_0 worker_updates_unfinished; Type: POLICY; Schema: pgpush; Owner: -
+--
+
+CREATE POLICY worker_updates_unfinished ON pgpush.notifications_0 FOR UPDATE TO pgpush_worker USING ((status = ANY (ARRAY['queued'::text, 'sending'::text]))) WITH CHECK (true);
+
+
+--
 -- Name: channels worker_writes; Type: POLICY; Schema: pgpush; Owner: -
 --
 
@@ -2605,6 +2674,13 @@ CREATE POLICY worker_writes ON pgpush.channels FOR INSERT TO pgpush_worker WITH 
 --
 
 CREATE POLICY worker_writes ON pgpush.delivery_errors FOR INSERT TO pgpush_worker WITH CHECK (true);
+
+
+--
+-- Name: delivery_errors_0 worker_writes; Type: POLICY; Schema: pgpush; Owner: -
+--
+
+CREATE POLICY worker_writes ON pgpush.delivery_errors_0 FOR INSERT TO pgpush_worker WITH CHECK (true);
 
 
 --

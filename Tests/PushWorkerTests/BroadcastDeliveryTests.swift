@@ -84,8 +84,8 @@ import Testing
         for channel in [unknown, delivered, flaky] + scripted.values {
             try database.query("SELECT pgpush.enqueue(channel_id => $1, payload => $2)", [channel, Self.update])
         }
-        // Rows from before the Live Activity rules: the rule is dropped to write them.
-        try database.query("ALTER TABLE pgpush.notifications DROP CONSTRAINT notifications_liveactivity_needs_timestamp")
+        // Rows from before the Live Activity rules: the input rules are dropped to write them.
+        try database.query("ALTER TABLE pgpush.notifications DROP CONSTRAINT notifications_input_rules")
         let noTimestamp = #"{"aps":{"event":"update","content-state":{}}}"#
         try database.query("SELECT pgpush.enqueue(channel_id => $1, payload => $2)", [delivered, noTimestamp])
         try database.query("SELECT pgpush.enqueue(device_token => $1, payload => $2, push_type => 'liveactivity')",
