@@ -76,10 +76,10 @@ let package = Package(
         ]),
         .testTarget(name: "PushWorkerTests", dependencies: [
             "PushWorker", "PushQueue", "PGPushCore", "PGPushTestSupport", "Postgres", "APNsSimulator", "APNsClient", "PushCrypto",
-            "Locking",
+            "Locking", "EmbeddedPostgres",
         ]),
         .testTarget(name: "PGPushFuzzTargetsTests", dependencies: ["PGPushFuzzTargets"]),
-        .testTarget(name: "pgpushTests", dependencies: ["PGPushTestSupport", "Postgres", "APNsSimulator", "PushCrypto"]),
+        .testTarget(name: "pgpushTests", dependencies: ["PGPushTestSupport", "Postgres", "APNsSimulator", "PushCrypto", "EmbeddedPostgres"]),
         .testTarget(name: "PGPushOperatorTests", dependencies: ["PGPushOperator", "PGPushTestSupport", "Postgres"]),
         .testTarget(name: "PGPushDemoTests", dependencies: ["PGPushDemo", "PGPushTestSupport", "Postgres", "Locking"]),
         .testTarget(name: "APNsSimulatorTests", dependencies: [

@@ -8,15 +8,35 @@ import PushQueue
 /// before each scenario (only when the caller said that is allowed).
 public final class BenchDatabase {
     private let cluster: EmbeddedPostgres?
+    /// In front of the cluster when the worker is to go through a pooler.
+    private let pooler: EmbeddedPgBouncer?
     private let externalURL: String?
     private let migrations: [Migration]
     private var created: [String] = []
 
-    public init(externalURL: String?, sqlDirectory: String) throws {
+    public init(externalURL: String?, sqlDirectory: String, pooled: Bool = false) throws {
         migrations = try Migration.load(directory: sqlDirectory)
         self.externalURL = externalURL
-        cluster = externalURL == nil ? try EmbeddedPostgres.start() : nil
+        let cluster = externalURL == nil ? try EmbeddedPostgres.start() : nil
+        self.cluster = cluster
+        guard !pooled else {
+            guard let cluster else { throw BenchError("--pgbouncer needs the embedded cluster (no DATABASE_URL)") }
+            pooler = try EmbeddedPgBouncer.start(in: cluster)
+            return
+        }
+        pooler = nil
     }
+
+    /// What a worker connects with for the database of `conninfo`: through the pooler when
+    /// there is one (and then `listen`, a session connection for LISTEN), else `conninfo`.
+    public func workerURLs(_ conninfo: String) -> (database: String, listen: String?) {
+        guard let pooler, let cluster,
+              let name = conninfo.split(separator: " ").first(where: { $0.hasPrefix("dbname=") })?.dropFirst(7)
+        else { return (conninfo, nil) }
+        return (pooler.conninfo(database: String(name)), cluster.conninfo(database: String(name)))
+    }
+
+    public var isPooled: Bool { pooler != nil }
 
     public var description: String {
         if let cluster { return "embedded PostgreSQL (fsync=off, synchronous_commit=off) in \(cluster.directory)" }
@@ -68,6 +88,7 @@ public final class BenchDatabase {
     }
 
     public func stop() {
+        pooler?.stop()
         cluster?.stop()
     }
 }

@@ -47,6 +47,9 @@ public struct BenchOptions: Sendable, Codable, Equatable {
     public var historyRows = 10_000_000
     /// Keep the scratch folder (simulator logs and reports, worker output) for a look afterwards.
     public var keepFiles = false
+    /// The steady runs' worker reaches PostgreSQL through a PgBouncer in transaction pooling
+    /// mode (LISTEN on a session connection of its own, as the README says to run it).
+    public var throughPgBouncer = false
 
     public init() {}
 

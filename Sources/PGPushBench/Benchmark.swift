@@ -26,7 +26,7 @@ public final class Benchmark {
             if options.keepFiles { progress("files kept in \(directory)") } else { try? FileManager.default.removeItem(atPath: directory) }
         }
         progress(databaseURL == nil ? "starting an embedded PostgreSQL cluster" : "using DATABASE_URL")
-        let database = try BenchDatabase(externalURL: databaseURL, sqlDirectory: sqlDirectory)
+        let database = try BenchDatabase(externalURL: databaseURL, sqlDirectory: sqlDirectory, pooled: options.throughPgBouncer)
         defer { database.stop() }
         let context = BenchContext(executable: executable, directory: directory,
                                    credentials: try BenchCredentials.generate(in: directory), database: database,

@@ -20,7 +20,9 @@ enum SteadyRun {
         let simulator = try SimulatorProcess(executable: context.executable, credentials: context.credentials,
                                              directory: context.directory, name: name, logRequests: true)
         let before = try meter.snapshot()
-        let worker = try WorkerProcess(executable: context.executable, databaseURL: conninfo, simulator: simulator,
+        let urls = context.database.workerURLs(conninfo)
+        let worker = try WorkerProcess(executable: context.executable, databaseURL: urls.database,
+                                       listenDatabaseURL: urls.listen, simulator: simulator,
                                        credentials: context.credentials, connections: connections,
                                        ratePerConnection: options.cap, directory: context.directory, name: name)
         do {
@@ -57,7 +59,8 @@ enum SteadyRun {
             var insertSession: Double?
             if let first = inserterAtStart, let last = inserterAtEnd { insertSession = (last - first) * 1e6 / Double(total) }
             return SteadyResult(
-                offeredPerSecond: rate, insertedPerSecond: Double(total) / insertSeconds, connections: connections,
+                offeredPerSecond: rate, throughPgBouncer: context.database.isPooled,
+                insertedPerSecond: Double(total) / insertSeconds, connections: connections,
                 ratePerConnection: options.cap, rows: total, seconds: seconds,
                 finished: (statuses["delivered"] ?? 0) + (statuses["failed"] ?? 0) - 50,
                 unfinishedAtLastInsert: unfinishedAtLastInsert,

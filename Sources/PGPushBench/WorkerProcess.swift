@@ -7,10 +7,12 @@ public final class WorkerProcess: Sendable {
     public let process: ChildProcess
     public let startedAt: ContinuousClock.Instant
 
-    public init(executable: String, databaseURL: String, simulator: SimulatorProcess, credentials: BenchCredentials,
-                connections: Int, ratePerConnection: Int, directory: String, name: String) throws(BenchError) {
+    public init(executable: String, databaseURL: String, listenDatabaseURL: String? = nil, simulator: SimulatorProcess,
+                credentials: BenchCredentials, connections: Int, ratePerConnection: Int, directory: String,
+                name: String) throws(BenchError) {
         var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("PGPUSH_") && $0.key != "DATABASE_URL" }
         environment["DATABASE_URL"] = databaseURL
+        if let listenDatabaseURL { environment["PGPUSH_LISTEN_DATABASE_URL"] = listenDatabaseURL }
         environment["PGPUSH_APNS_URL"] = simulator.baseURL
         environment["PGPUSH_CA_FILE"] = simulator.caFile
         environment["PGPUSH_TEAM_ID"] = BenchCredentials.teamID

@@ -68,6 +68,8 @@ enum BenchCommand {
           --memory-seconds N         (default 15)
           --history-rows N           (default 10000000)
           --keep-files               keep the scratch folder (simulator logs and reports, worker output)
+          --pgbouncer                the steady runs' worker through a PgBouncer in transaction pooling mode
+                                     (LISTEN on a session connection); the floor stays direct
           --check                    exit 1 if the figures are inconsistent (a row unaccounted for, a
                                      duplicate without faults, a window over the cap); never on speed
           --database-url URL         [DATABASE_URL] use this database instead of an embedded one; every
@@ -83,9 +85,9 @@ enum BenchCommand {
         "help", "quick", "json", "scenarios", "rows", "transport-requests", "connections", "payload-bytes", "cap",
         "capped-connections", "capped-seconds", "latency-rate", "latency-seconds", "latency-cap", "steady-rates", "steady-seconds",
         "scale-workers", "scale-connections", "scale-seconds", "fault-rows", "fault-mix",
-        "goaway-after", "broadcast-rows", "broadcast-every", "broadcast-channels", "memory-rows", "memory-seconds", "history-rows", "database-url", "reset-database", "keep-files", "check",
+        "goaway-after", "broadcast-rows", "broadcast-every", "broadcast-channels", "memory-rows", "memory-seconds", "history-rows", "database-url", "reset-database", "keep-files", "check", "pgbouncer",
     ]
-    static let switches: Set<String> = ["help", "quick", "reset-database", "keep-files", "check"]
+    static let switches: Set<String> = ["help", "quick", "reset-database", "keep-files", "check", "pgbouncer"]
 
     static func run(_ arguments: Arguments) throws -> Int32 {
         let options = try makeOptions(arguments)
@@ -171,6 +173,7 @@ enum BenchCommand {
         try list("scale-workers", 1...16, \.scaleWorkers)
         if let mix = arguments.value("fault-mix") { options.faultMix = mix }
         options.keepFiles = arguments.isSet("keep-files")
+        options.throughPgBouncer = arguments.isSet("pgbouncer")
         return options
     }
 }

@@ -1,4 +1,5 @@
 import APNsSimulator
+import EmbeddedPostgres
 import Foundation
 import Locking
 import PGPushTestSupport

@@ -1,4 +1,5 @@
 import APNsSimulator
+import EmbeddedPostgres
 import Foundation
 import PGPushTestSupport
 import PushCrypto

@@ -1,4 +1,3 @@
-import EmbeddedPostgres
 import Foundation
 import Postgres
 import Spawn
