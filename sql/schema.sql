@@ -1228,40 +1228,6 @@ COMMENT ON COLUMN pgpush.delivery_errors.channel_id IS 'The channel of a broadca
 
 
 --
--- Name: delivery_errors_0; Type: TABLE; Schema: pgpush; Owner: -
---
-
-CREATE TABLE pgpush.delivery_errors_0 (
-    id bigint NOT NULL,
-    notification_id bigint NOT NULL,
-    app text NOT NULL,
-    device_token text,
-    apns_id uuid,
-    attempt integer NOT NULL,
-    status integer,
-    reason text NOT NULL,
-    worker_id text,
-    created_at timestamp with time zone DEFAULT now() NOT NULL,
-    apns_unique_id uuid,
-    channel_id text
-);
-
-
---
--- Name: TABLE delivery_errors_0; Type: COMMENT; Schema: pgpush; Owner: -
---
-
-COMMENT ON TABLE pgpush.delivery_errors_0 IS 'One row per failed delivery attempt: APNs status and reason, or a pgpush reason.';
-
-
---
--- Name: COLUMN delivery_errors_0.apns_unique_id; Type: COMMENT; Schema: pgpush; Owner: -
---
-
-COMMENT ON COLUMN pgpush.delivery_errors_0.apns_unique_id IS 'apns-unique-id header of the answer that carried this error, when APNs sent one.';
-
-
---
 -- Name: delivery_errors_1; Type: TABLE; Schema: pgpush; Owner: -
 --
 
@@ -1518,65 +1484,6 @@ CREATE TABLE pgpush.invalid_tokens (
 --
 
 COMMENT ON TABLE pgpush.invalid_tokens IS 'Device tokens APNs rejected as unregistered, expired, bad, or for another topic.';
-
-
---
--- Name: notifications_0; Type: TABLE; Schema: pgpush; Owner: -
---
-
-CREATE TABLE pgpush.notifications_0 (
-    id bigint NOT NULL,
-    app text DEFAULT 'default'::text NOT NULL,
-    device_token text,
-    push_type text DEFAULT 'alert'::text NOT NULL,
-    priority smallint,
-    topic text,
-    payload jsonb NOT NULL,
-    collapse_id text,
-    expires_at timestamp with time zone,
-    send_after timestamp with time zone DEFAULT now() NOT NULL,
-    idempotency_key text,
-    apns_id uuid DEFAULT gen_random_uuid() NOT NULL,
-    status text DEFAULT 'queued'::text NOT NULL,
-    attempts integer DEFAULT 0 NOT NULL,
-    last_status integer,
-    last_reason text,
-    created_at timestamp with time zone DEFAULT now() NOT NULL,
-    updated_at timestamp with time zone DEFAULT now() NOT NULL,
-    finished_at timestamp with time zone,
-    locked_by text,
-    locked_until timestamp with time zone,
-    claim_count integer DEFAULT 0 NOT NULL,
-    deliver_once boolean,
-    apns_unique_id uuid,
-    channel_id text,
-    CONSTRAINT notifications_attempts_negative CHECK ((attempts >= 0)),
-    CONSTRAINT notifications_input_rules CHECK (((status <> 'queued'::text) OR (claim_count > 0) OR pgpush.notification_input_holds(app, device_token, push_type, priority, topic, payload, collapse_id, expires_at, send_after, idempotency_key, channel_id))),
-    CONSTRAINT notifications_sending_needs_lease CHECK (((status <> 'sending'::text) OR ((locked_by IS NOT NULL) AND (locked_until IS NOT NULL)))),
-    CONSTRAINT notifications_status_unknown CHECK ((status = ANY (ARRAY['queued'::text, 'sending'::text, 'delivered'::text, 'failed'::text, 'expired'::text, 'cancelled'::text])))
-)
-WITH (fillfactor='90');
-
-
---
--- Name: TABLE notifications_0; Type: COMMENT; Schema: pgpush; Owner: -
---
-
-COMMENT ON TABLE pgpush.notifications_0 IS 'One APNs notification to one device. Applications INSERT (or call pgpush.enqueue); pgpush workers claim, send and record the outcome.';
-
-
---
--- Name: COLUMN notifications_0.deliver_once; Type: COMMENT; Schema: pgpush; Owner: -
---
-
-COMMENT ON COLUMN pgpush.notifications_0.deliver_once IS 'true: sent with apns-expiration 0 (one try, not stored by APNs); null: derived (true for pushtotalk).';
-
-
---
--- Name: COLUMN notifications_0.apns_unique_id; Type: COMMENT; Schema: pgpush; Owner: -
---
-
-COMMENT ON COLUMN pgpush.notifications_0.apns_unique_id IS 'apns-unique-id header of the last APNs answer (sandbox only), for Apple''s delivery log.';
 
 
 --
@@ -1847,13 +1754,6 @@ COMMENT ON VIEW pgpush.worker_health IS 'Workers with the age of their last hear
 
 
 --
--- Name: delivery_errors_0; Type: TABLE ATTACH; Schema: pgpush; Owner: -
---
-
-ALTER TABLE ONLY pgpush.delivery_errors ATTACH PARTITION pgpush.delivery_errors_0 FOR VALUES FROM (MINVALUE) TO ('1');
-
-
---
 -- Name: delivery_errors_1; Type: TABLE ATTACH; Schema: pgpush; Owner: -
 --
 
@@ -1872,13 +1772,6 @@ ALTER TABLE ONLY pgpush.delivery_errors ATTACH PARTITION pgpush.delivery_errors_
 --
 
 ALTER TABLE ONLY pgpush.delivery_errors ATTACH PARTITION pgpush.delivery_errors_default DEFAULT;
-
-
---
--- Name: notifications_0; Type: TABLE ATTACH; Schema: pgpush; Owner: -
---
-
-ALTER TABLE ONLY pgpush.notifications ATTACH PARTITION pgpush.notifications_0 FOR VALUES FROM (MINVALUE) TO ('1');
 
 
 --
@@ -1924,14 +1817,6 @@ ALTER TABLE ONLY pgpush.channels
 
 ALTER TABLE ONLY pgpush.delivery_errors
     ADD CONSTRAINT delivery_errors_pkey PRIMARY KEY (id, notification_id);
-
-
---
--- Name: delivery_errors_0 delivery_errors_0_pkey; Type: CONSTRAINT; Schema: pgpush; Owner: -
---
-
-ALTER TABLE ONLY pgpush.delivery_errors_0
-    ADD CONSTRAINT delivery_errors_0_pkey PRIMARY KEY (id, notification_id);
 
 
 --
@@ -1991,14 +1876,6 @@ ALTER TABLE ONLY pgpush.notifications
 
 
 --
--- Name: notifications_0 notifications_pkey_0; Type: CONSTRAINT; Schema: pgpush; Owner: -
---
-
-ALTER TABLE ONLY pgpush.notifications_0
-    ADD CONSTRAINT notifications_pkey_0 PRIMARY KEY (id);
-
-
---
 -- Name: notifications_1 notifications_pkey_1; Type: CONSTRAINT; Schema: pgpush; Owner: -
 --
 
@@ -2053,13 +1930,6 @@ CREATE INDEX delivery_errors_created ON ONLY pgpush.delivery_errors USING btree 
 
 
 --
--- Name: delivery_errors_created_0; Type: INDEX; Schema: pgpush; Owner: -
---
-
-CREATE INDEX delivery_errors_created_0 ON pgpush.delivery_errors_0 USING btree (created_at);
-
-
---
 -- Name: delivery_errors_created_1; Type: INDEX; Schema: pgpush; Owner: -
 --
 
@@ -2085,13 +1955,6 @@ CREATE INDEX delivery_errors_created_default ON pgpush.delivery_errors_default U
 --
 
 CREATE INDEX delivery_errors_notification ON ONLY pgpush.delivery_errors USING btree (notification_id);
-
-
---
--- Name: delivery_errors_notification_0; Type: INDEX; Schema: pgpush; Owner: -
---
-
-CREATE INDEX delivery_errors_notification_0 ON pgpush.delivery_errors_0 USING btree (notification_id);
 
 
 --
@@ -2130,13 +1993,6 @@ CREATE INDEX notifications_finished ON ONLY pgpush.notifications USING btree (fi
 
 
 --
--- Name: notifications_finished_0; Type: INDEX; Schema: pgpush; Owner: -
---
-
-CREATE INDEX notifications_finished_0 ON pgpush.notifications_0 USING btree (finished_at) WHERE (finished_at IS NOT NULL);
-
-
---
 -- Name: notifications_finished_1; Type: INDEX; Schema: pgpush; Owner: -
 --
 
@@ -2162,13 +2018,6 @@ CREATE INDEX notifications_finished_default ON pgpush.notifications_default USIN
 --
 
 CREATE INDEX notifications_queued_due ON ONLY pgpush.notifications USING btree (app, send_after, id) WHERE (status = 'queued'::text);
-
-
---
--- Name: notifications_queued_due_0; Type: INDEX; Schema: pgpush; Owner: -
---
-
-CREATE INDEX notifications_queued_due_0 ON pgpush.notifications_0 USING btree (app, send_after, id) WHERE (status = 'queued'::text);
 
 
 --
@@ -2200,13 +2049,6 @@ CREATE INDEX notifications_sending_lease ON ONLY pgpush.notifications USING btre
 
 
 --
--- Name: notifications_sending_lease_0; Type: INDEX; Schema: pgpush; Owner: -
---
-
-CREATE INDEX notifications_sending_lease_0 ON pgpush.notifications_0 USING btree (locked_until) WHERE (status = 'sending'::text);
-
-
---
 -- Name: notifications_sending_lease_1; Type: INDEX; Schema: pgpush; Owner: -
 --
 
@@ -2228,20 +2070,6 @@ CREATE INDEX notifications_sending_lease_default ON pgpush.notifications_default
 
 
 --
--- Name: delivery_errors_0_pkey; Type: INDEX ATTACH; Schema: pgpush; Owner: -
---
-
-ALTER INDEX pgpush.delivery_errors_pkey ATTACH PARTITION pgpush.delivery_errors_0_pkey;
-
-
---
--- Name: delivery_errors_created_0; Type: INDEX ATTACH; Schema: pgpush; Owner: -
---
-
-ALTER INDEX pgpush.delivery_errors_created ATTACH PARTITION pgpush.delivery_errors_created_0;
-
-
---
 -- Name: delivery_errors_created_1; Type: INDEX ATTACH; Schema: pgpush; Owner: -
 --
 
@@ -2260,13 +2088,6 @@ ALTER INDEX pgpush.delivery_errors_created ATTACH PARTITION pgpush.delivery_erro
 --
 
 ALTER INDEX pgpush.delivery_errors_created ATTACH PARTITION pgpush.delivery_errors_created_default;
-
-
---
--- Name: delivery_errors_notification_0; Type: INDEX ATTACH; Schema: pgpush; Owner: -
---
-
-ALTER INDEX pgpush.delivery_errors_notification ATTACH PARTITION pgpush.delivery_errors_notification_0;
 
 
 --
@@ -2312,13 +2133,6 @@ ALTER INDEX pgpush.delivery_errors_pkey ATTACH PARTITION pgpush.delivery_errors_
 
 
 --
--- Name: notifications_finished_0; Type: INDEX ATTACH; Schema: pgpush; Owner: -
---
-
-ALTER INDEX pgpush.notifications_finished ATTACH PARTITION pgpush.notifications_finished_0;
-
-
---
 -- Name: notifications_finished_1; Type: INDEX ATTACH; Schema: pgpush; Owner: -
 --
 
@@ -2337,13 +2151,6 @@ ALTER INDEX pgpush.notifications_finished ATTACH PARTITION pgpush.notifications_
 --
 
 ALTER INDEX pgpush.notifications_finished ATTACH PARTITION pgpush.notifications_finished_default;
-
-
---
--- Name: notifications_pkey_0; Type: INDEX ATTACH; Schema: pgpush; Owner: -
---
-
-ALTER INDEX pgpush.notifications_pkey ATTACH PARTITION pgpush.notifications_pkey_0;
 
 
 --
@@ -2368,13 +2175,6 @@ ALTER INDEX pgpush.notifications_pkey ATTACH PARTITION pgpush.notifications_pkey
 
 
 --
--- Name: notifications_queued_due_0; Type: INDEX ATTACH; Schema: pgpush; Owner: -
---
-
-ALTER INDEX pgpush.notifications_queued_due ATTACH PARTITION pgpush.notifications_queued_due_0;
-
-
---
 -- Name: notifications_queued_due_1; Type: INDEX ATTACH; Schema: pgpush; Owner: -
 --
 
@@ -2393,13 +2193,6 @@ ALTER INDEX pgpush.notifications_queued_due ATTACH PARTITION pgpush.notification
 --
 
 ALTER INDEX pgpush.notifications_queued_due ATTACH PARTITION pgpush.notifications_queued_due_default;
-
-
---
--- Name: notifications_sending_lease_0; Type: INDEX ATTACH; Schema: pgpush; Owner: -
---
-
-ALTER INDEX pgpush.notifications_sending_lease ATTACH PARTITION pgpush.notifications_sending_lease_0;
 
 
 --
@@ -2458,17 +2251,6 @@ CREATE POLICY app_by_grant ON pgpush.delivery_errors TO pgpush_app USING ((EXIST
 
 
 --
--- Name: delivery_errors_0 app_by_grant; Type: POLICY; Schema: pgpush; Owner: -
---
-
-CREATE POLICY app_by_grant ON pgpush.delivery_errors_0 TO pgpush_app USING ((EXISTS ( SELECT 1
-   FROM pgpush.app_grants g
-  WHERE ((g.role = CURRENT_USER) AND (g.app = ANY (ARRAY[delivery_errors_0.app, '*'::text])))))) WITH CHECK ((EXISTS ( SELECT 1
-   FROM pgpush.app_grants g
-  WHERE ((g.role = CURRENT_USER) AND (g.app = ANY (ARRAY[delivery_errors_0.app, '*'::text]))))));
-
-
---
 -- Name: invalid_tokens app_by_grant; Type: POLICY; Schema: pgpush; Owner: -
 --
 
@@ -2491,17 +2273,6 @@ CREATE POLICY app_by_grant ON pgpush.notifications TO pgpush_app USING ((EXISTS 
 
 
 --
--- Name: notifications_0 app_by_grant; Type: POLICY; Schema: pgpush; Owner: -
---
-
-CREATE POLICY app_by_grant ON pgpush.notifications_0 TO pgpush_app USING ((EXISTS ( SELECT 1
-   FROM pgpush.app_grants g
-  WHERE ((g.role = CURRENT_USER) AND (g.app = ANY (ARRAY[notifications_0.app, '*'::text])))))) WITH CHECK ((EXISTS ( SELECT 1
-   FROM pgpush.app_grants g
-  WHERE ((g.role = CURRENT_USER) AND (g.app = ANY (ARRAY[notifications_0.app, '*'::text]))))));
-
-
---
 -- Name: app_grants; Type: ROW SECURITY; Schema: pgpush; Owner: -
 --
 
@@ -2518,12 +2289,6 @@ ALTER TABLE pgpush.channels ENABLE ROW LEVEL SECURITY;
 --
 
 ALTER TABLE pgpush.delivery_errors ENABLE ROW LEVEL SECURITY;
-
---
--- Name: delivery_errors_0; Type: ROW SECURITY; Schema: pgpush; Owner: -
---
-
-ALTER TABLE pgpush.delivery_errors_0 ENABLE ROW LEVEL SECURITY;
 
 --
 -- Name: invalid_tokens; Type: ROW SECURITY; Schema: pgpush; Owner: -
@@ -2546,13 +2311,6 @@ CREATE POLICY monitor_reads ON pgpush.delivery_errors FOR SELECT TO pgpush_monit
 
 
 --
--- Name: delivery_errors_0 monitor_reads; Type: POLICY; Schema: pgpush; Owner: -
---
-
-CREATE POLICY monitor_reads ON pgpush.delivery_errors_0 FOR SELECT TO pgpush_monitor USING (true);
-
-
---
 -- Name: invalid_tokens monitor_reads; Type: POLICY; Schema: pgpush; Owner: -
 --
 
@@ -2567,23 +2325,10 @@ CREATE POLICY monitor_reads ON pgpush.notifications FOR SELECT TO pgpush_monitor
 
 
 --
--- Name: notifications_0 monitor_reads; Type: POLICY; Schema: pgpush; Owner: -
---
-
-CREATE POLICY monitor_reads ON pgpush.notifications_0 FOR SELECT TO pgpush_monitor USING (true);
-
-
---
 -- Name: notifications; Type: ROW SECURITY; Schema: pgpush; Owner: -
 --
 
 ALTER TABLE pgpush.notifications ENABLE ROW LEVEL SECURITY;
-
---
--- Name: notifications_0; Type: ROW SECURITY; Schema: pgpush; Owner: -
---
-
-ALTER TABLE pgpush.notifications_0 ENABLE ROW LEVEL SECURITY;
 
 --
 -- Name: app_grants own_grants; Type: POLICY; Schema: pgpush; Owner: -
@@ -2607,13 +2352,6 @@ CREATE POLICY worker_reads ON pgpush.delivery_errors FOR SELECT TO pgpush_worker
 
 
 --
--- Name: delivery_errors_0 worker_reads; Type: POLICY; Schema: pgpush; Owner: -
---
-
-CREATE POLICY worker_reads ON pgpush.delivery_errors_0 FOR SELECT TO pgpush_worker USING (true);
-
-
---
 -- Name: invalid_tokens worker_reads; Type: POLICY; Schema: pgpush; Owner: -
 --
 
@@ -2625,13 +2363,6 @@ CREATE POLICY worker_reads ON pgpush.invalid_tokens FOR SELECT TO pgpush_worker 
 --
 
 CREATE POLICY worker_reads ON pgpush.notifications FOR SELECT TO pgpush_worker USING (true);
-
-
---
--- Name: notifications_0 worker_reads; Type: POLICY; Schema: pgpush; Owner: -
---
-
-CREATE POLICY worker_reads ON pgpush.notifications_0 FOR SELECT TO pgpush_worker USING (true);
 
 
 --
@@ -2656,13 +2387,6 @@ CREATE POLICY worker_updates_unfinished ON pgpush.notifications FOR UPDATE TO pg
 
 
 --
--- Name: notifications_0 worker_updates_unfinished; Type: POLICY; Schema: pgpush; Owner: -
---
-
-CREATE POLICY worker_updates_unfinished ON pgpush.notifications_0 FOR UPDATE TO pgpush_worker USING ((status = ANY (ARRAY['queued'::text, 'sending'::text]))) WITH CHECK (true);
-
-
---
 -- Name: channels worker_writes; Type: POLICY; Schema: pgpush; Owner: -
 --
 
@@ -2674,13 +2398,6 @@ CREATE POLICY worker_writes ON pgpush.channels FOR INSERT TO pgpush_worker WITH 
 --
 
 CREATE POLICY worker_writes ON pgpush.delivery_errors FOR INSERT TO pgpush_worker WITH CHECK (true);
-
-
---
--- Name: delivery_errors_0 worker_writes; Type: POLICY; Schema: pgpush; Owner: -
---
-
-CREATE POLICY worker_writes ON pgpush.delivery_errors_0 FOR INSERT TO pgpush_worker WITH CHECK (true);
 
 
 --
