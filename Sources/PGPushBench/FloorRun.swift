@@ -1,13 +1,17 @@
 import Foundation
 import Postgres
+import PushWorker
 import Spawn
 
 /// The least a worker could cost PostgreSQL for the steady runs' work, measured in the same
 /// run on the same cluster: rows inserted one per transaction at the same rate, and
 /// pgbench (PostgreSQL's own client, not pgpush) claiming and finishing them with prepared
-/// statements on a minimal table, at the same rate. No wake-ups, no leases renewed, no
-/// error rows, no partitions, no row-level security: what is left is one claim and one
-/// outcome per notification, each a transaction. pgpush's figures are read against it.
+/// statements on a minimal table. It claims as often as rows come, but not more often than
+/// pgpush's claim loop may (every 5 ms, `ClaimSchedule.standardGap`): at 100/s one row per
+/// claim, at 1,000/s about five, so both wait as long for a claim. No wake-ups, no leases
+/// renewed, no error rows, no partitions, no row-level security: what is left is a claim and
+/// an outcome, each a transaction, for every row or batch. pgpush's figures are read
+/// against it.
 enum FloorRun {
     /// The minimal queue: an id, what is sent, a status, a lease and a finish time.
     static let schema = """
@@ -24,8 +28,8 @@ enum FloorRun {
 
     static let insertSQL = "INSERT INTO public.floor_queue (device_token, payload) VALUES ($1, $2::jsonb)"
 
-    /// One pgbench transaction: claim what is due (one row when the rates keep pace, up to
-    /// `limit`) and write its outcome, each in a transaction of its own as a worker would.
+    /// One pgbench transaction: claim what is due (up to `limit`) and write its outcome, each
+    /// in a transaction of its own as a worker would.
     /// The claim starts after the last id it took (pgbench keeps `last` from one transaction
     /// to the next), so it never steps over the index entries of rows already claimed that
     /// VACUUM has not removed yet: the cheapest claim there is, with a single claimer.
@@ -52,14 +56,15 @@ enum FloorRun {
         let inserter = try PostgresConnection(conninfo: conninfo)
         let scriptPath = context.directory + "/\(name).pgbench"
         let drainPath = context.directory + "/\(name)-drain.pgbench"
-        try script(limit: 10).write(toFile: scriptPath, atomically: true, encoding: .utf8)
+        try script(limit: 100).write(toFile: scriptPath, atomically: true, encoding: .utf8)
         try script(limit: 100_000).write(toFile: drainPath, atomically: true, encoding: .utf8)
         let total = rate * options.steadySeconds
-        context.progress("floor: \(rate)/s for \(options.steadySeconds) s, pgbench claiming at the same rate")
+        context.progress("floor: \(rate)/s for \(options.steadySeconds) s, pgbench claiming what is due")
 
         let windowStart = try meter.snapshot()
         let inserterAtStart = ProcessCPU.preciseSeconds(of: inserter.backendPID)
-        let claimer = try ChildProcess.spawn(pgbench, ["-n", "-M", "prepared", "-c", "1", "-D", "last=0", "-R", String(rate),
+        let claimsPerSecond = min(rate, Int(Duration.seconds(1) / ClaimSchedule.standardGap))
+        let claimer = try ChildProcess.spawn(pgbench, ["-n", "-M", "prepared", "-c", "1", "-D", "last=0", "-R", String(claimsPerSecond),
                                                        "-T", String(options.steadySeconds), "-f", scriptPath, conninfo],
                                              environment: [:], outputPath: context.directory + "/\(name).log")
         do {

@@ -11,7 +11,7 @@ import Synchronization
 /// worker's coming due, the poll interval since the last claim — and never sooner than `gap`
 /// after the previous claim, so that rows inserted in a burst share one claim. A finished
 /// send makes no claim by itself: it matters only when the loop waits for room.
-struct ClaimSchedule {
+package struct ClaimSchedule {
     enum Step: Equatable {
         case claim
         /// Nothing to claim before `until`. `wakeEarly`: a NOTIFY (any ring) may bring the
@@ -21,7 +21,7 @@ struct ClaimSchedule {
 
     /// The least time between two claims of one app: at 1,000 rows/s a claim takes about
     /// five rows instead of one; a row inserted after a quiet spell is claimed at once.
-    static let standardGap: Duration = .milliseconds(5)
+    package static let standardGap: Duration = .milliseconds(5)
 
     let gap: Duration
     let pollInterval: Duration

@@ -25,8 +25,10 @@ enum BenchCommand {
           latency    --latency-rate rows/s, one per transaction, for --latency-seconds:
                      insert → request at the simulator, insert → outcome written
           steady     for each of --steady-rates: rows inserted one per transaction at that rate for
-                     --steady-seconds, rate / --cap connections at the cap: worker CPU, PostgreSQL CPU
-                     and WAL per notification at a steady rate
+                     --steady-seconds, twice rate / --cap connections at the cap: worker CPU, PostgreSQL
+                     CPU (the inserting session's and the rest), WAL, transactions, insert → request;
+                     then the floor: pgbench claiming what is due from a minimal table with prepared
+                     statements, as often as rows come and at most every 5 ms
           scale      for each of --scale-workers: that many `pgpush run` processes side by side, each
                      with --scale-connections connections at --cap, under a backlog, --scale-seconds
           faults     --fault-rows rows with --fault-mix and a GOAWAY every --goaway-after streams
