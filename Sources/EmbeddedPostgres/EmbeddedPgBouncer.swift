@@ -51,6 +51,7 @@ public final class EmbeddedPgBouncer: Sendable {
             unix_socket_dir = \(directory)
             auth_type = trust
             auth_file = \(directory)/users.txt
+            admin_users = pgpush
             pool_mode = transaction
             max_client_conn = 2000
             default_pool_size = 40
@@ -92,6 +93,14 @@ public final class EmbeddedPgBouncer: Sendable {
         kill(pid, SIGHUP)
         // The reload happens on PgBouncer's own time.
         try waitUntilAccepting(user: user)
+    }
+
+    /// Closes every server connection PgBouncer holds to `database` (its sessions then end,
+    /// and PostgreSQL counts what they did), and lets clients in again.
+    public func closeServerConnections(database: String) throws {
+        let console = try PostgresConnection(conninfo: conninfo(database: "pgbouncer"))
+        try console.execute(script: "KILL \(database)")
+        try console.execute(script: "RESUME \(database)")
     }
 
     /// Waits until `user` gets in (after a start or a reload).

@@ -38,6 +38,14 @@ public final class BenchDatabase {
 
     public var isPooled: Bool { pooler != nil }
 
+    /// Ends the pooler's server sessions to the database of `conninfo`, once the worker has
+    /// stopped: a pooled session stays connected, and its statistics would wait for it.
+    public func releasePooledSessions(_ conninfo: String) throws {
+        guard let pooler, let name = conninfo.split(separator: " ").first(where: { $0.hasPrefix("dbname=") })?.dropFirst(7)
+        else { return }
+        try pooler.closeServerConnections(database: String(name))
+    }
+
     public var description: String {
         if let cluster { return "embedded PostgreSQL (fsync=off, synchronous_commit=off) in \(cluster.directory)" }
         return "DATABASE_URL"

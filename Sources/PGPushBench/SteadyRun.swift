@@ -48,6 +48,7 @@ enum SteadyRun {
             let machineBusy = MachineCPU.now().busyCPUs(since: machineAtStart)
             let usage = try worker.stop()
             let (report, _) = try simulator.stop()
+            try context.database.releasePooledSessions(conninfo)
             try meter.waitForOtherSessions(except: [inserter.backendPID])
             let after = try meter.snapshot()
             let statuses = try BenchRows.statusCounts(meter.connection)
