@@ -5,7 +5,7 @@ import Postgres
 import Testing
 
 /// sql/schema.sql is the schema the migrations produce, as pg_dump prints it: one file to
-/// read instead of replaying eleven migrations in one's head. This test migrates a fresh
+/// read instead of replaying every migration in one's head. This test migrates a fresh
 /// database, dumps it and compares; when a migration changes, regenerate the file with
 ///
 ///     PGPUSH_WRITE_SCHEMA=1 swift test --filter SchemaFileTests
