@@ -242,7 +242,9 @@ $$;
 CREATE FUNCTION pgpush.claim(worker_id text, app text, claim_limit integer, lease_seconds double precision, skip_known_invalid boolean, lowest_id bigint) RETURNS TABLE(id bigint, status text, claim_count integer, attempts integer, device_token text, push_type text, priority smallint, topic text, payload jsonb, collapse_id text, expiration bigint, apns_id uuid, deliver_once boolean, channel_id text)
     LANGUAGE plpgsql
     SET plan_cache_mode TO 'force_generic_plan'
+    SET jit TO 'off'
     SET enable_seqscan TO 'off'
+    SET enable_sort TO 'off'
     SET enable_hashjoin TO 'off'
     SET enable_mergejoin TO 'off'
     AS $$
@@ -392,8 +394,9 @@ $$;
 CREATE FUNCTION pgpush.complete(worker_id text, ids bigint[], claim_counts integer[], statuses text[], http_statuses integer[], reasons text[], delays double precision[], refunds integer[], answered boolean[], records_error boolean[], invalidates_token boolean[], apple_timestamps double precision[], apns_unique_ids uuid[]) RETURNS SETOF bigint
     LANGUAGE plpgsql
     SET plan_cache_mode TO 'force_generic_plan'
+    SET jit TO 'off'
     SET enable_seqscan TO 'off'
-    SET enable_hashjoin TO 'off'
+    SET enable_nestloop TO 'off'
     SET enable_mergejoin TO 'off'
     AS $$
 BEGIN
@@ -419,8 +422,8 @@ BEGIN
             locked_until   = NULL,
             updated_at     = now()
           FROM outcome o
-         WHERE n.id = o.id AND n.status = 'sending' AND n.locked_by = complete.worker_id
-           AND n.claim_count = o.claim_count
+         WHERE n.id = ANY (complete.ids) AND n.id = o.id AND coalesce(n.status, '') = 'sending'
+           AND n.locked_by = complete.worker_id AND n.claim_count = o.claim_count
         RETURNING n.id, n.app, n.device_token, n.channel_id, n.apns_id, n.attempts + o.refund AS attempt
     ), errors AS (
         INSERT INTO pgpush.delivery_errors
@@ -465,8 +468,9 @@ $$;
 CREATE FUNCTION pgpush.complete_deliveries(worker_id text, ids bigint[], claim_counts integer[], apns_unique_ids uuid[]) RETURNS SETOF bigint
     LANGUAGE plpgsql
     SET plan_cache_mode TO 'force_generic_plan'
+    SET jit TO 'off'
     SET enable_seqscan TO 'off'
-    SET enable_hashjoin TO 'off'
+    SET enable_nestloop TO 'off'
     SET enable_mergejoin TO 'off'
     AS $$
 BEGIN
@@ -482,8 +486,8 @@ BEGIN
         updated_at     = now()
       FROM unnest(complete_deliveries.ids, complete_deliveries.claim_counts, complete_deliveries.apns_unique_ids)
            AS o(id, claim_count, apns_unique_id)
-     WHERE n.id = o.id AND n.status = 'sending' AND n.locked_by = complete_deliveries.worker_id
-       AND n.claim_count = o.claim_count
+     WHERE n.id = ANY (complete_deliveries.ids) AND n.id = o.id AND coalesce(n.status, '') = 'sending'
+       AND n.locked_by = complete_deliveries.worker_id AND n.claim_count = o.claim_count
     RETURNING n.id;
 END
 $$;
@@ -997,6 +1001,7 @@ $_$;
 CREATE FUNCTION pgpush.renew_leases(worker_id text, ids bigint[], lease_seconds double precision) RETURNS SETOF bigint
     LANGUAGE plpgsql
     SET plan_cache_mode TO 'force_generic_plan'
+    SET jit TO 'off'
     SET enable_seqscan TO 'off'
     SET enable_hashjoin TO 'off'
     SET enable_mergejoin TO 'off'
@@ -1017,22 +1022,27 @@ $$;
 CREATE FUNCTION pgpush.rescue_expired_leases(max_attempts integer, batch_size integer, worker_id text, holding bigint[]) RETURNS integer
     LANGUAGE plpgsql
     SET plan_cache_mode TO 'force_generic_plan'
+    SET jit TO 'off'
     SET enable_seqscan TO 'off'
+    SET enable_sort TO 'off'
     SET enable_hashjoin TO 'off'
     SET enable_mergejoin TO 'off'
     AS $$
 DECLARE
+    stale bigint[];
     rescued integer;
 BEGIN
-    WITH stale AS (
-        SELECT s.id FROM pgpush.notifications s
-         WHERE s.status = 'sending' AND s.locked_until < now()
-           AND (s.locked_by IS DISTINCT FROM rescue_expired_leases.worker_id
-                OR (rescue_expired_leases.holding IS NOT NULL AND s.id <> ALL (rescue_expired_leases.holding)))
-         ORDER BY s.locked_until
-         LIMIT rescue_expired_leases.batch_size
-         FOR UPDATE SKIP LOCKED
-    )
+    SELECT array_agg(s.id) INTO stale
+      FROM (SELECT r.id FROM pgpush.notifications r
+             WHERE r.status = 'sending' AND r.locked_until < now()
+               AND (r.locked_by IS DISTINCT FROM rescue_expired_leases.worker_id
+                    OR (rescue_expired_leases.holding IS NOT NULL AND r.id <> ALL (rescue_expired_leases.holding)))
+             ORDER BY r.locked_until
+             LIMIT rescue_expired_leases.batch_size
+             FOR UPDATE SKIP LOCKED) AS s;
+    IF stale IS NULL THEN
+        RETURN 0;
+    END IF;
     UPDATE pgpush.notifications n SET
         status       = CASE WHEN n.expires_at <= now() THEN 'expired'
                             WHEN n.attempts >= rescue_expired_leases.max_attempts THEN 'failed'
@@ -1045,8 +1055,7 @@ BEGIN
         locked_by    = NULL,
         locked_until = NULL,
         updated_at   = now()
-      FROM stale
-     WHERE n.id = stale.id;
+     WHERE n.id = ANY (stale);
     GET DIAGNOSTICS rescued = ROW_COUNT;
     RETURN rescued;
 END
