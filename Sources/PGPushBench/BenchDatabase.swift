@@ -30,10 +30,8 @@ public final class BenchDatabase {
     /// What a worker connects with for the database of `conninfo`: through the pooler when
     /// there is one (and then `listen`, a session connection for LISTEN), else `conninfo`.
     public func workerURLs(_ conninfo: String) -> (database: String, listen: String?) {
-        guard let pooler, let cluster,
-              let name = conninfo.split(separator: " ").first(where: { $0.hasPrefix("dbname=") })?.dropFirst(7)
-        else { return (conninfo, nil) }
-        return (pooler.conninfo(database: String(name)), cluster.conninfo(database: String(name)))
+        guard let pooler, let cluster, let name = Self.databaseName(conninfo) else { return (conninfo, nil) }
+        return (pooler.conninfo(database: name), cluster.conninfo(database: name))
     }
 
     public var isPooled: Bool { pooler != nil }
@@ -41,9 +39,8 @@ public final class BenchDatabase {
     /// Ends the pooler's server sessions to the database of `conninfo`, once the worker has
     /// stopped: a pooled session stays connected, and its statistics would wait for it.
     public func releasePooledSessions(_ conninfo: String) throws {
-        guard let pooler, let name = conninfo.split(separator: " ").first(where: { $0.hasPrefix("dbname=") })?.dropFirst(7)
-        else { return }
-        try pooler.closeServerConnections(database: String(name))
+        guard let pooler, let name = Self.databaseName(conninfo) else { return }
+        try pooler.closeServerConnections(database: name)
     }
 
     public var description: String {
@@ -79,8 +76,7 @@ public final class BenchDatabase {
 
     /// Drops a scenario's database (embedded only) so a long run does not fill the disk.
     public func discard(_ conninfo: String) {
-        guard let cluster, let name = conninfo.split(separator: " ").first(where: { $0.hasPrefix("dbname=") })?.dropFirst(7)
-        else { return }
+        guard let cluster, let name = Self.databaseName(conninfo) else { return }
         try? PostgresConnection(conninfo: cluster.conninfo()).execute(script: "DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
     }
 
@@ -93,6 +89,11 @@ public final class BenchDatabase {
     /// nil for DATABASE_URL, whose server may be on another machine.
     public var postmasterPID: pid_t? {
         cluster.flatMap { ProcessCPU.postmasterPID(dataDirectory: $0.dataDirectory) }
+    }
+
+    /// The `dbname=` of a key/value connection string, as `fresh` hands them out.
+    private static func databaseName(_ conninfo: String) -> String? {
+        conninfo.split(separator: " ").first(where: { $0.hasPrefix("dbname=") }).map { String($0.dropFirst(7)) }
     }
 
     public func stop() {

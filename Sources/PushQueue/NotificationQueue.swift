@@ -113,10 +113,7 @@ public final class NotificationQueue {
             SET client_min_messages = log;
             """)
         defer { try? connection.execute(script: "RESET client_min_messages; RESET auto_explain.log_min_duration") }
-        let claimFrom = try claimFrom()
-        let (_, messages) = try connection.collectingMessages {
-            try connection.query(Self.claimSQL, [workerID, app, limit, lease.seconds, true, claimFrom])
-        }
+        let (_, messages) = try connection.collectingMessages { try claim(app: app, limit: limit, lease: lease) }
         return messages.filter { !$0.contains("pgpush.claim($1") }
     }
 
