@@ -103,6 +103,13 @@ public final class NotificationQueue {
     /// The plans of a claim's statements inside pgpush.claim, as EXPLAIN ANALYZE prints them
     /// (auto_explain, loaded for this session: superuser only). The claim is made for real.
     public func explainClaim(app: String, limit: Int, lease: Duration) throws -> [String] {
+        try explained { _ = try claim(app: app, limit: limit, lease: lease) }
+    }
+
+    /// The plans of every statement `body` runs on this queue's connection, nested ones (inside
+    /// the queue functions) included, as EXPLAIN ANALYZE prints them (auto_explain; superuser
+    /// only), without the plans of the function calls themselves.
+    public func explained(_ body: () throws -> Void) throws -> [String] {
         try connection.execute(script: """
             LOAD 'auto_explain';
             SET auto_explain.log_min_duration = 0;
@@ -113,8 +120,8 @@ public final class NotificationQueue {
             SET client_min_messages = log;
             """)
         defer { try? connection.execute(script: "RESET client_min_messages; RESET auto_explain.log_min_duration") }
-        let (_, messages) = try connection.collectingMessages { try claim(app: app, limit: limit, lease: lease) }
-        return messages.filter { !$0.contains("pgpush.claim($1") }
+        let (_, messages) = try connection.collectingMessages(body)
+        return messages.filter { !$0.contains("Query Text: SELECT * FROM pgpush.") && !$0.contains("Query Text: SELECT pgpush.") }
     }
 
     // MARK: Outcomes

@@ -377,6 +377,27 @@ import Testing
         #expect(!plan.contains("Seq Scan on invalid_tokens"), "\(plan)")
     }
 
+    /// The outcome functions keep one plan for every batch size: a large batch is hashed
+    /// against the rows it names, found by id through the primary key. Planned for the few
+    /// rows a kept plan assumes, it compared every outcome with every row in flight
+    /// (4 million comparisons for 2,000) and read the rows in flight through their own index.
+    @Test func aLargeOutcomeBatchIsHashedAgainstTheRowsItNames() throws {
+        let connection = try PostgresConnection(conninfo: try TestDatabase.migrated())
+        _ = try insert(connection, count: 2_000)
+        let queue = NotificationQueue(connection: connection, workerID: "w1")
+        let claimed = try queue.claim(app: "default", limit: 2_000, lease: .seconds(60)).claimed
+        #expect(claimed.count == 2_000)
+        // The first batch, of one, makes the plan, as at a steady low rate.
+        #expect(try queue.complete([.delivered(claimed[0])]) == [claimed[0].id])
+        var written: Set<Int64> = []
+        let plan = try queue.explained { written = try queue.complete(claimed.dropFirst().map(Outcome.delivered)) }
+            .joined(separator: "\n")
+        #expect(written.count == 1_999)
+        #expect(plan.contains("Hash Join") && plan.contains("Index Cond: (id = ANY"), "\(plan)")
+        #expect(!plan.contains("Join Filter") && !plan.contains("notifications_sending_lease"), "\(plan)")
+        #expect(!plan.contains("JIT"), "\(plan)")
+    }
+
     @Test func renewingKeepsOnlyLeasesStillHeld() throws {
         let conninfo = try TestDatabase.migrated()
         let connection = try PostgresConnection(conninfo: conninfo)
