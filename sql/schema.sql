@@ -62,23 +62,8 @@ CREATE FUNCTION pgpush.apply_role_privileges() RETURNS void
     SET search_path TO 'pg_catalog', 'pgpush'
     AS $$
 BEGIN
-    PERFORM pgpush.apply_role_privileges_without_queue_functions();
-    REVOKE ALL ON FUNCTION
-        pgpush.claim(text, text, integer, double precision, boolean, bigint),
-        pgpush.complete_deliveries(text, bigint[], integer[], uuid[]),
-        pgpush.complete(text, bigint[], integer[], text[], integer[], text[], double precision[], integer[], boolean[],
-                        boolean[], boolean[], double precision[], uuid[]),
-        pgpush.renew_leases(text, bigint[], double precision),
-        pgpush.rescue_expired_leases(integer, integer, text, bigint[])
-      FROM pgpush_app, pgpush_worker, pgpush_monitor;
-    GRANT EXECUTE ON FUNCTION
-        pgpush.claim(text, text, integer, double precision, boolean, bigint),
-        pgpush.complete_deliveries(text, bigint[], integer[], uuid[]),
-        pgpush.complete(text, bigint[], integer[], text[], integer[], text[], double precision[], integer[], boolean[],
-                        boolean[], boolean[], double precision[], uuid[]),
-        pgpush.renew_leases(text, bigint[], double precision),
-        pgpush.rescue_expired_leases(integer, integer, text, bigint[])
-       TO pgpush_worker;
+    PERFORM pgpush.apply_role_privileges_without_id_bound();
+    GRANT SELECT ON SEQUENCE pgpush.notifications_id_seq TO pgpush_worker;
 END
 $$;
 
@@ -177,6 +162,36 @@ $$;
 
 
 --
+-- Name: apply_role_privileges_without_id_bound(); Type: FUNCTION; Schema: pgpush; Owner: -
+--
+
+CREATE FUNCTION pgpush.apply_role_privileges_without_id_bound() RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pgpush'
+    AS $$
+BEGIN
+    PERFORM pgpush.apply_role_privileges_without_queue_functions();
+    REVOKE ALL ON FUNCTION
+        pgpush.claim(text, text, integer, double precision, boolean, bigint),
+        pgpush.complete_deliveries(text, bigint[], integer[], uuid[]),
+        pgpush.complete(text, bigint[], integer[], text[], integer[], text[], double precision[], integer[], boolean[],
+                        boolean[], boolean[], double precision[], uuid[]),
+        pgpush.renew_leases(text, bigint[], double precision),
+        pgpush.rescue_expired_leases(integer, integer, text, bigint[])
+      FROM pgpush_app, pgpush_worker, pgpush_monitor;
+    GRANT EXECUTE ON FUNCTION
+        pgpush.claim(text, text, integer, double precision, boolean, bigint),
+        pgpush.complete_deliveries(text, bigint[], integer[], uuid[]),
+        pgpush.complete(text, bigint[], integer[], text[], integer[], text[], double precision[], integer[], boolean[],
+                        boolean[], boolean[], double precision[], uuid[]),
+        pgpush.renew_leases(text, bigint[], double precision),
+        pgpush.rescue_expired_leases(integer, integer, text, bigint[])
+       TO pgpush_worker;
+END
+$$;
+
+
+--
 -- Name: apply_role_privileges_without_queue_functions(); Type: FUNCTION; Schema: pgpush; Owner: -
 --
 
@@ -253,11 +268,16 @@ DECLARE
     taken bigint[];     -- to be sent (or expired)
     refused bigint[];   -- known dead: failed without an attempt (or expired)
     refusals text[];    -- refused's reasons, in the same order
+    newest bigint;      -- no committed row has a higher id
+    first_taken bigint;
+    last_taken bigint;
 BEGIN
+    SELECT s.last_value INTO newest FROM pgpush.notifications_id_seq s;
     SELECT array_agg(due.id) FILTER (WHERE due.refusal IS NULL),
            array_agg(due.id) FILTER (WHERE due.refusal IS NOT NULL),
-           array_agg(due.refusal) FILTER (WHERE due.refusal IS NOT NULL)
-      INTO taken, refused, refusals
+           array_agg(due.refusal) FILTER (WHERE due.refusal IS NOT NULL),
+           min(due.id), max(due.id)
+      INTO taken, refused, refusals, first_taken, last_taken
       FROM (SELECT n.id,
                    CASE WHEN n.channel_id IS NOT NULL THEN
                             CASE WHEN (SELECT c.deleted_at FROM pgpush.channels c
@@ -270,7 +290,8 @@ BEGIN
                         THEN 'KnownInvalidToken'
                    END AS refusal
               FROM pgpush.notifications n
-             WHERE n.status = 'queued' AND n.app = claim.app AND n.send_after <= now() AND n.id >= claim.lowest_id
+             WHERE n.status = 'queued' AND n.app = claim.app AND n.send_after <= now()
+               AND n.id BETWEEN claim.lowest_id AND newest
              ORDER BY n.send_after, n.id
              LIMIT claim.claim_limit
              FOR UPDATE OF n SKIP LOCKED) AS due;
@@ -287,7 +308,7 @@ BEGIN
                                     ELSE refusals[array_position(refused, n.id)] END,
                 finished_at  = now(),
                 updated_at   = now()
-             WHERE n.id = ANY (refused) AND n.id >= claim.lowest_id
+             WHERE n.id = ANY (refused) AND n.id BETWEEN first_taken AND last_taken
             RETURNING n.id, n.app, n.device_token, n.channel_id, n.apns_id, n.attempts, n.status, n.last_reason
         )
         INSERT INTO pgpush.delivery_errors
@@ -298,7 +319,7 @@ BEGIN
         RETURN QUERY SELECT n.id, n.status, n.claim_count, n.attempts, n.device_token, n.push_type, n.priority,
                             n.topic, n.payload, n.collapse_id, NULL::bigint, n.apns_id, n.deliver_once, n.channel_id
                        FROM pgpush.notifications n
-                      WHERE n.id = ANY (refused) AND n.id >= claim.lowest_id;
+                      WHERE n.id = ANY (refused) AND n.id BETWEEN first_taken AND last_taken;
     END IF;
 
     IF taken IS NOT NULL THEN
@@ -313,7 +334,7 @@ BEGIN
             last_reason  = CASE WHEN n.expires_at <= now() THEN 'Expired' ELSE n.last_reason END,
             finished_at  = CASE WHEN n.expires_at <= now() THEN now() END,
             updated_at   = now()
-         WHERE n.id = ANY (taken) AND n.id >= claim.lowest_id
+         WHERE n.id = ANY (taken) AND n.id BETWEEN first_taken AND last_taken
         RETURNING n.id, n.status, n.claim_count, n.attempts, n.device_token, n.push_type, n.priority, n.topic,
                   n.payload, n.collapse_id,
                   -- An infinite expires_at (refused since 006) is sent without an expiration.
@@ -399,7 +420,11 @@ CREATE FUNCTION pgpush.complete(worker_id text, ids bigint[], claim_counts integ
     SET enable_nestloop TO 'off'
     SET enable_mergejoin TO 'off'
     AS $$
+DECLARE
+    first_id bigint;
+    last_id bigint;
 BEGIN
+    SELECT min(i), max(i) INTO first_id, last_id FROM unnest(complete.ids) AS i;
     RETURN QUERY
     WITH outcome AS (
         SELECT * FROM unnest(complete.ids, complete.claim_counts, complete.statuses, complete.http_statuses,
@@ -422,7 +447,8 @@ BEGIN
             locked_until   = NULL,
             updated_at     = now()
           FROM outcome o
-         WHERE n.id = ANY (complete.ids) AND n.id = o.id AND coalesce(n.status, '') = 'sending'
+         WHERE n.id = ANY (complete.ids) AND n.id BETWEEN first_id AND last_id AND n.id = o.id
+           AND coalesce(n.status, '') = 'sending'
            AND n.locked_by = complete.worker_id AND n.claim_count = o.claim_count
         RETURNING n.id, n.app, n.device_token, n.channel_id, n.apns_id, n.attempts + o.refund AS attempt
     ), errors AS (
@@ -473,7 +499,11 @@ CREATE FUNCTION pgpush.complete_deliveries(worker_id text, ids bigint[], claim_c
     SET enable_nestloop TO 'off'
     SET enable_mergejoin TO 'off'
     AS $$
+DECLARE
+    first_id bigint;
+    last_id bigint;
 BEGIN
+    SELECT min(i), max(i) INTO first_id, last_id FROM unnest(complete_deliveries.ids) AS i;
     RETURN QUERY
     UPDATE pgpush.notifications n SET
         status         = 'delivered',
@@ -486,7 +516,8 @@ BEGIN
         updated_at     = now()
       FROM unnest(complete_deliveries.ids, complete_deliveries.claim_counts, complete_deliveries.apns_unique_ids)
            AS o(id, claim_count, apns_unique_id)
-     WHERE n.id = ANY (complete_deliveries.ids) AND n.id = o.id AND coalesce(n.status, '') = 'sending'
+     WHERE n.id = ANY (complete_deliveries.ids) AND n.id BETWEEN first_id AND last_id AND n.id = o.id
+       AND coalesce(n.status, '') = 'sending'
        AND n.locked_by = complete_deliveries.worker_id AND n.claim_count = o.claim_count
     RETURNING n.id;
 END

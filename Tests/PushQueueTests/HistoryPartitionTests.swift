@@ -111,10 +111,11 @@ import Testing
         // The claim's plans are kept and generic: the partitions below the mark are left out
         // when each statement starts, so the plans as they ran scan none of them (an UPDATE
         // still lists every partition as a possible target).
-        let plan = try queue.explainClaim(app: "default", limit: 10, lease: .seconds(30))
-            .flatMap { $0.split(separator: "\n") }.filter { $0.contains("Scan") }.joined(separator: "\n")
+        let plan = Self.scans(try queue.explainClaim(app: "default", limit: 10, lease: .seconds(30)))
         #expect(!plan.contains(" on notifications_1 ") && !plan.contains(" on notifications_11 "), "\(plan)")
-        #expect(plan.contains(" on notifications_default ") && plan.contains(" on notifications_26 "), "\(plan)")
+        // Nor any partition above the newest id (26 onwards, kept ready ahead); the default
+        // partition holds rows in the bounds that no other partition covers, and is read.
+        #expect(plan.contains(" on notifications_default ") && !plan.contains(" on notifications_26 "), "\(plan)")
         #expect(try connection.query("SELECT array_agg(id ORDER BY id) FROM pgpush.notifications WHERE status = 'sending'")
                     .string(0, 0) == "{21,22,23,24,25}")
 
@@ -125,6 +126,48 @@ import Testing
         try connection.query("UPDATE pgpush.notifications SET status = 'delivered', finished_at = now(), locked_by = NULL, locked_until = NULL")
         #expect(try queue.createHistoryPartitions() == 0)
         #expect(try connection.query(mark).int64(0, 0) == 26)
+    }
+
+    /// The lines of `plans` that scan a table or index.
+    static func scans(_ plans: [String]) -> String {
+        plans.flatMap { $0.split(separator: "\n") }.filter { $0.contains("Scan") }.joined(separator: "\n")
+    }
+
+    /// In the common case (every id in a partition, empty ones kept ready ahead) the claim
+    /// and the outcome read the one partition that holds their rows: not the partitions
+    /// ahead, not the default partition (sql/014_bounded_partitions.sql).
+    @Test func claimsAndOutcomesReadOnlyThePartitionsHoldingTheirRows() throws {
+        let connection = try PostgresConnection(conninfo: try TestDatabase.migrated())
+        try TestDatabase.cutHistory(connection, span: 10, ahead: 3)
+        #expect(try Self.firstIDs(connection) == [1, 11, 21])
+        let insert = "INSERT INTO pgpush.notifications (device_token, payload) SELECT $1, '{}' FROM generate_series(1, $2::int)"
+        try connection.query(insert, [Self.token, 10])
+        let queue = NotificationQueue(connection: connection, workerID: "w")
+        #expect(try queue.createHistoryPartitions() == 1)
+        #expect(try queue.claimFrom() == 1)
+
+        var claimed: [ClaimedNotification] = []
+        let claim = Self.scans(try queue.explained {
+            claimed = try queue.claim(app: "default", limit: 10, lease: .seconds(30)).claimed
+        })
+        #expect(claimed.map(\.id) == Array(1...10))
+        #expect(claim.contains(" on notifications_1 "), "\(claim)")
+        for unused in ["notifications_11", "notifications_21", "notifications_31", "notifications_default"] {
+            #expect(!claim.contains(" on \(unused) "), "\(unused) in\n\(claim)")
+        }
+
+        let outcomes = claimed.map(Outcome.delivered)
+        var written: Set<Int64> = []
+        let outcome = Self.scans(try queue.explained { written = try queue.complete(outcomes) })
+        #expect(written == Set(1...10))
+        #expect(outcome.contains(" on notifications_1 "), "\(outcome)")
+        for unused in ["notifications_11", "notifications_21", "notifications_31", "notifications_default"] {
+            #expect(!outcome.contains(" on \(unused) "), "\(unused) in\n\(outcome)")
+        }
+        // Rows 11 and 12 are in the next partition: the claim reads it, and still none ahead.
+        try connection.query(insert, [Self.token, 2])
+        let next = Self.scans(try queue.explainClaim(app: "default", limit: 10, lease: .seconds(30)))
+        #expect(next.contains(" on notifications_11 ") && !next.contains(" on notifications_21 "), "\(next)")
     }
 
     /// One process at a time prunes and creates partitions; its lock is transaction-level,
