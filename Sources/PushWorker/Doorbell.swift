@@ -9,6 +9,7 @@ final class Doorbell: Sendable {
     private struct State {
         var rung = false
         var waiter: CheckedContinuation<Void, Never>?
+        /// Counts waits: an alarm rings for its own wait only.
         var waiterID = 0
     }
 
@@ -34,13 +35,12 @@ final class Doorbell: Sendable {
             return state.rung
         }
         if alreadyRung { return }
-        let timer = Task { [weak self] in
-            // A cancelled timer (the wait ended by a ring) must not ring: the ring would be
-            // remembered and end the next wait at once.
-            guard (try? await Task.sleep(for: timeout)) != nil else { return }
-            self?.ring()
+        let wait = state.withLock { state in
+            state.waiterID += 1
+            return state.waiterID
         }
-        defer { timer.cancel() }
+        let alarm = Alarms.shared.set(after: timeout) { [weak self] in self?.timeOut(wait) }
+        defer { Alarms.shared.cancel(alarm) }
         await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 let resumeNow = state.withLock { state -> Bool in
@@ -56,6 +56,24 @@ final class Doorbell: Sendable {
         } onCancel: {
             ring()
         }
-        state.withLock { $0.rung = false }
+        state.withLock { state in
+            state.rung = false
+            state.waiterID += 1  // this wait's alarm, if it fires now, finds another wait
+        }
+    }
+
+    /// The alarm of wait `wait`: rings only while that wait is the current one, so a wait
+    /// that a ring already ended leaves no ring behind for the next.
+    private func timeOut(_ wait: Int) {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            guard state.waiterID == wait else { return nil }
+            guard let waiter = state.waiter else {
+                state.rung = true
+                return nil
+            }
+            state.waiter = nil
+            return waiter
+        }
+        waiter?.resume()
     }
 }

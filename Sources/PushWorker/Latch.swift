@@ -50,14 +50,9 @@ final class Latch: Sendable {
             state.waits[state.nextWait] = .starting
             return state.nextWait
         }
-        let timer = timeout.map { timeout in
-            Task { [weak self] in
-                guard (try? await Task.sleep(for: timeout)) != nil else { return }
-                self?.release(id)
-            }
-        }
+        let alarm = timeout.map { timeout in Alarms.shared.set(after: timeout) { [weak self] in self?.release(id) } }
         defer {
-            timer?.cancel()
+            if let alarm { Alarms.shared.cancel(alarm) }
             state.withLock { $0.waits[id] = nil }
         }
         beforeRegistering()
