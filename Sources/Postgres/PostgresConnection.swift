@@ -83,15 +83,23 @@ public final class PostgresConnection {
         if !listeningChannels.contains(channel) { listeningChannels.append(channel) }
     }
 
-    /// Waits until a notification arrives, `wakeDescriptor` becomes readable, or
-    /// the timeout passes, and returns the notifications received (maybe none).
-    public func waitForNotifications(timeout: Duration, wakeDescriptor: Int32? = nil) throws -> [PostgresNotification] {
+    public func unlisten(_ channel: String) throws {
+        try execute(script: "UNLISTEN \(try quotedIdentifier(channel))")
+        listeningChannels.removeAll { $0 == channel }
+    }
+
+    /// Waits until a notification arrives, `wakeDescriptor` (or `alsoWakeOn`) becomes
+    /// readable, or the timeout passes, and returns the notifications received (maybe none).
+    public func waitForNotifications(timeout: Duration, wakeDescriptor: Int32? = nil,
+                                     alsoWakeOn other: Int32? = nil) throws -> [PostgresNotification] {
         var pending = try drainNotifications()
         guard pending.isEmpty else { return pending }
         let socket = PQsocket(handle)
         guard socket >= 0 else { throw PostgresError(kind: .connection, message: "connection has no socket") }
         var descriptors = [pollfd(fd: socket, events: Int16(POLLIN), revents: 0)]
-        if let wakeDescriptor { descriptors.append(pollfd(fd: wakeDescriptor, events: Int16(POLLIN), revents: 0)) }
+        for descriptor in [wakeDescriptor, other].compactMap({ $0 }) {
+            descriptors.append(pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0))
+        }
         let milliseconds = Int32(clamping: timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
         let ready = poll(&descriptors, nfds_t(descriptors.count), milliseconds)
         if ready < 0 && errno != EINTR {

@@ -23,8 +23,18 @@ package struct ClaimSchedule {
     /// five rows instead of one; a row inserted after a quiet spell is claimed at once.
     package static let standardGap: Duration = .milliseconds(5)
 
+    /// Claims in a row that each took at least two rows (or all they asked for) before the
+    /// loop polls: rows then come faster than one per gap, or wait for room, and a claim every
+    /// gap finds them without a NOTIFY each.
+    static let claimsBeforePolling = 4
+
     let gap: Duration
     let pollInterval: Duration
+    /// Rows come faster than the gap: the loop claims every gap without waiting for news, and
+    /// needs no NOTIFY (the worker stops listening while every app polls). Ends with a claim
+    /// that finds nothing.
+    private(set) var polling = false
+    private var busyClaimsInARow = 0
     /// The most rows the next claim asks for: fewer for a while after the database
     /// cancelled a claim for time.
     private(set) var claimSize: AdaptiveBatchSize
@@ -62,7 +72,11 @@ package struct ClaimSchedule {
     /// The claim took `taken` rows (expired and known-invalid ones included) of `asked`:
     /// a full claim may have left rows behind.
     mutating func claimEnded(taken: Int, asked: Int) {
-        if taken >= asked { rowsMayWait = true }
+        // Busy: rows came faster than the gap, or the claim was full (more wait).
+        busyClaimsInARow = taken >= 2 || (taken >= asked && taken > 0) ? busyClaimsInARow + 1 : 0
+        if busyClaimsInARow >= Self.claimsBeforePolling { polling = true }
+        if taken == 0 { polling = false }
+        if taken >= asked || polling { rowsMayWait = true }
         claimSize.succeeded()
     }
 
@@ -70,6 +84,9 @@ package struct ClaimSchedule {
     /// cancelled it for time, and the next one asks for half as many rows.
     mutating func claimFailed(timedOut: Bool = false) {
         rowsMayWait = true
+        // Listen again: whatever comes after the outage should wake the loop.
+        polling = false
+        busyClaimsInARow = 0
         if timedOut { claimSize.timedOut() }
     }
 

@@ -11,6 +11,13 @@ import PushQueue
 /// would delay either. Reconnects with backoff when PostgreSQL goes away, and
 /// then rings every app, since rows may have arrived while it was deaf.
 ///
+/// It stops listening while the worker does not need wake-ups (`setListening`): when every
+/// app's claim loop polls because rows come faster than its claims (`ClaimSchedule.polling`).
+/// A NOTIFY then costs PostgreSQL a transaction in the listening session for nothing, and the
+/// worker a thread wake-up (BENCHMARKS.md, 0.5.0). Listening again, it rings every app, as
+/// after a reconnect: a row committed before LISTEN took effect sent its NOTIFY to no one, and
+/// the claim that follows sees it.
+///
 /// Each connection is first checked: a notification sent through the worker's own
 /// database connection string must arrive. Through a transaction pooler it does not
 /// (`ConnectionPooling`), and listening there would only scatter notifications over
@@ -20,17 +27,30 @@ final class QueueListener: Sendable {
     static let channel = "pgpush_queued"
 
     private let wakeDescriptor: Int32
+    /// Written when `wanted` changes (apart from `wakeDescriptor`, which means stop).
+    private let changeDescriptor: Int32
     private let stopped = Atomic<Bool>(false)
     private let finished = Doorbell()
     private let started = Atomic<Bool>(false)
+    /// Whether the worker wants wake-ups; the listener thread follows it.
+    private let wanted = Atomic<Bool>(true)
 
     init() throws {
         let descriptor = cshims_eventfd(0, 1)
         guard descriptor >= 0 else { throw ConfigurationError("cannot create an eventfd: errno \(errno)") }
         wakeDescriptor = descriptor
+        let change = cshims_eventfd(0, 1)
+        guard change >= 0 else {
+            close(descriptor)
+            throw ConfigurationError("cannot create an eventfd: errno \(errno)")
+        }
+        changeDescriptor = change
     }
 
-    deinit { close(wakeDescriptor) }
+    deinit {
+        close(wakeDescriptor)
+        close(changeDescriptor)
+    }
 
     /// Where to listen and how the check's notification is sent.
     struct Source: Sendable {
@@ -57,6 +77,13 @@ final class QueueListener: Sendable {
         thread.start()
     }
 
+    /// Listen (true) or not; the listener thread follows within one round trip.
+    func setListening(_ listening: Bool) {
+        guard wanted.exchange(listening, ordering: .sequentiallyConsistent) != listening else { return }
+        var one: UInt64 = 1
+        _ = write(changeDescriptor, &one, 8)
+    }
+
     func stop() async {
         guard !stopped.exchange(true, ordering: .sequentiallyConsistent) else { return }
         var one: UInt64 = 1
@@ -66,6 +93,7 @@ final class QueueListener: Sendable {
 
     private func run(_ source: Source, log: Log, onQueued: @Sendable (String) -> Void, onReconnect: @Sendable () -> Void) {
         var connection: PostgresConnection?
+        var listening = false
         var backoff = Duration.milliseconds(100)
         while !stopped.load(ordering: .sequentiallyConsistent) {
             do {
@@ -78,11 +106,21 @@ final class QueueListener: Sendable {
                     }
                     try fresh.listen(Self.channel)
                     connection = fresh
+                    listening = true
                     backoff = .milliseconds(100)
                     onReconnect()
                 }
                 guard let connection else { continue }
-                for notification in try connection.waitForNotifications(timeout: .seconds(30), wakeDescriptor: wakeDescriptor) {
+                var count: UInt64 = 0
+                _ = read(changeDescriptor, &count, 8)  // non-blocking: takes a change's wake-up, if any
+                let wantsListening = wanted.load(ordering: .sequentiallyConsistent)
+                if wantsListening != listening {
+                    if wantsListening { try connection.listen(Self.channel) } else { try connection.unlisten(Self.channel) }
+                    listening = wantsListening
+                    if listening { onReconnect() }
+                }
+                for notification in try connection.waitForNotifications(timeout: .seconds(30), wakeDescriptor: wakeDescriptor,
+                                                                         alsoWakeOn: changeDescriptor) {
                     onQueued(notification.payload)
                 }
             } catch {

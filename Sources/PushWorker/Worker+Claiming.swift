@@ -7,6 +7,12 @@ import Synchronization
 
 /// The claim loop: one per app, claiming what there is room for, when `ClaimSchedule` says.
 extension Worker {
+    /// Wake-ups are needed unless every app's loop claims every gap anyway
+    /// (`ClaimSchedule.polling`): then the listener stops listening until one does not.
+    func listenUnlessEveryAppPolls() {
+        listener.setListening(!claimLoops.values.allSatisfy { $0.schedule.withLock { $0.polling } })
+    }
+
     func dispatch(_ app: AppConfiguration) async {
         guard let sender = senders[app.name], let loop = claimLoops[app.name], let health = health[app.name] else { return }
         let target = Self.inFlightTarget(of: sender)
@@ -60,6 +66,7 @@ extension Worker {
                     continue
                 } catch {
                     loop.schedule.withLock { $0.claimFailed() }
+                    listenUnlessEveryAppPolls()
                     repeated.warning("claim_failed", key: app.name, ["app": app.name, "retry_in": backoff, "error": error])
                     // The stop latch, not the doorbell: every NOTIFY rings the doorbell, and a
                     // backoff that ends at each ring is no backoff in an outage.
@@ -73,6 +80,7 @@ extension Worker {
                     return schedule.claimSize.isFull
                 }
                 if grown { repeated.recovered("claim_timed_out", key: app.name) }
+                listenUnlessEveryAppPolls()
                 if !result.expiredIDs.isEmpty {
                     log.info("expired_before_send", ["app": app.name, "count": result.expiredIDs.count])
                     metrics.recordExpiredAtClaim(app: app.name, count: result.expiredIDs.count)

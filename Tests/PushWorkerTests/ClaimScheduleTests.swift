@@ -57,6 +57,44 @@ struct ClaimScheduleTests {
         #expect(schedule.next(at: start + gap) == .claim)
     }
 
+    /// Rows faster than the gap (claims that keep taking two or more): the loop claims every
+    /// gap without waiting for a NOTIFY, until a claim finds nothing.
+    @Test func busyClaimsInARowMakeTheLoopPollEveryGapUntilAClaimFindsNothing() {
+        var schedule = schedule()
+        var now = start
+        for claim in 1...ClaimSchedule.claimsBeforePolling {
+            #expect(!schedule.polling)
+            schedule.claimStarted(at: now)
+            schedule.claimEnded(taken: 3, asked: 100)
+            if claim < ClaimSchedule.claimsBeforePolling {
+                #expect(schedule.next(at: now + gap) == .wait(until: now + poll, wakeEarly: true))
+                schedule.rowsMayBeWaiting()
+            }
+            now = now + gap
+        }
+        #expect(schedule.polling)
+        // No NOTIFY needed: the next claim is due one gap after the last.
+        #expect(schedule.next(at: now - .milliseconds(1)) == .wait(until: now, wakeEarly: false))
+        #expect(schedule.next(at: now) == .claim)
+        schedule.claimStarted(at: now)
+        schedule.claimEnded(taken: 1, asked: 100)
+        #expect(schedule.polling && schedule.next(at: now + gap) == .claim)
+        schedule.claimStarted(at: now + gap)
+        schedule.claimEnded(taken: 0, asked: 100)
+        #expect(!schedule.polling)
+        #expect(schedule.next(at: now + gap * 2) == .wait(until: now + gap + poll, wakeEarly: true))
+    }
+
+    /// One busy claim, or busy claims broken by a quiet one, is not a stream.
+    @Test func busyClaimsNotInARowDoNotPoll() {
+        var schedule = schedule()
+        for claim in 0..<10 {
+            schedule.claimStarted(at: start + gap * claim)
+            schedule.claimEnded(taken: claim % ClaimSchedule.claimsBeforePolling == 0 ? 1 : 5, asked: 100)
+            #expect(!schedule.polling)
+        }
+    }
+
     @Test func aRetryOfOursIsClaimedWhenItComesDueNotAtThePoll() {
         var schedule = schedule()
         schedule.claimStarted(at: start)

@@ -127,6 +127,49 @@ import Testing
         try await running.value
     }
 
+    /// While rows come faster than the claim gap the worker stops listening (every NOTIFY
+    /// would cost PostgreSQL a transaction for nothing); when they stop, it listens again, and
+    /// a row inserted into the quiet queue is sent at once, not at the 600 s poll.
+    @Test func aStreamOfRowsNeedsNoWakeUpsAndTheQuietAfterItDoes() async throws {
+        let harness = try SimulatorHarness(faults: FaultPlan())
+        defer { harness.stop() }
+        let conninfo = try TestDatabase.migrated()
+        let database = try PostgresConnection(conninfo: conninfo)
+        var configuration = WorkerConfiguration(databaseURL: conninfo, apps: [harness.app], workerID: "stream-worker")
+        if TestDatabase.throughPooler { configuration.listenDatabaseURL = try TestDatabase.session(conninfo) }
+        configuration.pollInterval = .seconds(600)
+        let worker = try Worker(configuration: configuration, senders: try APNsSenderFactory.makeSenders(for: [harness.app]),
+                                log: Log(minimum: .warning))
+        let running = Task { try await worker.run() }
+        defer { worker.stop() }
+        let monitor = try PostgresConnection(conninfo: try TestDatabase.session(conninfo))
+        func listenerSaid(_ statement: String) throws -> Bool {
+            try monitor.query("SELECT count(*) FROM pg_stat_activity WHERE query = $1", [statement]).int(0, 0) == 1
+        }
+        #expect(try await eventually { try listenerSaid("LISTEN \"pgpush_queued\"") })
+
+        // One row per statement, as fast as this connection goes, until the listener stops.
+        let clock = ContinuousClock(), giveUp = clock.now + .seconds(120)
+        var inserted = 0, unlistened = false
+        while !unlistened && clock.now < giveUp {
+            try database.query("SELECT pgpush.enqueue(device_token => $1, payload => '{\"aps\":{\"alert\":\"hi\"}}')",
+                               [Self.token(inserted + 1)])
+            inserted += 1
+            if inserted % 20 == 0 { unlistened = try listenerSaid("UNLISTEN \"pgpush_queued\"") }
+        }
+        #expect(unlistened, "still listening after \(inserted) rows")
+        try await Self.waitUntilFinished(database, timeout: .seconds(300))
+        #expect(try await eventually(timeout: .seconds(120)) { try listenerSaid("LISTEN \"pgpush_queued\"") })
+
+        try database.query("SELECT pgpush.enqueue(device_token => $1, payload => '{\"aps\":{\"alert\":\"hi\"}}')",
+                           [Self.token(inserted + 1)])
+        try await Self.waitUntilFinished(database, timeout: .seconds(120))
+        #expect(try database.query("SELECT count(*) FROM pgpush.notifications WHERE status = 'delivered'").int(0, 0)
+                == inserted + 1)
+        worker.stop()
+        try await running.value
+    }
+
     /// The worker logged in as a member of pgpush_worker only (sql/roles.sql), and the rows
     /// enqueued by a member of pgpush_app granted the app: the worker's column grants and
     /// row-level security cover everything it writes (claims, deliveries, error rows, an invalid
