@@ -1,5 +1,6 @@
 -- pgpush schema, part 14: the worker's statements start only the partitions
--- that can hold their rows.
+-- that can hold their rows, and a claim reads only the part of the due rows'
+-- index where new rows can be.
 --
 -- A kept (generic) plan names every partition of pgpush.notifications; each
 -- statement leaves out, when it starts, those its bounds rule out, and every
@@ -22,6 +23,20 @@
 -- The claim reads the identity's sequence: pgpush_worker gets SELECT on it
 -- (its last value only; it cannot take ids).
 --
+-- A claim also takes look_back_seconds: it reads only rows whose send_after is
+-- at most that long ago (NULL: every due row). Every claimed row leaves a dead
+-- entry at the head of notifications_queued_due, and a claim steps over all of
+-- them until vacuum removes them: 100,000 of them, about what autovacuum's
+-- defaults leave on a partition of a million rows, cost each claim 3-7 ms
+-- (BENCHMARKS.md, 0.5.0). A worker claiming because of news (a NOTIFY, rows
+-- coming faster than its claims) looks back to a little before its previous
+-- claim, which took everything older; at least once per poll interval, and
+-- after anything that can leave older rows due (a start, an outage, a pause, a
+-- rescue, a full claim), it reads them all.
+--
+-- The claim of 011 (six arguments, without the look-back) stays for workers
+-- of the previous version still running during an upgrade; it calls this one.
+--
 -- Written like 005-013: safe on a filled database and safe to run again by hand.
 
 -- The identity sequence under one name (009 gave it this one; a database whose
@@ -38,7 +53,8 @@ $$;
 
 -- As 011's, with the bounds above.
 CREATE OR REPLACE FUNCTION pgpush.claim(worker_id text, app text, claim_limit integer, lease_seconds double precision,
-                                        skip_known_invalid boolean, lowest_id bigint)
+                                        skip_known_invalid boolean, lowest_id bigint,
+                                        look_back_seconds double precision)
 RETURNS TABLE (id bigint, status text, claim_count integer, attempts integer, device_token text, push_type text,
                priority smallint, topic text, payload jsonb, collapse_id text, expiration bigint, apns_id uuid,
                deliver_once boolean, channel_id text)
@@ -74,6 +90,7 @@ BEGIN
                    END AS refusal
               FROM pgpush.notifications n
              WHERE n.status = 'queued' AND n.app = claim.app AND n.send_after <= now()
+               AND n.send_after >= coalesce(now() - make_interval(secs => claim.look_back_seconds), '-infinity')
                AND n.id BETWEEN claim.lowest_id AND newest
              ORDER BY n.send_after, n.id
              LIMIT claim.claim_limit
@@ -130,6 +147,22 @@ BEGIN
                        THEN true ELSE n.deliver_once END,
                   n.channel_id;
     END IF;
+END
+$$;
+
+REVOKE ALL ON FUNCTION pgpush.claim(text, text, integer, double precision, boolean, bigint, double precision)
+  FROM PUBLIC;
+
+-- 011's claim, for workers of the previous version: every due row.
+CREATE OR REPLACE FUNCTION pgpush.claim(worker_id text, app text, claim_limit integer, lease_seconds double precision,
+                                        skip_known_invalid boolean, lowest_id bigint)
+RETURNS TABLE (id bigint, status text, claim_count integer, attempts integer, device_token text, push_type text,
+               priority smallint, topic text, payload jsonb, collapse_id text, expiration bigint, apns_id uuid,
+               deliver_once boolean, channel_id text)
+LANGUAGE plpgsql VOLATILE
+AS $$
+BEGIN
+    RETURN QUERY SELECT * FROM pgpush.claim($1, $2, $3, $4, $5, $6, NULL::double precision);
 END
 $$;
 
@@ -263,6 +296,10 @@ CREATE OR REPLACE FUNCTION pgpush.apply_role_privileges() RETURNS void
 LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pgpush AS $$
 BEGIN
     PERFORM pgpush.apply_role_privileges_without_id_bound();
+    REVOKE ALL ON FUNCTION pgpush.claim(text, text, integer, double precision, boolean, bigint, double precision)
+      FROM pgpush_app, pgpush_worker, pgpush_monitor;
+    GRANT EXECUTE ON FUNCTION pgpush.claim(text, text, integer, double precision, boolean, bigint, double precision)
+       TO pgpush_worker;
     GRANT SELECT ON SEQUENCE pgpush.notifications_id_seq TO pgpush_worker;
 END
 $$;

@@ -63,6 +63,10 @@ CREATE FUNCTION pgpush.apply_role_privileges() RETURNS void
     AS $$
 BEGIN
     PERFORM pgpush.apply_role_privileges_without_id_bound();
+    REVOKE ALL ON FUNCTION pgpush.claim(text, text, integer, double precision, boolean, bigint, double precision)
+      FROM pgpush_app, pgpush_worker, pgpush_monitor;
+    GRANT EXECUTE ON FUNCTION pgpush.claim(text, text, integer, double precision, boolean, bigint, double precision)
+       TO pgpush_worker;
     GRANT SELECT ON SEQUENCE pgpush.notifications_id_seq TO pgpush_worker;
 END
 $$;
@@ -256,6 +260,19 @@ $$;
 
 CREATE FUNCTION pgpush.claim(worker_id text, app text, claim_limit integer, lease_seconds double precision, skip_known_invalid boolean, lowest_id bigint) RETURNS TABLE(id bigint, status text, claim_count integer, attempts integer, device_token text, push_type text, priority smallint, topic text, payload jsonb, collapse_id text, expiration bigint, apns_id uuid, deliver_once boolean, channel_id text)
     LANGUAGE plpgsql
+    AS $_$
+BEGIN
+    RETURN QUERY SELECT * FROM pgpush.claim($1, $2, $3, $4, $5, $6, NULL::double precision);
+END
+$_$;
+
+
+--
+-- Name: claim(text, text, integer, double precision, boolean, bigint, double precision); Type: FUNCTION; Schema: pgpush; Owner: -
+--
+
+CREATE FUNCTION pgpush.claim(worker_id text, app text, claim_limit integer, lease_seconds double precision, skip_known_invalid boolean, lowest_id bigint, look_back_seconds double precision) RETURNS TABLE(id bigint, status text, claim_count integer, attempts integer, device_token text, push_type text, priority smallint, topic text, payload jsonb, collapse_id text, expiration bigint, apns_id uuid, deliver_once boolean, channel_id text)
+    LANGUAGE plpgsql
     SET plan_cache_mode TO 'force_generic_plan'
     SET jit TO 'off'
     SET enable_seqscan TO 'off'
@@ -291,6 +308,7 @@ BEGIN
                    END AS refusal
               FROM pgpush.notifications n
              WHERE n.status = 'queued' AND n.app = claim.app AND n.send_after <= now()
+               AND n.send_after >= coalesce(now() - make_interval(secs => claim.look_back_seconds), '-infinity')
                AND n.id BETWEEN claim.lowest_id AND newest
              ORDER BY n.send_after, n.id
              LIMIT claim.claim_limit

@@ -37,10 +37,12 @@ public final class NotificationQueue {
     ///
     /// A channel row whose channel stores no messages (storage policy 0) is claimed as
     /// `deliverOnce`: APNs takes only `apns-expiration: 0` on such a channel.
-    public func claim(app: String, limit: Int, lease: Duration, skipKnownInvalidTokens: Bool = true) throws -> ClaimResult {
-        let result = try connection.query(Self.claimSQL,
-                                          [workerID, app, limit, lease.seconds, skipKnownInvalidTokens, try claimFrom()])
-        // Columns as pgpush.claim returns them (sql/011_queue_functions.sql).
+    /// `lookBack`: only rows whose `send_after` is at most that long ago (nil: every due row).
+    public func claim(app: String, limit: Int, lease: Duration, skipKnownInvalidTokens: Bool = true,
+                      lookBack: Duration? = nil) throws -> ClaimResult {
+        let result = try connection.query(Self.claimSQL, [workerID, app, limit, lease.seconds, skipKnownInvalidTokens,
+                                                          try claimFrom(), lookBack?.seconds])
+        // Columns as pgpush.claim returns them (sql/011_queue_functions.sql, 014).
         var claimed: [ClaimedNotification] = []
         claimed.reserveCapacity(result.rowCount)
         var expired: [Int64] = [], knownInvalid: [Int64] = []
@@ -95,10 +97,10 @@ public final class NotificationQueue {
         return id
     }
 
-    /// The claim: pgpush.claim (sql/011_queue_functions.sql), where the statement and why it
-    /// is written as it is can be read. Parameters: worker id, app, limit, lease seconds, skip
-    /// known-invalid tokens, lowest id (`claimFrom()`).
-    public static let claimSQL = "SELECT * FROM pgpush.claim($1, $2, $3, $4, $5, $6)"
+    /// The claim: pgpush.claim (sql/011_queue_functions.sql as 014 changed it), where the
+    /// statement and why it is written as it is can be read. Parameters: worker id, app, limit,
+    /// lease seconds, skip known-invalid tokens, lowest id (`claimFrom()`), look-back seconds.
+    public static let claimSQL = "SELECT * FROM pgpush.claim($1, $2, $3, $4, $5, $6, $7)"
 
     /// The plans of a claim's statements inside pgpush.claim, as EXPLAIN ANALYZE prints them
     /// (auto_explain, loaded for this session: superuser only). The claim is made for real.

@@ -28,6 +28,11 @@ package struct ClaimSchedule {
     /// gap finds them without a NOTIFY each.
     static let claimsBeforePolling = 4
 
+    /// How long before its previous claim a claim looks back for rows that became visible
+    /// since: a transaction's rows carry the `send_after` of its start (`now()`), and commit
+    /// a little later.
+    static let lateCommitAllowance: Duration = .seconds(1)
+
     let gap: Duration
     let pollInterval: Duration
     /// Rows come faster than the gap: the loop claims every gap without waiting for news, and
@@ -39,6 +44,11 @@ package struct ClaimSchedule {
     /// cancelled a claim for time.
     private(set) var claimSize: AdaptiveBatchSize
     private var lastClaim: ContinuousClock.Instant?
+    /// The last claim that read every due row (`lookBack` nil).
+    private var lastFullClaim: ContinuousClock.Instant?
+    /// Rows older than the previous claim may be due: left by a full claim or a failed one,
+    /// put back by a lease rescue, or unknown (a listener reconnect after an outage).
+    private var olderRowsMayWait = true
     private var rowsMayWait = true
     /// When rows this worker put back come due (claims take them in any order, so all kept).
     private var retriesDue: [ContinuousClock.Instant] = []
@@ -55,6 +65,13 @@ package struct ClaimSchedule {
         rowsMayWait = true
     }
 
+    /// Rows may be waiting whose `send_after` is older than the previous claim: leases
+    /// rescued, the listener back after an outage. The next claim reads every due row.
+    mutating func rowsMayBeWaitingAnywhere() {
+        rowsMayWait = true
+        olderRowsMayWait = true
+    }
+
     /// This worker put a row back with `send_after` at about `instant`.
     mutating func retryComesDue(at instant: ContinuousClock.Instant) {
         retriesDue.append(instant)
@@ -63,10 +80,27 @@ package struct ClaimSchedule {
     /// A claim starts now: whatever arrives from here on is news for the next one. (A row
     /// committed before now is in this claim's snapshot; its NOTIFY may still come, and
     /// costs at most one more claim.)
-    mutating func claimStarted(at now: ContinuousClock.Instant) {
+    ///
+    /// Returns how far back in `send_after` this claim looks (nil: every due row). Every row a
+    /// claim takes leaves a dead entry at the head of the due rows' index until vacuum, and a
+    /// claim reading from the head steps over all of them (3-7 ms a claim with 100,000,
+    /// BENCHMARKS.md 0.5.0). A claim after news needs only the rows that became visible since
+    /// the previous one: those with `send_after` from a little before it, or later (a row
+    /// scheduled for later comes due after it; a retry of ours is put back for later). Every
+    /// due row is read at least once per poll interval, and whenever older rows may wait.
+    @discardableResult
+    mutating func claimStarted(at now: ContinuousClock.Instant) -> Duration? {
+        var lookBack: Duration?
+        if let last = lastClaim, let full = lastFullClaim, !olderRowsMayWait, full.duration(to: now) < pollInterval {
+            lookBack = last.duration(to: now) + Self.lateCommitAllowance
+        } else {
+            lastFullClaim = now
+            olderRowsMayWait = false
+        }
         lastClaim = now
         rowsMayWait = false
         retriesDue.removeAll { $0 <= now }
+        return lookBack
     }
 
     /// The claim took `taken` rows (expired and known-invalid ones included) of `asked`:
@@ -77,6 +111,8 @@ package struct ClaimSchedule {
         if busyClaimsInARow >= Self.claimsBeforePolling { polling = true }
         if taken == 0 { polling = false }
         if taken >= asked || polling { rowsMayWait = true }
+        // A full claim left rows behind, older ones too.
+        if taken >= asked { olderRowsMayWait = true }
         claimSize.succeeded()
     }
 
@@ -84,6 +120,7 @@ package struct ClaimSchedule {
     /// cancelled it for time, and the next one asks for half as many rows.
     mutating func claimFailed(timedOut: Bool = false) {
         rowsMayWait = true
+        olderRowsMayWait = true
         // Listen again: whatever comes after the outage should wake the loop.
         polling = false
         busyClaimsInARow = 0
@@ -112,9 +149,15 @@ final class ClaimLoopSignals: Sendable {
         schedule = Locked(ClaimSchedule(pollInterval: pollInterval, largestClaim: largestClaim))
     }
 
-    /// A NOTIFY for the app, a listener reconnect, rescued leases.
+    /// A NOTIFY for the app.
     func rowsMayBeWaiting() {
         schedule.withLock { $0.rowsMayBeWaiting() }
+        doorbell.ring()
+    }
+
+    /// A listener reconnect, rescued leases: rows of any age may be due.
+    func rowsMayBeWaitingAnywhere() {
+        schedule.withLock { $0.rowsMayBeWaitingAnywhere() }
         doorbell.ring()
     }
 

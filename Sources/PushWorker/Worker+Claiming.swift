@@ -44,11 +44,11 @@ extension Worker {
                 }
                 let batch = min(limit, loop.schedule.withLock { $0.claimSize.current })
                 let result: ClaimResult
-                loop.schedule.withLock { $0.claimStarted(at: .now) }
+                let lookBack = loop.schedule.withLock { $0.claimStarted(at: .now) }
                 do {
                     result = try await claims.run { [configuration] queue in
                         try queue.claim(app: app.name, limit: batch, lease: configuration.lease,
-                                        skipKnownInvalidTokens: app.skipKnownInvalidTokens)
+                                        skipKnownInvalidTokens: app.skipKnownInvalidTokens, lookBack: lookBack)
                     }
                     backoff = .milliseconds(100)
                     repeated.recovered("claim_failed", key: app.name)

@@ -106,7 +106,7 @@ extension Worker {
             repeated.recovered("rescue_failed")
             if rescued > 0 {
                 log.info("leases_rescued", ["rows": rescued])
-                claimLoops.values.forEach { $0.rowsMayBeWaiting() }
+                claimLoops.values.forEach { $0.rowsMayBeWaitingAnywhere() }
             }
         } catch {
             repeated.warning("rescue_failed", ["error": error])

@@ -120,7 +120,7 @@ public final class Worker: Sendable {
             notifyConninfo: configuration.databaseURL, pollInterval: configuration.pollInterval)
         listener.start(wakeUps, log: log,
                        onQueued: { [claimLoops] app in claimLoops[app]?.rowsMayBeWaiting() },
-                       onReconnect: { [claimLoops] in claimLoops.values.forEach { $0.rowsMayBeWaiting() } })
+                       onReconnect: { [claimLoops] in claimLoops.values.forEach { $0.rowsMayBeWaitingAnywhere() } })
         log.info("worker_started", ["worker": configuration.workerID, "apps": configuration.apps.map(\.name).joined(separator: ",")])
 
         await withTaskGroup(of: Void.self) { group in

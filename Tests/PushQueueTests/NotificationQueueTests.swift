@@ -377,6 +377,29 @@ import Testing
         #expect(!plan.contains("Seq Scan on invalid_tokens"), "\(plan)")
     }
 
+    /// A claim that looks back reads the due rows' index from where new rows can be, past the
+    /// dead entries claimed rows leave at its head until vacuum (a bound of the index scan,
+    /// not a filter), and leaves older rows to a claim that reads them all.
+    @Test func aClaimLooksBackOnlyAsFarAsItIsTold() throws {
+        let connection = try PostgresConnection(conninfo: try TestDatabase.migrated())
+        let queue = NotificationQueue(connection: connection, workerID: "w1")
+        // 2,000 rows claimed a minute ago leave their dead entries at the index's head.
+        _ = try insert(connection, count: 2_000, sendAfter: "now() - interval '1 minute'")
+        #expect(try queue.claim(app: "default", limit: 2_000, lease: .seconds(60)).claimed.count == 2_000)
+        let old = try insert(connection, count: 1, sendAfter: "now() - interval '30 seconds'")
+        let new = try insert(connection, count: 1)
+
+        var claimed: [Int64] = []
+        let plan = try queue.explained {
+            claimed = try queue.claim(app: "default", limit: 10, lease: .seconds(60), lookBack: .seconds(10)).claimed.map(\.id)
+        }.joined(separator: "\n")
+        #expect(claimed == new)
+        let scan = plan.split(separator: "\n").drop { !$0.contains("Index Scan using notifications_queued_due") }
+        #expect(scan.dropFirst().first?.contains("Index Cond: ") == true && scan.dropFirst().first?.contains("send_after >=") == true,
+                "\(plan)")
+        #expect(try queue.claim(app: "default", limit: 10, lease: .seconds(60)).claimed.map(\.id) == old)
+    }
+
     /// The outcome functions keep one plan for every batch size: a large batch is hashed
     /// against the rows it names, found by id through the primary key. Planned for the few
     /// rows a kept plan assumes, it compared every outcome with every row in flight

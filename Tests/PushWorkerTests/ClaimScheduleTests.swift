@@ -95,6 +95,54 @@ struct ClaimScheduleTests {
         }
     }
 
+    /// A claim after news looks back only to a little before the previous claim; every due
+    /// row is read by the first claim, after a full or failed claim, after rows of any age
+    /// may have come back, and at least once per poll interval.
+    @Test func claimsAfterNewsLookBackToJustBeforeThePreviousClaim() {
+        var schedule = schedule()
+        let allowance = ClaimSchedule.lateCommitAllowance
+        #expect(schedule.claimStarted(at: start) == nil)
+        schedule.claimEnded(taken: 3, asked: 100)
+        schedule.rowsMayBeWaiting()
+        var now = start + .milliseconds(10)
+        #expect(schedule.claimStarted(at: now) == .milliseconds(10) + allowance)
+        schedule.claimEnded(taken: 1, asked: 100)
+
+        // A full claim left rows behind, of any age.
+        now = now + .milliseconds(10)
+        #expect(schedule.claimStarted(at: now) == .milliseconds(10) + allowance)
+        schedule.claimEnded(taken: 100, asked: 100)
+        now = now + gap
+        #expect(schedule.claimStarted(at: now) == nil)
+        schedule.claimEnded(taken: 5, asked: 100)
+
+        // A failed claim: whatever it was for may be old by now.
+        now = now + gap
+        #expect(schedule.claimStarted(at: now) == gap + allowance)
+        schedule.claimFailed()
+        now = now + gap
+        #expect(schedule.claimStarted(at: now) == nil)
+        schedule.claimEnded(taken: 0, asked: 100)
+
+        // Rescued leases, a listener back after an outage: rows of any age.
+        now = now + gap
+        #expect(schedule.claimStarted(at: now) == gap + allowance)
+        schedule.claimEnded(taken: 0, asked: 100)
+        schedule.rowsMayBeWaitingAnywhere()
+        now = now + gap
+        #expect(schedule.claimStarted(at: now) == nil)
+        schedule.claimEnded(taken: 0, asked: 100)
+
+        // Once per poll interval in any case (rows scheduled or put back by others).
+        let lastFull = now
+        while now < lastFull + poll - gap {
+            now = now + gap
+            #expect(schedule.claimStarted(at: now) == gap + allowance)
+            schedule.claimEnded(taken: 2, asked: 100)
+        }
+        #expect(schedule.claimStarted(at: lastFull + poll) == nil)
+    }
+
     @Test func aRetryOfOursIsClaimedWhenItComesDueNotAtThePoll() {
         var schedule = schedule()
         schedule.claimStarted(at: start)
