@@ -25,6 +25,9 @@ public struct BenchOptions: Sendable, Codable, Equatable {
     /// connections at the cap), and how long each inserts.
     public var steadyRates = [100, 1_000]
     public var steadySeconds = 10
+    /// Notifications already sent before each steady run, not yet vacuumed: the dead index
+    /// entries a queue carries between autovacuum's visits (0: a fresh table).
+    public var steadyHistory = 0
     /// Worker processes side by side in the scale runs, each with this many connections at
     /// the cap, under a backlog, for how long.
     public var scaleWorkers = [1, 2, 4]

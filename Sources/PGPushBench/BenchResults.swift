@@ -152,6 +152,8 @@ public struct LatencyResult: Sendable, Codable {
 /// The worker at one steady offered rate (`SteadyRun`).
 public struct SteadyResult: Sendable, Codable {
     public var offeredPerSecond: Int
+    /// Rows sent before the run and not vacuumed (`--steady-history`).
+    public var historyRows: Int
     /// The worker went through PgBouncer (transaction pooling); the floor never does.
     public var throughPgBouncer: Bool
     public var insertedPerSecond: Double

@@ -109,7 +109,8 @@ extension BenchReport {
         func micro(_ value: Double?) -> String { value.map { String(format: "%.1f µs", $0) } ?? "n/a" }
         for run in steady {
             let busy = run.serverBusyCPUs.map { String(format: "%.2f", $0) } ?? "n/a"
-            row("    \(run.offeredPerSecond)/s, \(run.connections) conn." + (run.throughPgBouncer ? ", PgBouncer" : ""),
+            row("    \(run.offeredPerSecond)/s, \(run.connections) conn." + (run.throughPgBouncer ? ", PgBouncer" : "")
+                    + (run.historyRows > 0 ? ", \(run.historyRows) dead" : ""),
                 String(format: "worker %.1f µs (%.2f CPUs); PostgreSQL %@ (%@ CPUs): caused by the worker %@, insert session %@",
                        run.workerCPUMicrosecondsPerNotification, run.workerBusyCPUs,
                        micro(run.serverCPUMicrosecondsPerNotification), busy, micro(run.causedByWorkerMicroseconds),

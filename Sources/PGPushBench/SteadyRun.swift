@@ -19,6 +19,7 @@ enum SteadyRun {
         let inserter = try PostgresConnection(conninfo: conninfo)
         let simulator = try SimulatorProcess(executable: context.executable, credentials: context.credentials,
                                              directory: context.directory, name: name, logRequests: true)
+        if options.steadyHistory > 0 { try Self.sentHistory(inserter, rows: options.steadyHistory) }
         let before = try meter.snapshot()
         let urls = context.database.workerURLs(conninfo)
         let worker = try WorkerProcess(executable: context.executable, databaseURL: urls.database,
@@ -60,10 +61,10 @@ enum SteadyRun {
             var insertSession: Double?
             if let first = inserterAtStart, let last = inserterAtEnd { insertSession = (last - first) * 1e6 / Double(total) }
             return SteadyResult(
-                offeredPerSecond: rate, throughPgBouncer: context.database.isPooled,
+                offeredPerSecond: rate, historyRows: options.steadyHistory, throughPgBouncer: context.database.isPooled,
                 insertedPerSecond: Double(total) / insertSeconds, connections: connections,
                 ratePerConnection: options.cap, rows: total, seconds: seconds,
-                finished: (statuses["delivered"] ?? 0) + (statuses["failed"] ?? 0) - 50,
+                finished: (statuses["delivered"] ?? 0) + (statuses["failed"] ?? 0) - 50 - options.steadyHistory,
                 unfinishedAtLastInsert: unfinishedAtLastInsert,
                 drainSecondsAfterLastInsert: Double((drained - lastInsert) / .microseconds(1)) / 1e6,
                 worker: usage, workerCPUSeconds: workerCPU,
@@ -81,6 +82,38 @@ enum SteadyRun {
             _ = worker.process.stop(signal: SIGKILL)
             _ = try? simulator.stop()
             throw error
+        }
+    }
+    /// `rows` notifications sent an hour ago, as the claim's index sees them between
+    /// autovacuum's visits: inserted queued and finished in one transaction (so the worker
+    /// never claims them), each leaving a dead entry at the head of the due rows' index.
+    /// Autovacuum stays off for the table's partitions during the run, as it would be between
+    /// two of its visits.
+    /// Above the warm-up's tokens, so the run's latencies leave these rows out.
+    static let historyTokenBase = 2 * LatencyRun.warmUpTokenBase
+
+    static func sentHistory(_ connection: PostgresConnection, rows: Int) throws {
+        try connection.execute(script: """
+            DO $$
+            DECLARE
+                part record;
+            BEGIN
+                FOR part IN SELECT partition FROM pgpush.history_partitions WHERE table_name = 'notifications' LOOP
+                    EXECUTE format('ALTER TABLE %s SET (autovacuum_enabled = false)', part.partition);
+                END LOOP;
+            END
+            $$;
+            """)
+        try connection.transaction {
+            try connection.query("""
+                INSERT INTO pgpush.notifications (device_token, payload, send_after)
+                SELECT lpad(to_hex($2::bigint + g), 64, '0'), '{"aps":{"alert":"sent"}}', now() - interval '1 hour'
+                  FROM generate_series(1, $1::int) AS g
+                """, [rows, historyTokenBase])
+            try connection.query("""
+                UPDATE pgpush.notifications SET status = 'delivered', claim_count = 1, attempts = 1, finished_at = now()
+                 WHERE status = 'queued'
+                """)
         }
     }
 }

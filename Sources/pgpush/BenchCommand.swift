@@ -57,6 +57,8 @@ enum BenchCommand {
           --latency-cap N            the worker's per-connection cap in the latency run (default 0: none)
           --steady-rates LIST        offered rows/s of the steady runs (default 100,1000)
           --steady-seconds N         (default 10)
+          --steady-history N         rows already sent and not yet vacuumed before each steady run, as
+                                     between autovacuum's visits (default 0)
           --scale-workers LIST       worker processes side by side (default 1,2,4)
           --scale-connections N      connections per worker in the scale runs (default 50)
           --scale-seconds N          (default 10)
@@ -86,6 +88,7 @@ enum BenchCommand {
     static let flags: Set<String> = [
         "help", "quick", "json", "scenarios", "rows", "transport-requests", "connections", "payload-bytes", "cap",
         "capped-connections", "capped-seconds", "latency-rate", "latency-seconds", "latency-cap", "steady-rates", "steady-seconds",
+        "steady-history",
         "scale-workers", "scale-connections", "scale-seconds", "fault-rows", "fault-mix",
         "goaway-after", "broadcast-rows", "broadcast-every", "broadcast-channels", "memory-rows", "memory-seconds", "history-rows", "database-url", "reset-database", "keep-files", "check", "pgbouncer",
     ]
@@ -146,6 +149,7 @@ enum BenchCommand {
         try integer("latency-seconds", 1...3600, \.latencySeconds)
         try integer("latency-cap", 0...100_000, \.latencyCap)
         try integer("steady-seconds", 1...3600, \.steadySeconds)
+        try integer("steady-history", 0...10_000_000, \.steadyHistory)
         try integer("scale-connections", 1...64, \.scaleConnections)
         try integer("scale-seconds", 2...3600, \.scaleSeconds)
         try integer("fault-rows", 1...100_000_000, \.faultRows)
