@@ -48,8 +48,16 @@ public enum BenchConsistency {
         for capped in report.capped {
             expect(capped.perConnection.count == capped.connections,
                    "capped \(capped.connections): \(capped.perConnection.count) connections sent requests")
-            expect(capped.highestInOneSecond <= capped.cap,
-                   "capped \(capped.connections): \(capped.highestInOneSecond) requests in one second on one connection, cap \(capped.cap)")
+            // The simulator stamps a request with the kernel's receive time of the last bytes its
+            // read returned: after a stall of the simulator on a busy machine, requests read
+            // together share the later time, and a window counts a few more than were sent in it
+            // (103 at a cap of 100 once in CI, while the wire test of the same run counted at most
+            // 100 on every connection). The exact count at the wire is the fault suite's
+            // (tshark, WireRateCapTests); this check catches a cap that does not hold.
+            let allowance = max(2, capped.cap / 20)
+            expect(capped.highestInOneSecond <= capped.cap + allowance,
+                   "capped \(capped.connections): \(capped.highestInOneSecond) requests in one second on one connection, "
+                   + "cap \(capped.cap) (+\(allowance) for the simulator's receive times)")
             costs("capped \(capped.connections)", insert: capped.insertCost,
                   inserted: capped.cap * capped.connections * (capped.seconds + 5), delivery: capped.deliveryCost,
                   finished: capped.finished)
