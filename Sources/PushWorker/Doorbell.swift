@@ -15,17 +15,7 @@ final class Doorbell: Sendable {
 
     private let state = Locked(State())
 
-    func ring() {
-        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
-            guard let waiter = state.waiter else {
-                state.rung = true
-                return nil
-            }
-            state.waiter = nil
-            return waiter
-        }
-        waiter?.resume()
-    }
+    func ring() { wake(onlyDuring: nil) }
 
     /// Returns when rung (or already rung since the last wait), when `timeout`
     /// passes, or when the task is cancelled.
@@ -64,9 +54,13 @@ final class Doorbell: Sendable {
 
     /// The alarm of wait `wait`: rings only while that wait is the current one, so a wait
     /// that a ring already ended leaves no ring behind for the next.
-    private func timeOut(_ wait: Int) {
+    private func timeOut(_ wait: Int) { wake(onlyDuring: wait) }
+
+    /// Resumes the waiter, or keeps the ring for the next wait; with `wait`, only while that
+    /// wait is the current one.
+    private func wake(onlyDuring wait: Int?) {
         let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
-            guard state.waiterID == wait else { return nil }
+            if let wait, state.waiterID != wait { return nil }
             guard let waiter = state.waiter else {
                 state.rung = true
                 return nil

@@ -99,18 +99,22 @@ import Testing
         #expect(report.duplicateAcceptedAPNsIDs == 0)
     }
 
+    /// A worker that polls so rarely (600 s) that only a NOTIFY can explain a quick delivery.
+    static func wakeUpWorker(_ harness: SimulatorHarness, conninfo: String, id: String) throws -> Worker {
+        var configuration = WorkerConfiguration(databaseURL: conninfo, apps: [harness.app], workerID: id)
+        // Through a transaction pooler LISTEN needs a session connection of its own.
+        if TestDatabase.throughPooler { configuration.listenDatabaseURL = try TestDatabase.session(conninfo) }
+        configuration.pollInterval = .seconds(600)
+        return try Worker(configuration: configuration, senders: try APNsSenderFactory.makeSenders(for: [harness.app]),
+                          log: Log(minimum: .warning))
+    }
+
     @Test func newRowsAreSentWithoutPolling() async throws {
         let harness = try SimulatorHarness(faults: FaultPlan())
         defer { harness.stop() }
         let conninfo = try TestDatabase.migrated()
         let database = try PostgresConnection(conninfo: conninfo)
-        var configuration = WorkerConfiguration(databaseURL: conninfo, apps: [harness.app], workerID: "notify-worker")
-        // Through a transaction pooler LISTEN needs a session connection of its own.
-        if TestDatabase.throughPooler { configuration.listenDatabaseURL = try TestDatabase.session(conninfo) }
-        // Polling so rare that only NOTIFY can explain a quick delivery.
-        configuration.pollInterval = .seconds(600)
-        let worker = try Worker(configuration: configuration, senders: try APNsSenderFactory.makeSenders(for: [harness.app]),
-                                log: Log(minimum: .warning))
+        let worker = try Self.wakeUpWorker(harness, conninfo: conninfo, id: "notify-worker")
         let running = Task { try await worker.run() }
         defer { worker.stop() }
         // Wait until the worker is registered (its listener starts right after).
@@ -135,11 +139,7 @@ import Testing
         defer { harness.stop() }
         let conninfo = try TestDatabase.migrated()
         let database = try PostgresConnection(conninfo: conninfo)
-        var configuration = WorkerConfiguration(databaseURL: conninfo, apps: [harness.app], workerID: "stream-worker")
-        if TestDatabase.throughPooler { configuration.listenDatabaseURL = try TestDatabase.session(conninfo) }
-        configuration.pollInterval = .seconds(600)
-        let worker = try Worker(configuration: configuration, senders: try APNsSenderFactory.makeSenders(for: [harness.app]),
-                                log: Log(minimum: .warning))
+        let worker = try Self.wakeUpWorker(harness, conninfo: conninfo, id: "stream-worker")
         let running = Task { try await worker.run() }
         defer { worker.stop() }
         let monitor = try PostgresConnection(conninfo: try TestDatabase.session(conninfo))
