@@ -191,8 +191,12 @@ import Testing
             """) == ["alert:delivered": 100, "voip:queued": 20])
         let wholeApp = try database.query("SELECT count(*) FROM pgpush.app_health WHERE topic IS NULL AND NOT healthy")
         #expect(wholeApp.int(0, 0) == 0)
-        // One refusal pauses the topic; the rest of its rows wait without a request.
-        #expect(harness.simulator.report().count(reason: "TopicDisallowed") <= 3)
+        // One refusal pauses the topic; the rest of its rows wait without a request. Requests
+        // already on their way when the first refusal comes back are refused too: how many
+        // depends on the machine (4 once under ThreadSanitizer beside other suites), never
+        // most of the topic's 20 rows.
+        let refusals = harness.simulator.report().count(reason: "TopicDisallowed")
+        #expect(refusals <= 8, "refusals: \(refusals)")
     }
 
     /// APNs closing each connection with GOAWAY `{"reason":"BadCertificateEnvironment"}`
