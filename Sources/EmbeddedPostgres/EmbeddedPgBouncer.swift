@@ -40,7 +40,9 @@ public final class EmbeddedPgBouncer: Sendable {
         // Transaction pooling; no server_reset_query (PgBouncer runs none in this mode anyway);
         // pools large enough for every test of a run at once. While the cluster is down a
         // query waits for a server connection; after 10 s (not the default 120) it fails, so
-        // an outage reaches the worker as an error within a test's patience.
+        // an outage reaches the worker as an error within a test's patience. A server
+        // connection idle for 5 s is closed: every test has a database (a pool) of its own,
+        // and pools kept for the default 10 minutes filled the cluster's connection slots.
         let settings = """
             [databases]
             * = host=\(front.directory) port=\(front.port)
@@ -56,6 +58,7 @@ public final class EmbeddedPgBouncer: Sendable {
             max_client_conn = 2000
             default_pool_size = 40
             max_db_connections = 0
+            server_idle_timeout = 5
             server_login_retry = 1
             query_wait_timeout = 10
             logfile = \(directory)/pgbouncer.log

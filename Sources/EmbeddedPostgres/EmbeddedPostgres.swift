@@ -93,7 +93,7 @@ public final class EmbeddedPostgres: Sendable {
     /// fsync and synchronous_commit off: a throwaway cluster trades durability for speed
     /// (a cluster started with other `settings` may take it back).
     static let defaultSettings = [
-        "fsync": "off", "synchronous_commit": "off", "full_page_writes": "off", "max_connections": "300",
+        "fsync": "off", "synchronous_commit": "off", "full_page_writes": "off", "max_connections": "500",
     ]
 
     /// Starts the server of an initialized cluster (again, after `stopServer`). `port`
