@@ -37,6 +37,7 @@ let package = Package(
         // I/O layers.
         .target(name: "EmbeddedPostgres", dependencies: ["Postgres", "Spawn"]),
         .target(name: "APNsClient", dependencies: ["PGPushCore", "HTTP2TLS", "PushCrypto", "Locking"]),
+        .target(name: "FCMClient", dependencies: ["PGPushCore", "PushCrypto"]),
         .target(name: "PushQueue", dependencies: ["PGPushCore", "Postgres"]),
         .target(name: "APNsSimulator", dependencies: ["PGPushCore", "HTTP2TLS", "PushCrypto", "Locking"]),
         .target(name: "PushWorker", dependencies: [
@@ -70,6 +71,7 @@ let package = Package(
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "EmbeddedPostgres", "PGPushTestSupport"]),
         .testTarget(name: "PushQueueTests", dependencies: ["PushQueue", "Postgres", "PGPushTestSupport", "PGPushCore"]),
         .testTarget(name: "PushCryptoTests", dependencies: ["PushCrypto", "COpenSSL", "PGPushTestSupport"]),
+        .testTarget(name: "FCMClientTests", dependencies: ["FCMClient", "PushCrypto", "PGPushCore", "PGPushTestSupport"]),
         .testTarget(name: "HTTP2TLSTests", dependencies: ["HTTP2TLS", "PushCrypto", "COpenSSL", "Locking", "PGPushTestSupport"]),
         .testTarget(name: "APNsClientTests", dependencies: [
             "APNsClient", "APNsSimulator", "HTTP2TLS", "PushCrypto", "PGPushCore", "Locking", "PGPushTestSupport",

@@ -9,6 +9,7 @@
 #include <openssl/x509v3.h>
 #include <openssl/ec.h>
 #include <openssl/ecdsa.h>
+#include <openssl/rsa.h>
 #include <openssl/bn.h>
 #include <openssl/rand.h>
 #include <openssl/provider.h>

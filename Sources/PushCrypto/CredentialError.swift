@@ -12,7 +12,8 @@ public enum CredentialError: Error, Sendable, Equatable, CustomStringConvertible
     case notAPrivateKey(source: String)
     case notAPublicKey(source: String)
     case encryptedPrivateKey(source: String)
-    case wrongKeyType(source: String, found: String)
+    /// `needed` says what the key is for and what it must be.
+    case wrongKeyType(source: String, found: String, needed: String)
     case wrongCurve(source: String, found: String)
     case malformedCertificate(source: String, detail: String)
     case malformedPKCS12(source: String, detail: String)
@@ -38,8 +39,8 @@ public enum CredentialError: Error, Sendable, Equatable, CustomStringConvertible
             return "\(source): not a PEM public key (expected -----BEGIN PUBLIC KEY-----)"
         case .encryptedPrivateKey(let source):
             return "\(source): the private key is encrypted; a .p8 signing key must be unencrypted PKCS#8 (as Apple issues it), and an encrypted certificate key needs its password (PGPUSH_CERT_PASSWORD)"
-        case .wrongKeyType(let source, let found):
-            return "\(source): a \(found) key; APNs provider tokens need an EC P-256 key (ES256)"
+        case .wrongKeyType(let source, let found, let needed):
+            return "\(source): a \(found) key; \(needed)"
         case .wrongCurve(let source, let found):
             return "\(source): an EC key on curve \(found); APNs provider tokens need P-256 (prime256v1)"
         case .malformedCertificate(let source, let detail):

@@ -2,12 +2,12 @@ import Foundation
 
 /// Reads key and certificate files, telling "missing" apart from "unreadable"
 /// so the operator knows whether to fix a path or a permission.
-enum CredentialFile {
+package enum CredentialFile {
     /// Keys and certificates are a few kilobytes; a bound keeps a mistaken path
     /// (a log file, /dev/zero) from being read without end.
     static let maximumSize = 1 << 20
 
-    static func contents(of path: String) throws(CredentialError) -> [UInt8] {
+    package static func contents(of path: String) throws(CredentialError) -> [UInt8] {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
             throw .fileNotFound(path: path)

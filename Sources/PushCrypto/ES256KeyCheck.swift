@@ -3,10 +3,12 @@ import COpenSSL
 /// ES256 means ECDSA on P-256 with SHA-256; APNs rejects anything else, so a key
 /// of another type or curve is refused when it is loaded rather than at the first push.
 enum ES256KeyCheck {
+    static let needed = "APNs provider tokens need an EC P-256 key (ES256)"
+
     static func requireP256(_ key: OpaquePointer, source: String) throws(CredentialError) {
         guard EVP_PKEY_get_base_id(key) == EVP_PKEY_EC else {
             let typeName = EVP_PKEY_get0_type_name(key).map { String(cString: $0) } ?? "non-EC"
-            throw .wrongKeyType(source: source, found: typeName)
+            throw .wrongKeyType(source: source, found: typeName, needed: needed)
         }
         var name = [CChar](repeating: 0, count: 80)
         var nameLength = 0

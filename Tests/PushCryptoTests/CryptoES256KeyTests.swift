@@ -160,7 +160,7 @@ struct CryptoES256KeyTests {
     func wrongKinds() throws {
         let scratch = try ScratchDirectory()
         let rsa = try CryptoTestKeys.rsa(named: "rsa.pem", in: scratch)
-        #expect(throws: CredentialError.wrongKeyType(source: rsa, found: "RSA")) { try ES256PrivateKey(contentsOfFile: rsa) }
+        #expect(throws: CredentialError.wrongKeyType(source: rsa, found: "RSA", needed: "APNs provider tokens need an EC P-256 key (ES256)")) { try ES256PrivateKey(contentsOfFile: rsa) }
 
         let p384 = try CryptoTestKeys.p8(curve: "P-384", named: "p384.p8", in: scratch)
         #expect(throws: CredentialError.wrongCurve(source: p384, found: "secp384r1")) { try ES256PrivateKey(contentsOfFile: p384) }
