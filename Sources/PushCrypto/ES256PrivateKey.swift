@@ -44,22 +44,7 @@ public final class ES256PrivateKey: @unchecked Sendable, CustomStringConvertible
 
     /// The signature of `message` with ECDSA P-256 / SHA-256, as raw r‖s (64 bytes).
     public func sign(_ message: some Collection<UInt8>) throws(CredentialError) -> [UInt8] {
-        let bytes = Array(message)
-        guard let context = EVP_MD_CTX_new() else { throw CredentialError.openSSL("EVP_MD_CTX_new") }
-        defer { EVP_MD_CTX_free(context) }
-        guard EVP_DigestSignInit(context, nil, EVP_sha256(), nil, key) == 1 else {
-            throw CredentialError.openSSL("EVP_DigestSignInit")
-        }
-        var capacity = 0
-        guard EVP_DigestSign(context, nil, &capacity, bytes, bytes.count) == 1 else {
-            throw CredentialError.openSSL("EVP_DigestSign")
-        }
-        var der = [UInt8](repeating: 0, count: capacity)
-        var length = capacity
-        guard EVP_DigestSign(context, &der, &length, bytes, bytes.count) == 1 else {
-            throw CredentialError.openSSL("EVP_DigestSign")
-        }
-        return try ECDSASignatureEncoding.raw(fromDER: Array(der.prefix(length)))
+        try ECDSASignatureEncoding.raw(fromDER: DigestSignature.sign(message, with: key))
     }
 
     /// The key as unencrypted PKCS#8 PEM (the `.p8` form). This is secret material.
@@ -76,9 +61,7 @@ public final class ES256PrivateKey: @unchecked Sendable, CustomStringConvertible
 
     /// The public half as `-----BEGIN PUBLIC KEY-----` PEM.
     public func publicKeyPEM() throws(CredentialError) -> String {
-        try PEMCodec.writing("PEM_write_bio_PUBKEY") { bio in
-            PEM_write_bio_PUBKEY(bio, key) == 1
-        }
+        try DigestSignature.publicKeyPEM(key)
     }
 
     /// The public half, holding no private material.

@@ -48,20 +48,12 @@ public final class ES256PublicKey: @unchecked Sendable, CustomStringConvertible 
             _ = CredentialError.takeOpenSSLErrors()
             return false
         }
-        let bytes = Array(message)
-        guard let context = EVP_MD_CTX_new() else { return false }
-        defer { EVP_MD_CTX_free(context) }
-        let valid = EVP_DigestVerifyInit(context, nil, EVP_sha256(), nil, key) == 1
-            && EVP_DigestVerify(context, der, der.count, bytes, bytes.count) == 1
-        if !valid { _ = CredentialError.takeOpenSSLErrors() }
-        return valid
+        return DigestSignature.verify(der, of: message, with: key)
     }
 
     /// `-----BEGIN PUBLIC KEY-----` PEM.
     public func pemEncoded() throws(CredentialError) -> String {
-        try PEMCodec.writing("PEM_write_bio_PUBKEY") { bio in
-            PEM_write_bio_PUBKEY(bio, key) == 1
-        }
+        try DigestSignature.publicKeyPEM(key)
     }
 
     public var description: String { "ES256PublicKey(P-256)" }

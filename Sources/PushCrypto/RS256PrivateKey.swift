@@ -48,23 +48,7 @@ public final class RS256PrivateKey: @unchecked Sendable, CustomStringConvertible
 
     /// The RS256 signature of `message` (as long as the key's modulus).
     public func sign(_ message: some Collection<UInt8>) throws(CredentialError) -> [UInt8] {
-        let bytes = Array(message)
-        guard let context = EVP_MD_CTX_new() else { throw CredentialError.openSSL("EVP_MD_CTX_new") }
-        defer { EVP_MD_CTX_free(context) }
-        // PKCS#1 v1.5 is OpenSSL's default padding for RSA signatures: RS256 as RFC 7518 §3.3 has it.
-        guard EVP_DigestSignInit(context, nil, EVP_sha256(), nil, key) == 1 else {
-            throw CredentialError.openSSL("EVP_DigestSignInit")
-        }
-        var capacity = 0
-        guard EVP_DigestSign(context, nil, &capacity, bytes, bytes.count) == 1 else {
-            throw CredentialError.openSSL("EVP_DigestSign")
-        }
-        var signature = [UInt8](repeating: 0, count: capacity)
-        var length = capacity
-        guard EVP_DigestSign(context, &signature, &length, bytes, bytes.count) == 1 else {
-            throw CredentialError.openSSL("EVP_DigestSign")
-        }
-        return Array(signature.prefix(length))
+        try DigestSignature.sign(message, with: key)
     }
 
     /// The key as unencrypted PKCS#8 PEM. This is secret material.
@@ -76,10 +60,7 @@ public final class RS256PrivateKey: @unchecked Sendable, CustomStringConvertible
 
     /// The public half, holding no private material.
     public func publicKey() throws(CredentialError) -> RS256PublicKey {
-        let pem = try PEMCodec.writing("PEM_write_bio_PUBKEY") { bio in
-            PEM_write_bio_PUBKEY(bio, key) == 1
-        }
-        return try RS256PublicKey(pemEncoded: pem, source: "derived public key")
+        try RS256PublicKey(pemEncoded: DigestSignature.publicKeyPEM(key), source: "derived public key")
     }
 
     /// Names the algorithm and size only; key material never appears in logs.

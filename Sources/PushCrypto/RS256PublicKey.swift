@@ -26,21 +26,12 @@ public final class RS256PublicKey: @unchecked Sendable, CustomStringConvertible 
     /// True when `signature` is a valid RS256 signature of `message`; malformed input is
     /// simply "not valid".
     public func verify(message: some Collection<UInt8>, signature: some Collection<UInt8>) -> Bool {
-        let bytes = Array(message)
-        let signature = Array(signature)
-        guard let context = EVP_MD_CTX_new() else { return false }
-        defer { EVP_MD_CTX_free(context) }
-        let valid = EVP_DigestVerifyInit(context, nil, EVP_sha256(), nil, key) == 1
-            && EVP_DigestVerify(context, signature, signature.count, bytes, bytes.count) == 1
-        if !valid { _ = CredentialError.takeOpenSSLErrors() }
-        return valid
+        DigestSignature.verify(Array(signature), of: message, with: key)
     }
 
     /// `-----BEGIN PUBLIC KEY-----` PEM.
     public func pemEncoded() throws(CredentialError) -> String {
-        try PEMCodec.writing("PEM_write_bio_PUBKEY") { bio in
-            PEM_write_bio_PUBKEY(bio, key) == 1
-        }
+        try DigestSignature.publicKeyPEM(key)
     }
 
     public var description: String { "RS256PublicKey(RSA \(EVP_PKEY_get_bits(key)))" }
