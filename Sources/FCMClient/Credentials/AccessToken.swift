@@ -25,6 +25,17 @@ public struct AccessToken: Sendable, Equatable, CustomStringConvertible {
 
     public func needsRenewal(at now: Date) -> Bool { now >= renewAt }
 
+    /// The same token, renewed from `instant` on (after a failed renewal).
+    func renewing(at instant: Date) -> AccessToken {
+        AccessToken(value: value, expiresAt: expiresAt, renewAt: instant)
+    }
+
+    private init(value: String, expiresAt: Date, renewAt: Date) {
+        self.value = value
+        self.expiresAt = expiresAt
+        self.renewAt = renewAt
+    }
+
     public var description: String { "AccessToken(expires \(expiresAt.formatted(.iso8601)))" }
 }
 
