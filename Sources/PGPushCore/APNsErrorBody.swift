@@ -25,27 +25,12 @@ public struct APNsErrorBody: Equatable, Sendable {
     /// when set (for the simulator and tests).
     public func encoded() -> [UInt8] {
         var members: [String] = []
-        if let reason { members.append("\"reason\":" + Self.quoted(reason)) }
+        if let reason { members.append("\"reason\":" + JSONText.quoted(reason)) }
         if let timestamp {
             let milliseconds = (timestamp.timeIntervalSince1970 * 1000).rounded()
             if let whole = Int64(exactly: milliseconds) { members.append("\"timestamp\":\(whole)") }
         }
         return Array("{\(members.joined(separator: ","))}".utf8)
-    }
-
-    private static func quoted(_ text: String) -> String {
-        var result = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": result += "\\\""
-            case "\\": result += "\\\\"
-            case "\u{00}"..."\u{1F}", "\u{7F}":
-                let hex = String(scalar.value, radix: 16)
-                result += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: result.unicodeScalars.append(scalar)
-            }
-        }
-        return result + "\""
     }
 
     private static func date(fromMilliseconds value: JSONValue) -> Date? {
