@@ -16,3 +16,25 @@ package enum JSONText {
         return result + "\""
     }
 }
+
+extension JSONValue {
+    /// Compact JSON text of the value: numbers as their original text, object members sorted
+    /// by key (an object's order carries no meaning, and one value then has one text).
+    package func encoded() -> String {
+        switch self {
+        case .object(let members):
+            let inner = members.keys.sorted().map { JSONText.quoted($0) + ":" + members[$0]!.encoded() }
+            return "{" + inner.joined(separator: ",") + "}"
+        case .array(let elements):
+            return "[" + elements.map { $0.encoded() }.joined(separator: ",") + "]"
+        case .string(let text):
+            return JSONText.quoted(text)
+        case .number(let text):
+            return text
+        case .bool(let value):
+            return value ? "true" : "false"
+        case .null:
+            return "null"
+        }
+    }
+}
