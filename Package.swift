@@ -38,6 +38,7 @@ let package = Package(
         .target(name: "EmbeddedPostgres", dependencies: ["Postgres", "Spawn"]),
         .target(name: "APNsClient", dependencies: ["PGPushCore", "HTTP2TLS", "PushCrypto", "Locking"]),
         .target(name: "FCMClient", dependencies: ["PGPushCore", "PushCrypto"]),
+        .target(name: "FCMSimulator", dependencies: ["PGPushCore", "HTTP2TLS", "PushCrypto", "Locking"]),
         .target(name: "PushQueue", dependencies: ["PGPushCore", "Postgres"]),
         .target(name: "APNsSimulator", dependencies: ["PGPushCore", "HTTP2TLS", "PushCrypto", "Locking"]),
         .target(name: "PushWorker", dependencies: [
@@ -72,6 +73,9 @@ let package = Package(
         .testTarget(name: "PushQueueTests", dependencies: ["PushQueue", "Postgres", "PGPushTestSupport", "PGPushCore"]),
         .testTarget(name: "PushCryptoTests", dependencies: ["PushCrypto", "COpenSSL", "PGPushTestSupport"]),
         .testTarget(name: "FCMClientTests", dependencies: ["FCMClient", "PushCrypto", "PGPushCore", "PGPushTestSupport"]),
+        .testTarget(name: "FCMSimulatorTests", dependencies: [
+            "FCMSimulator", "FCMClient", "HTTP2TLS", "PushCrypto", "PGPushCore", "PGPushTestSupport",
+        ]),
         .testTarget(name: "HTTP2TLSTests", dependencies: ["HTTP2TLS", "PushCrypto", "COpenSSL", "Locking", "PGPushTestSupport"]),
         .testTarget(name: "APNsClientTests", dependencies: [
             "APNsClient", "APNsSimulator", "HTTP2TLS", "PushCrypto", "PGPushCore", "Locking", "PGPushTestSupport",

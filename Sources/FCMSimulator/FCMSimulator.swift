@@ -1,0 +1,76 @@
+import Foundation
+import HTTP2TLS
+import Locking
+import PushCrypto
+
+/// An FCM look-alike over real TLS + HTTP/2: Google's token endpoint (`POST /token`, the
+/// JWT bearer grant) and `POST /v1/projects/<project>/messages:send` on one server, for
+/// tests, the demo and the bench. Point a service-account file's `token_uri` at
+/// `baseURL + "/token"` and `fcm_url` at `baseURL`.
+public final class FCMSimulator: Sendable {
+    public let configuration: FCMSimulatorConfiguration
+    private let handler: Handler
+    private let running = Locked<(server: HTTP2Server, caPath: String, folder: URL)?>(nil)
+
+    public init(configuration: FCMSimulatorConfiguration) {
+        self.configuration = configuration
+        handler = Handler(rules: FCMSimulatorRules(configuration: configuration))
+    }
+
+    deinit { stop() }
+
+    /// Starts listening with a certificate from a fresh authority; returns the bound port.
+    @discardableResult
+    public func start() throws -> Int {
+        let authority = try SelfSignedAuthority.generate(commonName: "pgpush mock-fcm CA")
+        let issued = try authority.issueServerCertificate()
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("pgpush-mock-fcm-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let caPath = folder.appendingPathComponent("ca.pem").path
+        try Data(authority.certificatePEM.utf8).write(to: URL(fileURLWithPath: caPath))
+        var serverConfiguration = HTTP2ServerConfiguration(certificateChain: .text(issued.certificatePEM),
+                                                           privateKey: .text(issued.privateKeyPEM))
+        serverConfiguration.host = configuration.host
+        serverConfiguration.port = configuration.port
+        let server = try HTTP2Server(configuration: serverConfiguration, handler: handler, threadName: "mock-fcm")
+        running.withLock { $0 = (server, caPath, folder) }
+        return server.port
+    }
+
+    /// The PEM file of the authority that signed the server's certificate, while running.
+    public var caCertificatePath: String? { running.withLock { $0?.caPath } }
+
+    /// `https://127.0.0.1:port` while running.
+    public var baseURL: String? { running.withLock { $0.map { "https://127.0.0.1:\($0.server.port)" } } }
+
+    public func report() -> FCMSimulatorReport { handler.state.withLock { $0.report } }
+
+    public func stop() {
+        guard let stopped = running.withLock({ running in defer { running = nil }; return running }) else { return }
+        stopped.server.shutdown()
+        try? FileManager.default.removeItem(at: stopped.folder)
+    }
+
+    final class Handler: HTTP2ServerHandler {
+        let rules: FCMSimulatorRules
+        let state = Locked(FCMSimulatorRules.State())
+
+        init(rules: FCMSimulatorRules) { self.rules = rules }
+
+        func handle(_ request: ServerRequest, responder: ServerResponder) {
+            let now = Date()
+            let headers = request.headers.map { ($0.name, $0.value) }
+            let answer = state.withLock { state -> FCMSimulatorAnswer in
+                switch (request.method, request.path) {
+                case ("POST", "/token"):
+                    rules.token(body: request.body, now: now, state: &state)
+                case ("POST", _):
+                    rules.send(path: request.path, headers: headers, body: request.body, now: now, state: &state)
+                default:
+                    FCMSimulatorRules.status(405, "INVALID_ARGUMENT", "Method not allowed", state: &state)
+                }
+            }
+            responder.respond(status: answer.status, headers: answer.headers.map { HeaderField($0.0, $0.1) }, body: answer.body)
+        }
+    }
+}
