@@ -37,7 +37,7 @@ let package = Package(
         // I/O layers.
         .target(name: "EmbeddedPostgres", dependencies: ["Postgres", "Spawn"]),
         .target(name: "APNsClient", dependencies: ["PGPushCore", "HTTP2TLS", "PushCrypto", "Locking"]),
-        .target(name: "FCMClient", dependencies: ["PGPushCore", "PushCrypto"]),
+        .target(name: "FCMClient", dependencies: ["PGPushCore", "PushCrypto", "HTTP2TLS", "Locking"]),
         .target(name: "FCMSimulator", dependencies: ["PGPushCore", "HTTP2TLS", "PushCrypto", "Locking"]),
         .target(name: "PushQueue", dependencies: ["PGPushCore", "Postgres"]),
         .target(name: "APNsSimulator", dependencies: ["PGPushCore", "HTTP2TLS", "PushCrypto", "Locking"]),
