@@ -41,22 +41,22 @@ echo "== pgpush bench --quick --check: the benchmark runs and its figures are co
 # simulator on two shared cores counts its own delays (BENCHMARKS.md, "Capped").
 .build/debug/pgpush bench --quick --check --capped-connections 1 > /dev/null
 
-echo "== AddressSanitizer: transport, queue, worker and core tests ==" >&2
+echo "== AddressSanitizer: transport, queue, worker, core and FCM tests ==" >&2
 # Leak reports come from Foundation and libcurl internals in the test runner, not from
 # pgpush objects (those are counted by the LiveObjects tests), so only memory errors fail.
 # Tests that assert rates or delays are left out: the sanitizer slows everything down.
 # (--skip matches test ids, Module.Suite/function(), not display names.)
 ASAN_OPTIONS=detect_leaks=0 swift test --sanitize=address --scratch-path .build/asan -Xswiftc -use-ld=lld \
-    --filter 'PostgresTests|PushQueueTests|PushCryptoTests|HTTP2TLSTests|APNsClientTests|PushWorkerTests|PGPushCoreTests' \
+    --filter 'PostgresTests|PushQueueTests|PushCryptoTests|HTTP2TLSTests|APNsClientTests|PushWorkerTests|PGPushCoreTests|FCMClientTests|FCMSimulatorTests' \
     --skip 'oneConnectionNeverExceeds|answersFollowTheDefaultRetryPolicy|rateCap|answeredRequestsAreCountedFromTheirAnswers|singleStreamUntilFirstAnswer|pingTimeout|deadline'
 
-echo "== ThreadSanitizer: transport, queue, client, simulator and worker tests ==" >&2
+echo "== ThreadSanitizer: transport, queue, clients, simulators and worker tests ==" >&2
 # pgpush's locks are pthread mutexes (Sources/Locking) so that TSan sees them; any report
 # stops the run. The same timing-sensitive tests as above are left out, and the endless-body
 # attack (HostileServerTests), whose hundreds of megabytes through TLS took 87 s of both
 # cores under TSan and starved the rest; the plain and ASan runs keep it.
 TSAN_OPTIONS=halt_on_error=1 swift test --sanitize=thread --scratch-path .build/tsan \
-    --filter 'PostgresTests|PushQueueTests|PushCryptoTests|HTTP2TLSTests|APNsClientTests|APNsSimulatorTests|PushWorkerTests' \
+    --filter 'PostgresTests|PushQueueTests|PushCryptoTests|HTTP2TLSTests|APNsClientTests|APNsSimulatorTests|PushWorkerTests|FCMClientTests|FCMSimulatorTests' \
     --skip 'oneConnectionNeverExceeds|answersFollowTheDefaultRetryPolicy|rateCap|answeredRequestsAreCountedFromTheirAnswers|singleStreamUntilFirstAnswer|pingTimeout|deadline|endlessBody'
 
 echo "== libFuzzer: 20 s per target ==" >&2
