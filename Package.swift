@@ -61,7 +61,7 @@ let package = Package(
         ]),
 
         // Fuzz targets over every input pgpush takes from outside, and their libFuzzer / replay entry.
-        .target(name: "PGPushFuzzTargets", dependencies: ["PGPushCore", "PushWorker", "APNsSimulator", "HTTP2TLS", "PushCrypto"]),
+        .target(name: "PGPushFuzzTargets", dependencies: ["PGPushCore", "PushWorker", "APNsSimulator", "HTTP2TLS", "PushCrypto", "FCMClient"]),
         .executableTarget(name: "pgpush-fuzz", dependencies: ["PGPushFuzzTargets"]),
 
         // Shared by the test targets: the throwaway PostgreSQL cluster and fresh databases.

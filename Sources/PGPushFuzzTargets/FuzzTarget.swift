@@ -1,4 +1,5 @@
 import APNsSimulator
+import FCMClient
 import Foundation
 import HTTP2TLS
 import PGPushCore
@@ -14,6 +15,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case errorBody = "error-body"
     case configuration
     case simulatorRequest = "simulator-request"
+    case fcmAnswer = "fcm-answer"
+    case fcmPayload = "fcm-payload"
 
     public func run(_ bytes: [UInt8]) {
         switch self {
@@ -21,6 +24,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .errorBody: Self.errorBody(bytes)
         case .configuration: Self.configuration(bytes)
         case .simulatorRequest: Self.simulatorRequest(bytes)
+        case .fcmAnswer: Self.fcmAnswer(bytes)
+        case .fcmPayload: Self.fcmPayload(bytes)
         }
     }
 
@@ -39,6 +44,31 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         guard let body = APNsErrorBody.parse(bytes) else { return }
         let reparsed = APNsErrorBody.parse(body.encoded())
         precondition(reparsed?.reason == body.reason, "error body reason does not round-trip")
+    }
+
+    /// What FCM and Google's token endpoint answer: the first byte picks the status. An error
+    /// body read round-trips; a token taken from an answer could never forge a header.
+    static func fcmAnswer(_ bytes: [UInt8]) {
+        let statuses = [200, 400, 401, 403, 404, 408, 429, 500, 502, 503]
+        let status = statuses[Int(bytes.first ?? 0) % statuses.count]
+        let body = Array(bytes.dropFirst())
+        _ = FCMAnswerMeaning.of(status: status, retryAfter: String(decoding: body.prefix(40), as: UTF8.self), body: body)
+        if let error = FCMErrorBody.parse(body) {
+            precondition(FCMErrorBody.parse(error.encoded(httpStatus: status)) == error, "FCM error body does not round-trip")
+        }
+        if case .issued(let token) = TokenExchangeAnswer.decide(status: status, body: body, receivedAt: Date()) {
+            precondition(token.value.utf8.allSatisfy { (0x21...0x7E).contains($0) }, "an access token that could forge a header")
+            precondition(token.renewAt <= token.expiresAt, "a token renewed after it expires")
+        }
+    }
+
+    /// A row's FCM payload: what is accepted becomes a request body that is JSON, within the limit.
+    static func fcmPayload(_ bytes: [UInt8]) {
+        for target in [FCMMessage.Target.token("t"), .topic("news")] {
+            guard let message = try? FCMMessage(target: target, payload: bytes, priority: 10, timeToLive: 60, deliverOnce: false,
+                                                 collapseID: "c") else { continue }
+            precondition(JSONValue.parse(message.body) != nil, "an FCM request body that is not JSON")
+        }
     }
 
     /// The `--config` JSON file.
