@@ -89,11 +89,6 @@ public final class APNsClient: Sendable {
         return snapshot
     }
 
-    /// Where `count` tasks about to send run cheapest (`HTTP2Client.preferredTaskExecutor`).
-    public func preferredTaskExecutor(forTasks count: Int) -> any TaskExecutor {
-        transport.preferredTaskExecutor(forTasks: count)
-    }
-
     /// The last connect error (for `pgpush doctor` and logs), nil if none happened.
     public var lastConnectError: String? { pool.lastConnectError }
 

@@ -23,20 +23,11 @@ protocol EventLoopDriver<Command>: AnyObject {
 /// One I/O thread running a poll() loop for a driver, plus the Sendable inbox other threads
 /// post commands to. The eventfd is written only when the inbox goes from empty to
 /// non-empty, so a burst of posts costs one wake-up.
-///
-/// The loop is also a task executor: a task that prefers it runs its jobs on the I/O
-/// thread between polls, so the request it posts and the answer that resumes it cost no
-/// thread wake-up (a continuation resumed by the driver is a job queued here, run before
-/// the next poll). Such jobs must not block. Jobs that arrive after the loop stopped run on
-/// the global executor instead. `busyShare` says how much room the thread has left for them.
-final class EventLoop<Command: Sendable>: TaskExecutor, Sendable {
+final class EventLoop<Command: Sendable>: Sendable {
     private struct Inbox {
         var commands: [Command] = []
-        var jobs: [UnownedJob] = []
         var stopRequested = false
         var isClosed = false
-
-        var isEmpty: Bool { commands.isEmpty && jobs.isEmpty }
     }
 
     private let inbox = Locked(Inbox())
@@ -45,7 +36,6 @@ final class EventLoop<Command: Sendable>: TaskExecutor, Sendable {
     private let registration = Locked(0)
     private let counter: LiveObjectCounter
     private let loopThread = Atomic<pthread_t>(0)
-    private let busyPermille = Atomic<Int>(0)
 
     init(name: String, counter: LiveObjectCounter, makeDriver: @escaping @Sendable (EventLoop<Command>) -> any EventLoopDriver<Command>) throws(LoopStartError) {
         // A write to a socket the peer reset must be an error, not a process-killing signal.
@@ -79,44 +69,18 @@ final class EventLoop<Command: Sendable>: TaskExecutor, Sendable {
 
     deinit { close(wakeDescriptor) }
 
-    /// The share of the last measured window (`BusyShare.window`) the thread spent working
-    /// rather than waiting in poll(), 0...1.
-    var busyShare: Double { Double(busyPermille.load(ordering: .relaxed)) / 1000 }
-
-    private func publish(_ busyPermille: Int?) {
-        if let busyPermille { self.busyPermille.store(busyPermille, ordering: .relaxed) }
-    }
-
     /// Queues a command; false if the loop has stopped (the caller must resolve it itself).
     @discardableResult
     func post(_ command: Command) -> Bool {
         let shouldWake: Bool? = inbox.withLock { inbox in
             guard !inbox.isClosed, !inbox.stopRequested else { return nil }
-            defer { inbox.commands.append(command) }
-            return inbox.isEmpty
+            inbox.commands.append(command)
+            return inbox.commands.count == 1
         }
         guard let shouldWake else { return false }
-        if shouldWake { wakeUnlessOnLoopThread() }
+        // The loop thread itself looks at the inbox again before it sleeps.
+        if shouldWake && pthread_equal(pthread_self(), loopThread.load(ordering: .relaxed)) == 0 { wake() }
         return true
-    }
-
-    func enqueue(_ job: consuming ExecutorJob) {
-        let job = UnownedJob(job)
-        let shouldWake: Bool? = inbox.withLock { inbox in
-            guard !inbox.isClosed else { return nil }
-            defer { inbox.jobs.append(job) }
-            return inbox.isEmpty
-        }
-        guard let shouldWake else {
-            globalConcurrentExecutor.enqueue(ExecutorJob(job))
-            return
-        }
-        if shouldWake { wakeUnlessOnLoopThread() }
-    }
-
-    /// The loop thread itself looks at the inbox again before it sleeps.
-    private func wakeUnlessOnLoopThread() {
-        if pthread_equal(pthread_self(), loopThread.load(ordering: .relaxed)) == 0 { wake() }
     }
 
     /// Stops the loop; waits for the thread to finish unless called on the loop thread,
@@ -145,22 +109,15 @@ final class EventLoop<Command: Sendable>: TaskExecutor, Sendable {
     private func run(driver: any EventLoopDriver<Command>) {
         loopThread.store(pthread_self(), ordering: .relaxed)
         var batch: [Command] = []
-        var jobs: [UnownedJob] = []
         var descriptors: [pollfd] = []
-        let executor = asUnownedTaskExecutor()
-        var busy = BusyShare(start: MonotonicClock.now())
         while true {
             let stopping = inbox.withLock { inbox -> Bool in
                 swap(&inbox.commands, &batch)
-                swap(&inbox.jobs, &jobs)
                 if inbox.stopRequested { inbox.isClosed = true }
                 return inbox.stopRequested
             }
             for command in batch { driver.execute(command) }
             batch.removeAll(keepingCapacity: true)
-            // What these jobs post is executed after one poll that does not wait.
-            for job in jobs { job.runSynchronously(on: executor) }
-            jobs.removeAll(keepingCapacity: true)
             if stopping { break }
             driver.flush()
 
@@ -168,17 +125,13 @@ final class EventLoop<Command: Sendable>: TaskExecutor, Sendable {
             descriptors.append(pollfd(fd: wakeDescriptor, events: Int16(POLLIN), revents: 0))
             let timer = driver.registerInterest(&descriptors)
             var timeout: Int32 = -1
-            if inbox.withLock({ !$0.isEmpty }) {
+            if inbox.withLock({ !$0.commands.isEmpty }) {
                 timeout = 0
             } else if let timer {
                 let now = MonotonicClock.now()
                 timeout = timer <= now ? 0 : Int32(min((timer - now + 999_999) / 1_000_000, 60_000))
             }
-            // The busy share is published before a wait that may be long, and after it.
-            let pollStarted = MonotonicClock.now()
-            publish(busy.waited(from: pollStarted, to: pollStarted))
             let ready = poll(&descriptors, nfds_t(descriptors.count), timeout)
-            publish(busy.waited(from: pollStarted, to: MonotonicClock.now()))
             if ready < 0 && errno != EINTR { break }
             if descriptors[0].revents != 0 {
                 var value: UInt64 = 0
@@ -187,18 +140,13 @@ final class EventLoop<Command: Sendable>: TaskExecutor, Sendable {
             if ready > 0 { driver.handleEvents(descriptors, firstIndex: 1) }
             driver.handleTimers(now: MonotonicClock.now())
         }
-        // Commands posted between the last swap and closing still need resolving; jobs go to
-        // the global executor, as every job queued from now on does.
-        let (leftovers, leftoverJobs) = inbox.withLock { inbox -> ([Command], [UnownedJob]) in
-            inbox.isClosed = true
-            defer {
-                inbox.commands.removeAll()
-                inbox.jobs.removeAll()
-            }
-            return (inbox.commands, inbox.jobs)
+        inbox.withLock { $0.isClosed = true }
+        // Commands posted between the last swap and closing still need resolving.
+        let leftovers = inbox.withLock { inbox -> [Command] in
+            defer { inbox.commands.removeAll() }
+            return inbox.commands
         }
         for command in leftovers { driver.execute(command) }
-        for job in leftoverJobs { globalConcurrentExecutor.enqueue(ExecutorJob(job)) }
         driver.shutDown()
         counter.ioThreads.subtract(1, ordering: .relaxed)
     }
@@ -214,25 +162,4 @@ private final class ThreadBody {
 public struct LoopStartError: Error, Sendable, CustomStringConvertible {
     public var detail: String
     public var description: String { "cannot start I/O thread: \(detail)" }
-}
-
-/// How busy a loop thread is: the share of each window spent outside poll(), in permille.
-struct BusyShare {
-    static let window: UInt64 = 100_000_000
-    private var windowStart: UInt64
-    private var waiting: UInt64 = 0
-
-    init(start: UInt64) { windowStart = start }
-
-    /// Records a wait in poll(); returns the window's busy share once the window is over.
-    mutating func waited(from start: UInt64, to end: UInt64) -> Int? {
-        waiting &+= end &- start
-        let elapsed = end &- windowStart
-        guard elapsed >= Self.window else { return nil }
-        defer {
-            windowStart = end
-            waiting = 0
-        }
-        return 1000 - Int(min(waiting, elapsed) * 1000 / elapsed)
-    }
 }

@@ -37,19 +37,6 @@ public final class HTTP2Client: Sendable {
         return connection
     }
 
-    /// Where `count` tasks about to send through this client run cheapest: a few, while the
-    /// I/O thread is busy less than half the time, on that thread (each then writes and is
-    /// resumed without a thread wake-up of its own); more, or on a busy I/O thread, on the
-    /// global executor: many tasks share their wake-ups anyway, and run there on every core
-    /// without holding up the I/O thread's writes (and so their place in the rate window).
-    /// Tasks given it must not block.
-    public func preferredTaskExecutor(forTasks count: Int) -> any TaskExecutor {
-        count <= Self.tasksOnIOThread && loop.busyShare < 0.5 ? loop : globalConcurrentExecutor
-    }
-
-    /// The most tasks at once `preferredTaskExecutor` places on the I/O thread.
-    static let tasksOnIOThread = 32
-
     /// Open sockets, TLS and HTTP/2 sessions and I/O threads of this client.
     public var liveObjects: LiveObjectCounts { counter.snapshot }
 

@@ -13,9 +13,6 @@ public protocol NotificationSender: Sendable {
     /// How the app authenticates (which headers and push types are allowed).
     var authenticationMethod: AuthenticationMethod { get }
     var statistics: APNsClientStatistics { get }
-    /// Where `count` tasks about to send run cheapest: a few on the sender's I/O thread while
-    /// it has room, else the global executor. Tasks given it must not block.
-    func preferredTaskExecutor(forTasks count: Int) -> any TaskExecutor
     /// `observer` hears of every failure to connect and every connection ended by a protocol or I/O error.
     func onConnectionFailure(_ observer: @escaping @Sendable (APNsConnectionFailure) -> Void)
     func shutdown() async

@@ -91,12 +91,8 @@ extension Worker {
                     metrics.recordKnownInvalid(app: app.name, count: result.knownInvalidIDs.count)
                 }
                 inFlight.add(result.claimed, app: app.name)
-                // The sends where they cost least now: a few on the I/O thread, where a request
-                // and its answer need no thread wake-up; many, or on a busy I/O thread, on the
-                // global executor.
-                let executor = sender.preferredTaskExecutor(forTasks: result.claimed.count)
                 for row in result.claimed {
-                    group.addTask(executorPreference: executor) { [self] in await deliver(row, app: app, sender: sender) }
+                    group.addTask { [self] in await deliver(row, app: app, sender: sender) }
                 }
             }
         }

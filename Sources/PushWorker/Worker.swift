@@ -137,9 +137,7 @@ public final class Worker: Sendable {
             await withTaskGroup(of: Bool.self) { apps in
                 let drained = Doorbell()
                 for app in configuration.apps {
-                    // Near the sender's I/O thread (`preferredTaskExecutor`): a claim's
-                    // answer and the doorbell resume the loop without a wake-up of their own.
-                    apps.addTask(executorPreference: senders[app.name]?.preferredTaskExecutor(forTasks: 1)) { [self] in
+                    apps.addTask { [self] in
                         await dispatch(app)
                         return false
                     }
