@@ -81,14 +81,19 @@ struct AccessTokenSourceTests {
         defer { fixture.stop() }
         let closedPort = try freePort()
         let account = try FCMFixture.account(signedBy: fixture.key, tokenURI: "https://127.0.0.1:\(closedPort)/token")
-        let tokens = try source(fixture, account: account)
-        guard case .unavailable(let reason, _) = await tokens.token() else {
+        // The clock moves only when the test moves it: a loaded machine cannot stretch the backoff.
+        let clock = Locked(Date())
+        let tokens = try source(fixture, account: account, now: { clock.withLock { $0 } })
+        guard case .unavailable(let reason, let until) = await tokens.token() else {
             Issue.record("a token from nowhere")
             return
         }
         #expect(reason.contains("cannot reach the token endpoint"))
         for _ in 0..<20 { _ = await tokens.token() }
         #expect(tokens.exchanges == 1)
+        clock.withLock { $0 = until }
+        _ = await tokens.token()
+        #expect(tokens.exchanges == 2)
     }
 
     @Test("a token is renewed five minutes before it expires while requests go on with it")
