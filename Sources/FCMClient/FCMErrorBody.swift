@@ -21,6 +21,12 @@ public struct FCMErrorBody: Equatable, Sendable {
         self.fieldViolations = fieldViolations
     }
 
+    /// Bounds on what is kept from the network: a code or status name, FCM's message (which
+    /// reaches `delivery_errors`), a field name, and how many field names.
+    static let longestName = 100
+    static let longestMessage = 500
+    static let mostFields = 20
+
     static let fcmErrorType = "type.googleapis.com/google.firebase.fcm.v1.FcmError"
     static let badRequestType = "type.googleapis.com/google.rpc.BadRequest"
     /// The text FCM gives when a token is not one (the field violation is not always there).
@@ -36,18 +42,23 @@ public struct FCMErrorBody: Equatable, Sendable {
             for detail in details {
                 switch detail["@type"]?.stringValue {
                 case fcmErrorType:
-                    errorCode = errorCode ?? detail["errorCode"]?.stringValue
+                    errorCode = errorCode ?? detail["errorCode"]?.stringValue.map { clipped($0, longestName) }
                 case badRequestType:
                     if case .array(let fields) = detail["fieldViolations"] {
-                        violations += fields.compactMap { $0["field"]?.stringValue }
+                        let names = fields.compactMap { $0["field"]?.stringValue.map { clipped($0, longestName) } }
+                        violations += names.prefix(mostFields - violations.count)
                     }
                 default:
                     break
                 }
             }
         }
-        return FCMErrorBody(status: error["status"]?.stringValue, errorCode: errorCode,
-                            message: error["message"]?.stringValue, fieldViolations: violations)
+        return FCMErrorBody(status: error["status"]?.stringValue.map { clipped($0, longestName) }, errorCode: errorCode,
+                            message: error["message"]?.stringValue.map { clipped($0, longestMessage) }, fieldViolations: violations)
+    }
+
+    private static func clipped(_ text: String, _ limit: Int) -> String {
+        text.unicodeScalars.count <= limit ? text : String(String.UnicodeScalarView(text.unicodeScalars.prefix(limit)))
     }
 
     /// What pgpush records as the row's `last_reason`: the FcmError code, else the status.

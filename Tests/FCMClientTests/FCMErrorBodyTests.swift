@@ -68,6 +68,15 @@ struct FCMErrorBodyTests {
         let odd = parse(#"{"error":{"status":7,"message":["x"],"details":{"@type":"x"}}}"#)
         #expect(odd == FCMErrorBody(status: nil, errorCode: nil, message: nil))
         #expect(odd?.reason == nil)
+        // What the network sends is kept bounded: long texts clipped, at most 20 field names.
+        let fields = (0..<50).map { #"{"field":"message.data[\#($0)].value"}"# }.joined(separator: ",")
+        let flood = parse(#"{"error":{"status":""# + String(repeating: "S", count: 10_000) + #"","message":""#
+                          + String(repeating: "m", count: 100_000) + #"","details":[{"@type":"type.googleapis.com/google.rpc.BadRequest","fieldViolations":["#
+                          + fields + "]}]}}")
+        #expect(flood?.status?.count == 100)
+        #expect(flood?.message?.count == 500)
+        #expect(flood?.fieldViolations.count == 20)
+        #expect(flood?.fieldViolations.first == "message.data[0].value")
         let oddDetails = parse(#"{"error":{"status":"INVALID_ARGUMENT","details":[1,"x",{"@type":"type.googleapis.com/google.rpc.BadRequest","fieldViolations":[{"field":3},{}]}]}}"#)
         #expect(oddDetails?.fieldViolations == [])
     }
