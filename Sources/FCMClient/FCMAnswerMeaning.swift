@@ -33,9 +33,6 @@ public enum FCMAnswerMeaning: Equatable, Sendable {
     case quotaExceeded(reason: String, retryAfter: Duration?)
     case serverTrouble(reason: String, retryAfter: Duration?)
 
-    /// Google asks for at least a minute before retrying a message-rate or topic-rate quota.
-    public static let quotaBackoffStart = Duration.seconds(60)
-
     public static func of(status: Int, retryAfter: String?, body: some Collection<UInt8>) -> FCMAnswerMeaning {
         let error = FCMErrorBody.parse(body)
         let reason = error?.reason ?? Self.statusName(status)

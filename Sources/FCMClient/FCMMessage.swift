@@ -78,7 +78,7 @@ public struct FCMMessage: Equatable, Sendable {
     static func check(_ target: Target) throws(FCMMessageError) {
         switch target {
         case .token(let token):
-            guard (1...4096).contains(token.utf8.count), token.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
+            guard (1...4096).contains(token.utf8.count), token.isVisibleASCII else {
                 throw .invalidToken
             }
         case .topic(let topic):

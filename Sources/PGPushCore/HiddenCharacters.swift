@@ -7,3 +7,9 @@ extension Unicode.Scalar {
         value < 0x20 || (0x7F...0x9F).contains(value) || self == "\u{2028}" || self == "\u{2029}"
     }
 }
+
+extension String {
+    /// Printable ASCII without spaces (0x21–0x7E): all that a token, a topic or a header value
+    /// naming something may hold. True for the empty string; callers bound the length.
+    package var isVisibleASCII: Bool { utf8.allSatisfy { (0x21...0x7E).contains($0) } }
+}

@@ -167,7 +167,7 @@ extension PushNotification {
         // A bundle id is letters, digits, '-' and '.'; MDM topics add a few more.
         // Visible ASCII keeps every real topic and rules out header injection;
         // 255 bytes is far above any bundle id and keeps a bad row from making a huge header.
-        guard !topic.isEmpty, topic.utf8.count <= 255, topic.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
+        guard !topic.isEmpty, topic.utf8.count <= 255, topic.isVisibleASCII else {
             throw ValidationFailure(.badTopic, "topic must be 1 to 255 visible ASCII characters")
         }
         return topic

@@ -86,7 +86,7 @@ public enum TokenExchangeAnswer: Sendable, Equatable {
     /// Printable ASCII without spaces: what a bearer token is (RFC 6750 §2.1), and all that
     /// may go into a header.
     static func isHeaderSafe(_ token: String) -> Bool {
-        !token.isEmpty && token.utf8.count <= longestToken && token.utf8.allSatisfy { (0x21...0x7E).contains($0) }
+        !token.isEmpty && token.utf8.count <= longestToken && token.isVisibleASCII
     }
 
     /// The endpoint's words with hidden characters replaced, clipped.

@@ -107,8 +107,8 @@ struct AccessTokenStateMachine {
         case .ready(let current, let renewedAfterRefusal):
             guard current.value == token else { return .resend }
             guard !renewedAfterRefusal else {
-                pause(reason: Self.refusedAfterRenewal, at: now)
-                return .paused(reason: Self.refusedAfterRenewal, until: now + pauseLength)
+                let until = pause(reason: Self.refusedAfterRenewal, at: now)
+                return .paused(reason: Self.refusedAfterRenewal, until: until)
             }
             state = .exchanging(current: nil, afterRefusal: true)
             return .wait(startExchange: true)
@@ -127,9 +127,13 @@ struct AccessTokenStateMachine {
         min(Self.firstPause * pow(2, Double(max(pauses, 1) - 1)), Self.longestPause)
     }
 
-    private mutating func pause(reason: String, at now: Date) {
+    /// Pauses sending; returns when the pause ends.
+    @discardableResult
+    private mutating func pause(reason: String, at now: Date) -> Date {
         pauses += 1
         failures = 0
-        state = .paused(until: now + pauseLength, reason: reason)
+        let until = now + pauseLength
+        state = .paused(until: until, reason: reason)
+        return until
     }
 }
