@@ -32,17 +32,18 @@ let package = Package(
         .target(name: "Postgres", dependencies: ["CLibPQ", "CShims"]),
         // ES256 keys and signatures, PKCS#12, PEM, certificates, the self-signed CA, credential files.
         .target(name: "PushCrypto", dependencies: ["COpenSSL", "CShims"]),
-        .target(name: "HTTP2TLS", dependencies: ["CNGHTTP2", "COpenSSL", "CShims", "Locking", "PushCrypto"]),
+        .target(name: "HTTP2TLS", dependencies: ["CNGHTTP2", "COpenSSL", "CShims", "Locking", "PushCrypto", "PGPushCore"]),
 
         // I/O layers.
         .target(name: "EmbeddedPostgres", dependencies: ["Postgres", "Spawn"]),
-        .target(name: "APNsClient", dependencies: ["PGPushCore", "HTTP2TLS", "PushCrypto", "Locking"]),
-        .target(name: "FCMClient", dependencies: ["PGPushCore", "PushCrypto", "HTTP2TLS", "Locking"]),
+        .target(name: "PushTransport", dependencies: ["PGPushCore", "HTTP2TLS"]),
+        .target(name: "APNsClient", dependencies: ["PGPushCore", "PushTransport", "HTTP2TLS", "PushCrypto", "Locking"]),
+        .target(name: "FCMClient", dependencies: ["PGPushCore", "PushTransport", "PushCrypto", "HTTP2TLS", "Locking"]),
         .target(name: "FCMSimulator", dependencies: ["PGPushCore", "HTTP2TLS", "PushCrypto", "Locking"]),
         .target(name: "PushQueue", dependencies: ["PGPushCore", "Postgres"]),
         .target(name: "APNsSimulator", dependencies: ["PGPushCore", "HTTP2TLS", "PushCrypto", "Locking"]),
         .target(name: "PushWorker", dependencies: [
-            "PGPushCore", "PushQueue", "APNsClient", "HTTP2TLS", "PushCrypto", "Postgres", "CShims", "Locking",
+            "PGPushCore", "PushQueue", "PushTransport", "APNsClient", "HTTP2TLS", "PushCrypto", "Postgres", "CShims", "Locking",
         ]),
         // What operators see: status snapshots, enqueue requests and their errors, channel management.
         .target(name: "PGPushOperator", dependencies: ["Postgres", "APNsClient"]),
@@ -56,7 +57,7 @@ let package = Package(
             "Locking", "Spawn",
         ]),
         .executableTarget(name: "pgpush", dependencies: [
-            "PGPushCore", "Postgres", "EmbeddedPostgres", "PushQueue", "APNsClient", "APNsSimulator", "PushWorker",
+            "PGPushCore", "Postgres", "EmbeddedPostgres", "PushQueue", "PushTransport", "APNsClient", "APNsSimulator", "PushWorker",
             "PGPushOperator", "PGPushDemo", "PGPushBench", "HTTP2TLS", "PushCrypto", "Locking",
         ]),
 
@@ -65,7 +66,7 @@ let package = Package(
         .executableTarget(name: "pgpush-fuzz", dependencies: ["PGPushFuzzTargets"]),
 
         // Shared by the test targets: the throwaway PostgreSQL cluster and fresh databases.
-        .target(name: "PGPushTestSupport", dependencies: ["Postgres", "EmbeddedPostgres", "PushQueue", "Spawn", "Locking", "APNsSimulator", "APNsClient", "HTTP2TLS", "PushCrypto", "PushWorker"]),
+        .target(name: "PGPushTestSupport", dependencies: ["Postgres", "EmbeddedPostgres", "PushQueue", "Spawn", "Locking", "APNsSimulator", "APNsClient", "PushTransport", "HTTP2TLS", "PushCrypto", "PushWorker"]),
 
         // Tests mirror the modules.
         .testTarget(name: "PGPushCoreTests", dependencies: ["PGPushCore"]),
@@ -95,7 +96,7 @@ let package = Package(
         // Fault suite: kills, database outages and APNs storms against the "nothing is lost" invariants.
         .testTarget(name: "ReliabilityTests", dependencies: [
             "PushWorker", "PushQueue", "PGPushCore", "PGPushTestSupport", "Postgres", "EmbeddedPostgres", "APNsSimulator",
-            "APNsClient", "PushCrypto",
+            "APNsClient", "PushTransport", "PushCrypto",
         ]),
     ]
 )

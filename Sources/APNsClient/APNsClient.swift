@@ -1,11 +1,13 @@
 import Foundation
 import HTTP2TLS
 import PGPushCore
+import PushTransport
 
 /// Sends notifications of one app to APNs over a pool of HTTP/2 connections.
 ///
-/// `send` never throws: every outcome, answered or not, is a `DeliveryResult`. What the
-/// client does with an answer before returning it is `DeliveryPolicy.clientStep`: resend
+/// `send` never throws: every outcome, answered or not, is a `Delivery` whose verdict
+/// `DeliveryPolicy` gave. What the client does with an answer before returning it is
+/// `DeliveryPolicy.clientStep`: resend
 /// what APNs certainly did not process, renew a refused provider token once (retiring every
 /// connection that carried it), replace a connection that refused a renewed one. It never
 /// resends a request APNs may have processed. The provider token is read when a connection
@@ -82,7 +84,7 @@ public final class APNsClient: Sendable {
         await pool.shutdown(timeout: timeout)
     }
 
-    public var statistics: APNsClientStatistics {
+    public var statistics: SenderStatistics {
         var snapshot = recorder.snapshot
         snapshot.liveConnections = pool.liveConnections
         snapshot.throttledConnections = pool.throttledConnections
@@ -93,22 +95,22 @@ public final class APNsClient: Sendable {
     public var lastConnectError: String? { pool.lastConnectError }
 
     /// The last connect failure with its particulars, nil if none happened.
-    public var lastConnectFailure: APNsConnectionFailure? { pool.lastConnectFailure }
+    public var lastConnectFailure: ConnectionFailure? { pool.lastConnectFailure }
 
     /// `observer` is told of every failure to connect and every connection that ends on a
     /// protocol or I/O error, as it happens, on the task that saw it (keep it quick). One
     /// observer per client; a later call replaces it.
-    public func onConnectionFailure(_ observer: @escaping @Sendable (APNsConnectionFailure) -> Void) {
+    public func onConnectionFailure(_ observer: @escaping @Sendable (ConnectionFailure) -> Void) {
         pool.onConnectionFailure(observer)
     }
 
     /// Sends one notification and returns what happened to it. What to do with each answer
     /// is `DeliveryPolicy.clientStep`'s to say; this carries it out.
-    public func send(_ request: APNsRequest) async -> DeliveryResult {
+    package func send(_ request: APNsRequest) async -> Delivery {
         let started = clock.now
         guard pool.admit() else {
             return failed(.init(processing: .notProcessed, cause: .clientShutDown, detail: "APNs client is shut down"),
-                          resends: 0, since: started)
+                          request: request, resends: 0, since: started)
         }
         defer { pool.leave() }
         pool.startKeepersIfNeeded()
@@ -120,7 +122,7 @@ public final class APNsClient: Sendable {
             var rateWait: Duration?
             switch await acquireConnection(avoiding: avoidedSlot, rateWait: &rateWait) {
             case .success(let lease): granted = lease
-            case .failure(let failure): return failed(failure, resends: resends.total, since: started)
+            case .failure(let failure): return failed(failure, request: request, resends: resends.total, since: started)
             }
             let (lease, token) = granted
             // Built once the connection is granted, with the token read for it: a request
@@ -141,18 +143,20 @@ public final class APNsClient: Sendable {
                 }
             }
 
-            let result: DeliveryResult
+            let result: Delivery
             switch outcome {
             case .success(let response):
-                result = answered(response, resends: resends.total, since: started)
-                pool.finish(lease, answered: true, throttled: result.meaning() == .deviceThrottled)
+                result = answered(response, request: request, resends: resends.total, since: started)
+                let throttled = if case .throttled = result.verdict { true } else { false }
+                pool.finish(lease, answered: true, throttled: throttled)
                 recorder.update { $0.answersByStatus[response.status, default: 0] += 1 }
             case .failure(let failure):
                 pool.finish(lease, answered: false, throttled: false)
-                result = failed(deliveryFailure(from: failure), resends: resends.total, since: started, counted: false)
+                result = failed(deliveryFailure(from: failure), request: request, resends: resends.total, since: started,
+                                counted: false)
             }
 
-            switch DeliveryPolicy.clientStep(for: result.answer, after: resends) {
+            switch DeliveryPolicy.clientStep(for: result, after: resends) {
             case .done:
                 if let failure = result.failure { countFailure(failure) }
                 return result
@@ -166,7 +170,7 @@ public final class APNsClient: Sendable {
                 resends.renewedProviderToken = true
                 guard case .token(let cache) = configuration.authentication, let token,
                       case .renewed? = try? cache.renewAfterRefusal(of: token) else { return result }
-                recorder.update { $0.providerTokenRefreshes += 1 }
+                recorder.update { $0.credentialRenewals += 1 }
                 pool.retireConnections(carrying: token.jwt)
             case .replaceConnectionAndResend:
                 resends.replacedConnection = true
@@ -185,7 +189,7 @@ public final class APNsClient: Sendable {
             return .success(try cache.currentToken())
         } catch {
             let refused = if case .refusedByAPNs = error { APNsReason.expiredProviderToken.rawValue } else { String?.none }
-            return .failure(DeliveryFailure(processing: .notProcessed, cause: .credentials, apnsReason: refused,
+            return .failure(DeliveryFailure(processing: .notProcessed, cause: .credentials, serviceReason: refused,
                                             detail: error.description))
         }
     }
@@ -271,23 +275,29 @@ public final class APNsClient: Sendable {
         case .invalidRequest: cause = .invalidRequest
         case .cancelled: cause = .clientShutDown
         }
-        return DeliveryFailure(processing: processing, cause: cause, apnsReason: goAwayReason, detail: failure.description)
+        return DeliveryFailure(processing: processing, cause: cause, serviceReason: goAwayReason, detail: failure.description)
     }
 
-    private func answered(_ response: HTTP2Response, resends: Int, since started: ContinuousClock.Instant) -> DeliveryResult {
+    private func answered(_ response: HTTP2Response, request: APNsRequest, resends: Int,
+                          since started: ContinuousClock.Instant) -> Delivery {
         let success = (200..<300).contains(response.status)
         let body = success || response.body.isEmpty ? nil : APNsErrorBody.parse(response.body)
-        return DeliveryResult(status: response.status, reason: body?.reason, timestamp: body?.timestamp,
-                              apnsID: response.headers.value(of: "apns-id"),
-                              apnsUniqueID: response.headers.value(of: "apns-unique-id"),
-                              resends: resends, latency: started.duration(to: clock.now))
+        var delivery = DeliveryPolicy.delivery(status: response.status, body: body,
+                                               uniqueID: response.headers.value(of: "apns-unique-id"),
+                                               topicIsExplicit: request.topicIsExplicit)
+        delivery.resends = resends
+        delivery.latency = started.duration(to: clock.now)
+        return delivery
     }
 
     /// A result without an answer; `counted`: it is final, so it goes into the statistics now.
-    private func failed(_ failure: DeliveryFailure, resends: Int, since started: ContinuousClock.Instant,
-                        counted: Bool = true) -> DeliveryResult {
+    private func failed(_ failure: DeliveryFailure, request: APNsRequest, resends: Int, since started: ContinuousClock.Instant,
+                        counted: Bool = true) -> Delivery {
         if counted { countFailure(failure) }
-        return DeliveryResult(status: nil, failure: failure, resends: resends, latency: started.duration(to: clock.now))
+        var delivery = DeliveryPolicy.delivery(failure: failure, topicIsExplicit: request.topicIsExplicit)
+        delivery.resends = resends
+        delivery.latency = started.duration(to: clock.now)
+        return delivery
     }
 
     private func countFailure(_ failure: DeliveryFailure) {

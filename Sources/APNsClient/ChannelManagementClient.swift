@@ -91,45 +91,39 @@ public final class ChannelManagementClient: Sendable {
         var attempts = 0
         while true {
             attempts += 1
-            let answer: APNsAnswer
-            var response: HTTP2Response?
-            var failure: String?
+            let delivery: Delivery
             switch await send(method, path: path, channelID: channelID, body: body) {
             case .success(let sent):
                 if sent.status == expecting { return sent }
-                response = sent
-                answer = .answered(status: sent.status, reason: sent.body.isEmpty ? nil : APNsErrorBody.parse(sent.body)?.reason)
+                delivery = DeliveryPolicy.delivery(status: sent.status, body: sent.body.isEmpty ? nil : APNsErrorBody.parse(sent.body),
+                                                   uniqueID: nil, topicIsExplicit: false)
             case .failure(let lost):
-                failure = lost.detail
-                answer = lost.answer
+                delivery = DeliveryPolicy.delivery(failure: lost, topicIsExplicit: false)
                 connection.withLock { $0 = nil }
             }
-            let meaning = DeliveryPolicy.meaning(of: answer)
-            let mayRetry = repeatable || meaning == .deviceThrottled || meaning == .notProcessed
-            let history = RowHistory(attempts: attempts, uncountedRequeues: meaning == .notProcessed ? attempts - 1 : 0)
-            if mayRetry, case .retry(let delay, _) = DeliveryPolicy.rowAction(for: meaning, history: history, retry: retry,
-                                                                             using: &random) {
+            let mayRetry: Bool
+            switch delivery.verdict {
+            case .throttled, .notProcessed: mayRetry = true
+            default: mayRetry = repeatable
+            }
+            let history = RowHistory(attempts: attempts, uncountedRequeues: delivery.verdict == .notProcessed ? attempts - 1 : 0)
+            if mayRetry, case .retry(let delay, _)? = RetryRules.next(after: delivery.verdict, history: history, retry: retry,
+                                                                      using: &random) {
                 try? await Task.sleep(for: delay)
                 continue
             }
-            throw ChannelManagementError(status: response?.status, answer: answer, failure: failure, attempts: attempts,
-                                         creating: !repeatable)
+            throw ChannelManagementError(delivery, attempts: attempts, creating: !repeatable)
         }
     }
 
-    /// Why a request got no answer, in the policy's words and in a person's.
-    private struct Lost: Error {
-        var answer: APNsAnswer
-        var detail: String
-    }
-
-    private func send(_ method: String, path: String, channelID: String?, body: [UInt8]) async -> Result<HTTP2Response, Lost> {
+    private func send(_ method: String, path: String, channelID: String?,
+                      body: [UInt8]) async -> Result<HTTP2Response, DeliveryFailure> {
         var headers = [HeaderField("apns-request-id", UUID().uuidString.lowercased())]
         if case .token(let cache) = authentication {
             do {
                 headers.append(HeaderField("authorization", try cache.currentToken().authorizationHeader, neverIndex: true))
             } catch {
-                return .failure(Lost(answer: .unsignable, detail: error.description))
+                return .failure(DeliveryFailure(processing: .notProcessed, cause: .credentials, detail: error.description))
             }
         }
         if let channelID { headers.append(HeaderField("apns-channel-id", channelID)) }
@@ -145,7 +139,8 @@ public final class ChannelManagementClient: Sendable {
             do {
                 open = try await client.connect(host: endpoint.host, port: endpoint.port, configuration: configuration)
             } catch {
-                return .failure(Lost(answer: .unanswered(.notProcessed, goAwayReason: nil), detail: "cannot connect to \(endpoint): \(error)"))
+                return .failure(DeliveryFailure(processing: .notProcessed, cause: .couldNotConnect,
+                                                detail: "cannot connect to \(endpoint): \(error)"))
             }
             connection.withLock { $0 = open }
         }
@@ -153,8 +148,8 @@ public final class ChannelManagementClient: Sendable {
             return .success(try await open.send(HTTP2Request(method: method, path: path, headers: headers, body: body,
                                                              timeout: .seconds(30))))
         } catch {
-            let processing: Processing = error.processing == .notProcessed ? .notProcessed : .mayHaveBeenProcessed
-            return .failure(Lost(answer: .unanswered(processing, goAwayReason: nil), detail: error.description))
+            let cause: DeliveryFailure.Cause = error.processing == .notProcessed ? .refusedStream : .connectionLost
+            return .failure(DeliveryFailure(processing: error.processing, cause: cause, detail: error.description))
         }
     }
 }

@@ -15,9 +15,10 @@ public struct ChannelManagementError: Error, Sendable, Equatable, CustomStringCo
         description = detail
     }
 
-    init(status: Int?, answer: APNsAnswer, failure: String?, attempts: Int, creating: Bool) {
-        var reason: String?
-        if case .answered(_, let said) = answer { reason = said }
+    init(_ delivery: Delivery, attempts: Int, creating: Bool) {
+        let status = delivery.status
+        let failure = delivery.failure?.detail
+        let reason = delivery.failure == nil ? delivery.reason : nil
         let tries = attempts > 1 ? " (after \(attempts) attempts)" : ""
         var detail: String
         if let failure {

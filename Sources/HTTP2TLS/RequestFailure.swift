@@ -1,12 +1,8 @@
-/// Why a request did not get an answer, and whether the server may have acted on it.
-public struct RequestFailure: Error, Sendable, Equatable, CustomStringConvertible {
-    public enum Processing: Sendable, Equatable {
-        /// The server certainly did not process it: safe to send again elsewhere.
-        case notProcessed
-        /// The server may have processed it: sending it again may duplicate it.
-        case mayHaveBeenProcessed
-    }
+import PGPushCore
 
+/// Why a request did not get an answer, and whether the server may have acted on it
+/// (`Processing`, the core's one word for it).
+public struct RequestFailure: Error, Sendable, Equatable, CustomStringConvertible {
     public enum Cause: Sendable, Equatable {
         /// RST_STREAM REFUSED_STREAM (RFC 9113 §8.7).
         case refusedStream

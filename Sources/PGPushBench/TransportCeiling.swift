@@ -53,7 +53,7 @@ public enum TransportCeiling {
             var next = 0, finished = 0, delivered = 0
             while next < min(inFlight, requests.count) {
                 let request = requests[next]
-                group.addTask { await client.send(request).isDelivered }
+                group.addTask { await client.send(request).verdict == .delivered }
                 next += 1
             }
             while let wasDelivered = await group.next() {
@@ -62,7 +62,7 @@ public enum TransportCeiling {
                 if finished % 10_000 == 0 { progress(finished) }
                 if next < requests.count {
                     let request = requests[next]
-                    group.addTask { await client.send(request).isDelivered }
+                    group.addTask { await client.send(request).verdict == .delivered }
                     next += 1
                 }
             }

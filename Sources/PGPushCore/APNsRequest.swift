@@ -25,6 +25,8 @@ public struct APNsRequest: Equatable, Sendable {
     /// The topic of a device push; for a broadcast, the bundle id of the app whose
     /// channel it goes to.
     public let topic: String
+    /// The row named its own `topic`: an answer about the topic is then the row's fault.
+    public let topicIsExplicit: Bool
     public let apnsID: UUID
     /// Absolute UNIX seconds, 0 meaning "try once, store nothing"; nil leaves APNs's
     /// default storage policy.

@@ -102,7 +102,7 @@ extension PushNotification {
         let onlyOnce = deliverOnce ?? type.deliversOnceByDefault
         return APNsRequest(
             notificationID: id, recipient: .device(token), pushType: type, priority: resolvedPriority, topic: resolvedTopic,
-            apnsID: apnsID, expiration: onlyOnce ? 0 : expiration, collapseID: collapseID, body: body.bytes)
+            topicIsExplicit: topic != nil, apnsID: apnsID, expiration: onlyOnce ? 0 : expiration, collapseID: collapseID, body: body.bytes)
     }
 
     private func broadcast(channelID: String, type: PushType, bundleID: String?) throws(ValidationFailure) -> APNsRequest {
@@ -122,7 +122,7 @@ extension PushNotification {
         let body = try Payload(validating: payload, for: type, broadcast: true)
         return APNsRequest(
             notificationID: id, recipient: .channel(channelID), pushType: type, priority: resolvedPriority,
-            topic: resolvedTopic, apnsID: apnsID, expiration: deliverOnce == true ? 0 : (expiration ?? 0), collapseID: nil,
+            topic: resolvedTopic, topicIsExplicit: topic != nil, apnsID: apnsID, expiration: deliverOnce == true ? 0 : (expiration ?? 0), collapseID: nil,
             body: body.bytes)
     }
 

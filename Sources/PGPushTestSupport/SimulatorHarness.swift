@@ -5,6 +5,7 @@ import HTTP2TLS
 import Locking
 import PushCrypto
 import PushWorker
+import PushTransport
 
 /// The APNs simulator over real TLS as the delivery tests use it: a p8 key written to a
 /// folder of its own, the simulator's CA on disk for clients to trust, and the ways in
@@ -117,7 +118,7 @@ public final class SimulatorHarness: Sendable {
 
     /// An `APNsClient` for the simulator, with a request timeout of its own (the worker's
     /// sender factory keeps the default 10 s).
-    public func sender(connections: Int, ratePerConnection: Int, requestTimeout: Duration) throws -> any NotificationSender {
+    package func sender(connections: Int, ratePerConnection: Int, requestTimeout: Duration) throws -> any NotificationSender {
         var configuration = APNsClientConfiguration(
             appName: "default", bundleID: bundleID, endpoint: try APNsEndpoint(baseURL: baseURL),
             authentication: .token(try tokenCache()))
@@ -125,7 +126,7 @@ public final class SimulatorHarness: Sendable {
         configuration.connections = connections
         configuration.ratePerConnection = ratePerConnection
         configuration.requestTimeout = requestTimeout
-        return try APNsClient(configuration: configuration)
+        return APNsSender(client: try APNsClient(configuration: configuration))
     }
 
     /// The app a worker in this process serves to reach the simulator.

@@ -4,9 +4,9 @@ import PGPushCore
 /// The result of one attempt at one claimed row, as the queue records it.
 public struct Outcome: Sendable, Equatable {
     public enum Disposition: Sendable, Equatable {
-        /// APNs accepted it (200).
+        /// The service accepted it.
         case delivered
-        /// Final failure: APNs rejected it, retries ran out, or pgpush refused it before sending.
+        /// Final failure: the service refused it, retries ran out, or pgpush refused it before sending.
         case failed
         /// Past `expires_at` before it could be sent.
         case expired
@@ -21,8 +21,13 @@ public struct Outcome: Sendable, Equatable {
     public var disposition: Disposition
     /// HTTP status of the answer; nil when none came (or none was asked for).
     public var httpStatus: Int?
-    /// APNs reason or pgpush reason; nil with `delivered`.
+    /// The service's reason or pgpush's; nil with `delivered`.
     public var reason: String?
+    /// The service's own words about a refusal (FCM's error message), or pgpush's sentence
+    /// for a row it refused; kept in the `delivery_errors` row.
+    public var detail: String?
+    /// The service's id of the accepted message (`message_id`).
+    public var messageID: String?
     /// Add a `pgpush.delivery_errors` row for this attempt.
     public var recordsError: Bool
     /// Upsert the row's token into `pgpush.invalid_tokens`, with Apple's timestamp when known;
@@ -35,13 +40,15 @@ public struct Outcome: Sendable, Equatable {
     public var apnsUniqueID: UUID?
 
     public init(id: Int64, claimCount: Int, disposition: Disposition, httpStatus: Int? = nil, reason: String? = nil,
-                recordsError: Bool = false, invalidatesToken: Bool = false, appleTimestamp: Date? = nil,
+                detail: String? = nil, messageID: String? = nil, recordsError: Bool = false, invalidatesToken: Bool = false, appleTimestamp: Date? = nil,
                 apnsUniqueID: UUID? = nil) {
         self.id = id
         self.claimCount = claimCount
         self.disposition = disposition
         self.httpStatus = httpStatus
         self.reason = reason
+        self.detail = detail
+        self.messageID = messageID
         self.recordsError = recordsError
         self.invalidatesToken = invalidatesToken
         self.appleTimestamp = appleTimestamp
@@ -58,7 +65,7 @@ public struct Outcome: Sendable, Equatable {
     /// Accepted (200) with no reason, no error row and no token to invalidate: the common
     /// case, which the queue writes with a leaner statement.
     var isPlainDelivery: Bool {
-        disposition == .delivered && httpStatus == 200 && reason == nil && !recordsError && !invalidatesToken
+        disposition == .delivered && httpStatus == 200 && reason == nil && messageID == nil && !recordsError && !invalidatesToken
     }
 
     public static func delivered(_ row: ClaimedNotification) -> Outcome {
@@ -96,6 +103,8 @@ public struct Outcome: Sendable, Equatable {
     var storable: Outcome {
         var copy = self
         copy.reason = reason.map { Self.storableText($0) }
+        copy.detail = detail.map { Self.storableText($0) }
+        copy.messageID = messageID.map { Self.storableText($0) }
         if let timestamp = appleTimestamp, !Self.storableDates.contains(timestamp.timeIntervalSince1970) {
             copy.appleTimestamp = nil
         }

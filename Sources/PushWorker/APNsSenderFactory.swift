@@ -3,16 +3,17 @@ import Foundation
 import HTTP2TLS
 import PGPushCore
 import PushCrypto
+import PushTransport
 
 /// Builds one `APNsClient` per configured app: loads its key or certificate
 /// and checks them before the worker connects anywhere.
 public enum APNsSenderFactory {
     /// `keyLog`: every client's TLS secrets go there (`SSLKEYLOGFILE`); nil: nowhere.
-    public static func makeSenders(for apps: [AppConfiguration], keyLog: TLSKeyLog? = nil,
+    package static func makeSenders(for apps: [AppConfiguration], keyLog: TLSKeyLog? = nil,
                                    now: Date = Date()) throws(ConfigurationError) -> [String: any NotificationSender] {
         var senders: [String: any NotificationSender] = [:]
         for app in apps {
-            senders[app.name] = try makeClient(for: app, keyLog: keyLog, now: now)
+            senders[app.name] = APNsSender(client: try makeClient(for: app, keyLog: keyLog, now: now))
         }
         return senders
     }

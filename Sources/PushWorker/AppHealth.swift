@@ -1,16 +1,17 @@
 import Locking
 import PGPushCore
 
-/// Whether the worker may send for an app, and for each of its topics.
+/// Whether the worker may send for an app, and for each scope of it (APNs: a topic; see
+/// `NotificationSender.scope(of:)`).
 ///
 /// Credential, certificate and environment errors pause the whole app (the claim loop
-/// stops claiming); a topic error pauses that topic only, while the app's other topics
+/// stops claiming); a scope error pauses that scope only, while the app's other scopes
 /// keep their full rate. After a pause one request is sent as a probe, and its answer
 /// resumes the scope; another refusal doubles the pause, from 5 s up to 5 minutes.
 ///
 /// Nothing is taken on trust at start either: the app sends one row before its first
-/// answer, and each topic one request before APNs has answered one of it, so a key or a
-/// topic that is refused costs one request, not a claim's worth.
+/// answer, and each scope one request before the service has answered one of it, so a key or
+/// a topic that is refused costs one request, not a claim's worth.
 final class AppHealth: Sendable {
     enum Phase: Equatable {
         case healthy
@@ -18,7 +19,7 @@ final class AppHealth: Sendable {
         case probing
     }
 
-    /// One pausable scope: the app, or one of its topics.
+    /// One pausable part: the app, or one of its scopes.
     private struct Gate {
         var phase: Phase
         var backoff: Duration = .zero
@@ -37,11 +38,11 @@ final class AppHealth: Sendable {
         }
     }
 
-    /// A topic's gate, the request probing it, and the rows waiting for that probe.
-    private struct Topic {
+    /// A scope's gate, the request probing it, and the rows waiting for that probe.
+    private struct Scope {
         var gate = Gate(phase: .probing)
         var probeInFlight = false
-        /// Bumped whenever the topic's gate or probe changes: a row that decided to wait
+        /// Bumped whenever the scope's gate or probe changes: a row that decided to wait
         /// before a change does not wait after it.
         var generation = 0
         var waiters: [Int: CheckedContinuation<Void, Never>] = [:]
@@ -49,10 +50,10 @@ final class AppHealth: Sendable {
 
     private struct State {
         var app = Gate(phase: .probing)
-        var topics: [String: Topic] = [:]
+        var scopes: [String: Scope] = [:]
         var nextWaiterID = 0
         var reportedHealthy = false
-        var mismatch = EnvironmentMismatchMonitor()
+        var mismatch = WrongSetupMonitor()
     }
 
     private enum Admission {
@@ -72,9 +73,9 @@ final class AppHealth: Sendable {
         self.now = now
     }
 
-    /// Rows of `topic` waiting for its probe's answer (tests wait on it).
-    func waitingRows(topic: String) -> Int {
-        state.withLock { $0.topics[topic]?.waiters.count ?? 0 }
+    /// Rows of `scope` waiting for its probe's answer (tests wait on it).
+    func waitingRows(scope: String) -> Int {
+        state.withLock { $0.scopes[scope]?.waiters.count ?? 0 }
     }
 
     /// The whole app's phase, which the claim loop follows.
@@ -82,18 +83,18 @@ final class AppHealth: Sendable {
         state.withLock { $0.app.currentPhase(at: now()) }
     }
 
-    /// Whether a row for `topic` may be sent now: nil to send it, else how long to park it
-    /// in the queue. While the topic's probe is out the row waits here for its answer.
-    /// Every nil must be followed by `topicAnswered` or `reportProblem(topic:)`.
+    /// Whether a row for `scope` may be sent now: nil to send it, else how long to park it
+    /// in the queue. While the scope's probe is out the row waits here for its answer.
+    /// Every nil must be followed by `scopeAnswered` or `reportProblem(scope:)`.
     /// A cancelled task (the worker is stopping) gets `.zero`: back to the queue at once.
-    func admit(topic: String) async -> Duration? {
+    func admit(scope: String) async -> Duration? {
         while true {
             // Waiting returns at once for a cancelled task: without this the loop would spin.
             if Task.isCancelled { return .zero }
             let now = self.now()
             let admission = state.withLock { state -> Admission in
-                var entry = state.topics[topic, default: Topic()]
-                defer { state.topics[topic] = entry }
+                var entry = state.scopes[scope, default: Scope()]
+                defer { state.scopes[scope] = entry }
                 switch entry.gate.currentPhase(at: now) {
                 case .healthy:
                     return .send
@@ -110,12 +111,12 @@ final class AppHealth: Sendable {
             switch admission {
             case .send: return nil
             case .park(let wait): return wait
-            case .wait(let generation): await waitForProbe(of: topic, after: generation)
+            case .wait(let generation): await waitForProbe(of: scope, after: generation)
             }
         }
     }
 
-    private func waitForProbe(of topic: String, after generation: Int) async {
+    private func waitForProbe(of scope: String, after generation: Int) async {
         let id = state.withLock { state -> Int in
             defer { state.nextWaiterID += 1 }
             return state.nextWaiterID
@@ -123,52 +124,52 @@ final class AppHealth: Sendable {
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let waiting = state.withLock { state -> Bool in
-                    guard !Task.isCancelled, state.topics[topic]?.generation == generation else { return false }
-                    state.topics[topic]?.waiters[id] = continuation
+                    guard !Task.isCancelled, state.scopes[scope]?.generation == generation else { return false }
+                    state.scopes[scope]?.waiters[id] = continuation
                     return true
                 }
                 if !waiting { continuation.resume() }
             }
         } onCancel: {
-            state.withLock { $0.topics[topic]?.waiters.removeValue(forKey: id) }?.resume()
+            state.withLock { $0.scopes[scope]?.waiters.removeValue(forKey: id) }?.resume()
         }
     }
 
-    /// Pauses the app, or one topic of it. Returns the pause when this report paused it.
-    func reportProblem(topic: String? = nil) -> Duration? {
+    /// Pauses the app, or one scope of it. Returns the pause when this report paused it.
+    func reportProblem(scope: String? = nil) -> Duration? {
         let now = self.now()
         let (pause, waiters) = state.withLock { state -> (Duration?, [CheckedContinuation<Void, Never>]) in
-            guard let topic else {
+            guard let scope else {
                 state.reportedHealthy = false
                 return (state.app.pause(at: now), [])
             }
-            var entry = state.topics[topic, default: Topic()]
+            var entry = state.scopes[scope, default: Scope()]
             let pause = entry.gate.pause(at: now)
             let waiters = Self.probeEnded(&entry)
-            state.topics[topic] = entry
+            state.scopes[scope] = entry
             return (pause, waiters)
         }
         waiters.forEach { $0.resume() }
         return pause
     }
 
-    /// A row of `topic` was answered without a topic refusal. `accepted`: APNs answered it
-    /// past its credential and topic checks, which opens the topic; otherwise nothing was
-    /// learned and the next row probes. Returns true when this ended a pause of the topic.
-    func topicAnswered(_ topic: String, accepted: Bool) -> Bool {
+    /// A row of `scope` was answered without a scope refusal. `accepted`: the service answered it
+    /// past its credential and scope checks, which opens the scope; otherwise nothing was
+    /// learned and the next row probes. Returns true when this ended a pause of the scope.
+    func scopeAnswered(_ scope: String, accepted: Bool) -> Bool {
         let (resumed, waiters) = state.withLock { state -> (Bool, [CheckedContinuation<Void, Never>]) in
-            guard var entry = state.topics[topic] else { return (false, []) }
+            guard var entry = state.scopes[scope] else { return (false, []) }
             let wasPaused = entry.gate.backoff != .zero
             if accepted { entry.gate = Gate(phase: .healthy) }
             let waiters = Self.probeEnded(&entry)
-            state.topics[topic] = entry
+            state.scopes[scope] = entry
             return (accepted && wasPaused, waiters)
         }
         waiters.forEach { $0.resume() }
         return resumed
     }
 
-    private static func probeEnded(_ entry: inout Topic) -> [CheckedContinuation<Void, Never>] {
+    private static func probeEnded(_ entry: inout Scope) -> [CheckedContinuation<Void, Never>] {
         entry.probeInFlight = false
         entry.generation += 1
         defer { entry.waiters.removeAll() }
@@ -187,10 +188,11 @@ final class AppHealth: Sendable {
         }
     }
 
-    /// Feeds every APNs answer (nil reason for a success) to the environment-mismatch monitor.
-    func recordAnswer(reason: String?) -> EnvironmentMismatchMonitor.Verdict {
+    /// Feeds every answer from the service to the wrong-setup monitor: `hintsWrongSetup` when
+    /// it is the kind that points at one (`Delivery.hintsWrongSetup`).
+    func recordAnswer(hintsWrongSetup: Bool) -> WrongSetupMonitor.Change {
         state.withLock { state in
-            let verdict = state.mismatch.record(reason: reason)
+            let verdict = state.mismatch.record(hintsWrongSetup: hintsWrongSetup)
             if verdict == .suspected { state.reportedHealthy = false }
             return verdict
         }

@@ -3,6 +3,7 @@ import Locking
 import PGPushCore
 import Postgres
 import PushQueue
+import PushTransport
 import Synchronization
 
 /// The claim loop: one per app, claiming what there is room for, when `ClaimSchedule` says.

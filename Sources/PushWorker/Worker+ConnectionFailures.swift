@@ -1,5 +1,6 @@
 import APNsClient
 import Foundation
+import PushTransport
 
 /// Failures to reach APNs, made visible: each is logged (`apns_connection_failed`) the
 /// first time for its app and cause, then at most once an interval with how many there
@@ -19,7 +20,7 @@ extension Worker {
 
     /// The line's fields: where, which cause, why, and for a certificate what it was and
     /// until when it was valid; for ALPN what the server picked instead of h2.
-    static func connectionFailureFields(app: String, _ failure: APNsConnectionFailure) -> [(key: String, value: Any)] {
+    static func connectionFailureFields(app: String, _ failure: ConnectionFailure) -> [(key: String, value: Any)] {
         var fields: [(key: String, value: Any)] = [
             ("app", app), ("endpoint", failure.endpoint), ("cause", failure.cause.rawValue), ("reason", failure.reason),
         ]

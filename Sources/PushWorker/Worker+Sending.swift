@@ -2,6 +2,7 @@ import Foundation
 import Locking
 import PGPushCore
 import PushQueue
+import PushTransport
 import Synchronization
 
 /// One row from claim to outcome: validate, admit (app and topic health), send, decide, record.
@@ -41,34 +42,38 @@ extension Worker {
             writer.add(.released(row))
             return
         }
-        let request: APNsRequest
-        do {
-            request = try row.notification.validated(bundleID: app.bundleID, authentication: sender.authenticationMethod)
+        await send(row, app: app, using: sender)
+    }
+
+    private func send<Sender: NotificationSender>(_ row: ClaimedNotification, app: AppConfiguration, using sender: Sender) async {
+        let request: Sender.Request
+        do throws(RowRefusal) {
+            request = try sender.prepare(row.notification)
         } catch {
             let outcome = OutcomeDecider(retry: app.retry).rejected(row, error)
             writer.add(outcome)
             metrics.recordOutcome(app: app.name, outcome)
             counters.withLock { $0.failed += 1 }
-            log.info("notification_rejected", ["id": row.id, "app": app.name, "reason": error.reason.rawValue,
-                                               "detail": error.message])
+            log.info("notification_rejected", ["id": row.id, "app": app.name, "reason": error.reason, "detail": error.detail])
             return
         }
-        if let wait = await health[app.name]?.admit(topic: request.topic) {
-            // Its topic is paused: back to the queue unsent and uncounted, last answer kept.
+        let scope = sender.scope(of: request)
+        if let scope, let wait = await health[app.name]?.admit(scope: scope) {
+            // Its scope is paused: back to the queue unsent and uncounted, last answer kept.
             put(Outcome(id: row.id, claimCount: row.claimCount, disposition: .retry(after: wait, countsAsAttempt: false)), app: app)
             return
         }
-        let result = await sender.send(request)
-        metrics.recordLatency(result.latency)
-        if let failure = result.failure, failure.cause == .responseTooLarge {
+        let delivery = await sender.send(request)
+        metrics.recordLatency(delivery.latency)
+        if let failure = delivery.failure, failure.cause == .responseTooLarge {
             // The row follows the no-answer rule like a deadline; the line says which bound the
             // other side went past (body or header list, with the limit).
             repeated.warning("response_too_large", key: app.name, ["app": app.name, "detail": failure.detail])
         }
-        let decision = random.withLock { OutcomeDecider(retry: app.retry).decide(row, result, using: &$0) }
-        put(decision.outcome, app: app)
-        metrics.recordOutcome(app: app.name, decision.outcome)
-        record(decision, row: row, topic: request.topic, app: app)
+        let outcome = random.withLock { OutcomeDecider(retry: app.retry).decide(row, delivery, using: &$0) }
+        put(outcome, app: app)
+        metrics.recordOutcome(app: app.name, outcome)
+        record(delivery, outcome: outcome, row: row, scope: scope, app: app, sender: sender)
     }
 
     /// Hands an outcome to the writer; a row put back is claimed again when it comes due
@@ -80,8 +85,10 @@ extension Worker {
         }
     }
 
-    func record(_ decision: OutcomeDecider.Decision, row: ClaimedNotification, topic: String, app: AppConfiguration) {
-        let outcome = decision.outcome
+    /// Counts the outcome, logs an answer that was not a delivery, and tells the app's
+    /// health what the delivery proved or refused.
+    func record(_ delivery: Delivery, outcome: Outcome, row: ClaimedNotification, scope: String?, app: AppConfiguration,
+                sender: some NotificationSender) {
         counters.withLock { counters in
             counters.sent += 1
             switch outcome.disposition {
@@ -92,52 +99,46 @@ extension Worker {
         }
         if outcome.recordsError {
             let recipient = row.notification.channelID.map { ("channel", $0) } ?? ("token", row.notification.deviceToken)
-            log.info("apns_error", ["id": row.id, "app": app.name, recipient.0: recipient.1,
+            log.info("send_error", ["id": row.id, "app": app.name, "service": sender.service.rawValue, recipient.0: recipient.1,
                                     "status": outcome.httpStatus.map(String.init) ?? "none",
                                     "reason": outcome.reason ?? "none", "outcome": Self.describe(outcome.disposition)])
         }
         guard let appHealth = health[app.name] else { return }
-        if outcome.httpStatus != nil {
-            switch appHealth.recordAnswer(reason: outcome.disposition == .delivered ? nil : outcome.reason) {
+        if let hint = delivery.hintsWrongSetup {
+            switch appHealth.recordAnswer(hintsWrongSetup: hint) {
             case .suspected:
-                log.error("environment_mismatch_suspected", [
-                    "app": app.name, "environment": app.environment.rawValue,
-                    "why": "most recent answers are BadDeviceToken: tokens may belong to the other APNs environment"])
-                reportHealth(app: app.name, healthy: false, reason: Self.environmentMismatch)
+                let wrongSetup = sender.wrongSetup
+                log.error("wrong_setup_suspected", ["app": app.name, "service": sender.service.rawValue, "why": wrongSetup.why])
+                reportHealth(app: app.name, healthy: false, reason: wrongSetup.reason)
             case .cleared:
                 reportHealth(app: app.name, healthy: true, reason: nil)
             case .unchanged:
                 break
             }
         }
-        // An answer APNs gave past its credential checks proves the app's credentials and,
-        // unless it refused the topic, the topic.
-        let passedChecks = outcome.httpStatus.map { (200..<500).contains($0) } ?? false
-        switch decision.action {
-        case .pause(.topic):
-            if let pause = appHealth.reportProblem(topic: topic) {
-                log.error("topic_paused", ["app": app.name, "topic": topic, "reason": decision.pauseReason ?? "", "retry_in": pause])
-                reportHealth(app: app.name, topic: topic, healthy: false, reason: decision.pauseReason)
+        switch delivery.verdict {
+        case .paused(.requestScope, let reason) where scope != nil:
+            let scope = scope ?? ""
+            if let pause = appHealth.reportProblem(scope: scope) {
+                log.error("scope_paused", ["app": app.name, "scope": scope, "reason": reason, "retry_in": pause])
+                reportHealth(app: app.name, topic: scope, healthy: false, reason: reason)
             }
-        case .pause(.app):
-            _ = appHealth.topicAnswered(topic, accepted: false)
+        case .paused(_, let reason):
+            if let scope { _ = appHealth.scopeAnswered(scope, accepted: false) }
             if let pause = appHealth.reportProblem() {
-                log.error("app_paused", ["app": app.name, "reason": decision.pauseReason ?? "", "retry_in": pause])
-                reportHealth(app: app.name, healthy: false, reason: decision.pauseReason)
+                log.error("app_paused", ["app": app.name, "service": sender.service.rawValue, "reason": reason, "retry_in": pause])
+                reportHealth(app: app.name, healthy: false, reason: reason)
             }
         default:
-            if appHealth.topicAnswered(topic, accepted: passedChecks) {
-                log.info("topic_resumed", ["app": app.name, "topic": topic])
-                reportHealth(app: app.name, topic: topic, healthy: true, reason: nil)
+            if let scope, appHealth.scopeAnswered(scope, accepted: delivery.provesCredentials) {
+                log.info("scope_resumed", ["app": app.name, "scope": scope])
+                reportHealth(app: app.name, topic: scope, healthy: true, reason: nil)
             }
-            if passedChecks, appHealth.reportSuccess() {
+            if delivery.provesCredentials, appHealth.reportSuccess() {
                 reportHealth(app: app.name, healthy: true, reason: nil)
             }
         }
     }
-
-    /// The `app_health` reason when most answers are BadDeviceToken.
-    static let environmentMismatch = "LikelyEnvironmentMismatch"
 
     func reportHealth(app: String, topic: String? = nil, healthy: Bool, reason: String?) {
         metrics.recordHealth(app: app, topic: topic, healthy: healthy)

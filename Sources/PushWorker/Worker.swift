@@ -3,6 +3,7 @@ import Foundation
 import Locking
 import PGPushCore
 import PushQueue
+import PushTransport
 import Synchronization
 
 /// `pgpush run`: claims rows, sends them, writes outcomes.
@@ -45,7 +46,7 @@ public final class Worker: Sendable {
     /// 13 KB (BENCHMARKS.md), and a row held here is a row other workers cannot take.
     static let inFlightPerConnection = 250
 
-    public init(configuration: WorkerConfiguration, senders: [String: any NotificationSender], log: Log = Log()) throws {
+    package init(configuration: WorkerConfiguration, senders: [String: any NotificationSender], log: Log = Log()) throws {
         // `load` checks these; a configuration built in code meets them here, not as a trap in
         // the dictionaries below or as an app count no worker carries.
         try WorkerConfiguration.checkAppCount(configuration.apps.count)
@@ -81,7 +82,7 @@ public final class Worker: Sendable {
         switch path {
         case "/metrics":
             var connections: [String: (live: Int, rateLimiterWaits: Int, requests: Int)] = [:]
-            var failures: [String: [APNsConnectionFailure.Cause: Int]] = [:]
+            var failures: [String: [ConnectionFailure.Cause: Int]] = [:]
             for (app, sender) in senders {
                 let statistics = sender.statistics
                 connections[app] = (statistics.liveConnections, statistics.rateLimiterWaits, statistics.requestsSent)

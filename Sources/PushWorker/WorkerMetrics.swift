@@ -3,6 +3,7 @@ import Foundation
 import Locking
 import PGPushCore
 import PushQueue
+import PushTransport
 
 /// What the worker counts for Prometheus: outcomes by app and reason, send
 /// latency, queue depth as last seen, app and topic health. Written from many
@@ -177,9 +178,9 @@ final class WorkerMetrics: Sendable {
     }
 
     /// Prometheus text format (version 0.0.4).
-    /// `connectionFailures`: per app, connection failures by cause (`APNsClientStatistics.connectionFailuresByCause`).
+    /// `connectionFailures`: per app, connection failures by cause (`SenderStatistics.connectionFailuresByCause`).
     func render(connections: [String: (live: Int, rateLimiterWaits: Int, requests: Int)],
-                connectionFailures: [String: [APNsConnectionFailure.Cause: Int]] = [:]) -> String {
+                connectionFailures: [String: [ConnectionFailure.Cause: Int]] = [:]) -> String {
         let snapshot = state.withLock { $0 }
         var text = ""
         text += "# HELP pgpush_notifications_total Notifications finished or rescheduled by this worker, by outcome and reason.\n"
@@ -264,7 +265,7 @@ final class WorkerMetrics: Sendable {
             + "protocol_error, io_error); the log line apns_connection_failed says why.\n"
         text += "# TYPE pgpush_apns_connection_failures_total counter\n"
         for app in Set(apps).union(connectionFailures.keys).sorted() {
-            for cause in APNsConnectionFailure.Cause.allCases.sorted() {
+            for cause in ConnectionFailure.Cause.allCases.sorted() {
                 let count = connectionFailures[app]?[cause] ?? 0
                 text += "pgpush_apns_connection_failures_total{app=\(Self.label(app)),cause=\(Self.label(cause.rawValue))} \(count)\n"
             }

@@ -192,7 +192,7 @@ enum DoctorCommand {
             return true
         } catch let error as ConnectError {
             // The same cause and particulars as the worker's apns_connection_failed line.
-            if let failure = APNsConnectionFailure(endpoint: endpoint.hostAndPort, error: error) {
+            if let failure = ConnectionFailure(endpoint: endpoint.hostAndPort, error: error) {
                 report.fail(subject, "cannot connect to \(failure.endpoint) (\(failure.cause.rawValue)): \(failure.detail)")
             } else {
                 report.fail(subject, "\(error)")
@@ -232,12 +232,12 @@ enum DoctorCommand {
     }
 
     /// What APNs's answer to the made-up token says about the app's credentials and topic.
-    static func verdict(on result: DeliveryResult, app: AppConfiguration, topic: String,
+    static func verdict(on result: Delivery, app: AppConfiguration, topic: String,
                         connectError: String?) -> (passed: Bool, detail: String) {
         let accepted = "APNs accepted the credentials for topic \(topic)"
         if let failure = result.failure {
             // A connection ended by GOAWAY carries APNs's reason: a 403 one is a credential verdict.
-            if let reason = failure.apnsReason.flatMap(APNsReason.init(rawValue:)), reason.status == 403 {
+            if let reason = failure.serviceReason.flatMap(APNsReason.init(rawValue:)), reason.status == 403 {
                 return (false, refusedCredentials(reason.rawValue, app: app, how: "closed the connection (GOAWAY)"))
             }
             var detail = "no answer from APNs: \(failure)"
@@ -307,3 +307,4 @@ struct DoctorReport: Sendable {
 }
 
 import Locking
+import PushTransport

@@ -4,6 +4,7 @@ import HTTP2TLS
 import Locking
 import PushWorker
 import Synchronization
+import PushTransport
 
 enum RunCommand {
     static let help = """

@@ -48,6 +48,13 @@ typealias FakeAPNsBehaviour = @Sendable (_ request: ServerRequest, _ responder: 
 /// An HTTP/2 server that answers like APNs (200 with `apns-id` and `apns-unique-id`, or an
 /// error JSON) and records every arrival with its time.
 final class FakeAPNs: HTTP2ServerHandler {
+    /// The `apns-unique-id` the fake gives: a UUID whose first group is fixed and whose last
+    /// says which connection and stream answered.
+    static let uniqueIDPrefix = "0a0a0a0a-"
+    static func uniqueID(connection: Int, stream: Int32) -> String {
+        uniqueIDPrefix + "0000-4000-8000-" + String(format: "%06x%06x", connection & 0xFFFFFF, Int(stream) & 0xFFFFFF)
+    }
+
     let arrivals = Guarded<[Arrival]>([])
     let openedConnections = Guarded<[ServerConnectionInfo]>([])
     /// Connection id and stream id of answered requests, in the order answered.
@@ -77,7 +84,7 @@ final class FakeAPNs: HTTP2ServerHandler {
     }
 
     static func accept(_ request: ServerRequest, _ responder: FakeResponder) {
-        var headers = [HTTP2TLS.HeaderField("apns-unique-id", "unique-\(request.connectionID)-\(request.streamID)")]
+        var headers = [HTTP2TLS.HeaderField("apns-unique-id", FakeAPNs.uniqueID(connection: request.connectionID, stream: request.streamID))]
         if let id = request.headers.value(of: "apns-id") { headers.append(HTTP2TLS.HeaderField("apns-id", id)) }
         responder.respond(status: 200, headers: headers)
     }
@@ -185,13 +192,13 @@ enum ClientTestValues {
 
     /// Sends `count` requests at once and returns them with their results, in request order.
     static func sendAll(_ client: APNsClient, count: Int, authentication: AuthenticationMethod = .token) async throws
-        -> [(request: APNsRequest, result: DeliveryResult)] {
+        -> [(request: APNsRequest, result: Delivery)] {
         let requests = try (0..<count).map { try request(Int64($0), authentication: authentication) }
-        let results = await withTaskGroup(of: (Int, DeliveryResult).self) { group in
+        let results = await withTaskGroup(of: (Int, Delivery).self) { group in
             for (index, request) in requests.enumerated() {
                 group.addTask { (index, await client.send(request)) }
             }
-            return await group.reduce(into: [Int: DeliveryResult]()) { $0[$1.0] = $1.1 }
+            return await group.reduce(into: [Int: Delivery]()) { $0[$1.0] = $1.1 }
         }
         return requests.indices.compactMap { index in results[index].map { (requests[index], $0) } }
     }

@@ -129,23 +129,3 @@ struct APNsClientConfigurationTests {
         #expect(throws: APNsClientConfigurationError.self) { try configuration.validate() }
     }
 }
-
-@Suite("Delivery result: outcome classes")
-struct DeliveryResultTests {
-    @Test("answers classify through the reason catalogue; transport failures by processing")
-    func classes() {
-        #expect(DeliveryResult(status: 200).meaning() == .delivered)
-        #expect(DeliveryResult(status: 410, reason: "Unregistered").meaning() == .deadToken)
-        #expect(DeliveryResult(status: 403, reason: "ExpiredProviderToken").meaning() == .providerTokenExpired)
-        #expect(DeliveryResult(status: 400, reason: "BadTopic").meaning() == .topicRefused)
-        #expect(DeliveryResult(status: 400, reason: "BadTopic").meaning(topicWasExplicit: true) == .rowRejected)
-        let notProcessed = DeliveryFailure(processing: .notProcessed, cause: .couldNotConnect, detail: "x")
-        #expect(DeliveryResult(status: nil, failure: notProcessed).meaning() == .notProcessed)
-        let lost = DeliveryFailure(processing: .mayHaveBeenProcessed, cause: .connectionLost, detail: "x")
-        #expect(DeliveryResult(status: nil, failure: lost).meaning() == .serverTrouble)
-        let credentials = DeliveryFailure(processing: .notProcessed, cause: .credentials, detail: "x")
-        #expect(DeliveryResult(status: nil, failure: credentials).meaning() == .credentialsRefused)
-        let invalid = DeliveryFailure(processing: .notProcessed, cause: .invalidRequest, detail: "x")
-        #expect(DeliveryResult(status: nil, failure: invalid).meaning() == .rowRejected)
-    }
-}

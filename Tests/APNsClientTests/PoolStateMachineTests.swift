@@ -1,6 +1,7 @@
 @testable import APNsClient
 import Foundation
 import Testing
+import PushTransport
 
 /// Drives the pool's state machine with stand-in connections and instants advanced by
 /// hand: no sockets, no sleeping.
@@ -182,7 +183,7 @@ struct PoolStateMachineTests {
     @Test("reconnects: failures grow the backoff, a healthy connection (answered or long-lived) resets it")
     func reconnectBackoff() throws {
         var pool = machine(slots: 1)
-        let refused = APNsConnectionFailure(endpoint: "127.0.0.1:443", cause: .tcpConnect, reason: "refused")
+        let refused = ConnectionFailure(endpoint: "127.0.0.1:443", cause: .tcpConnect, reason: "refused")
         #expect(pool.startMustWait)
         _ = pool.connectAttemptBegins(slot: 0)
         let (firstStep, firstActions) = pool.connectFailed(slot: 0, failure: refused)

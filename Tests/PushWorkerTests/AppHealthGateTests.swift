@@ -19,14 +19,14 @@ import Testing
 
     @Test func rowsOfATopicWaitForItsProbeAndGoWhenItIsAccepted() async throws {
         let health = AppHealth()
-        #expect(await health.admit(topic: "com.example.app") == nil)
-        let waiting = Task { await health.admit(topic: "com.example.app") }
+        #expect(await health.admit(scope: "com.example.app") == nil)
+        let waiting = Task { await health.admit(scope: "com.example.app") }
         // Another topic has a probe of its own and does not wait.
-        #expect(await health.admit(topic: "com.example.app.voip") == nil)
-        #expect(try await eventually { health.waitingRows(topic: "com.example.app") == 1 })
-        _ = health.topicAnswered("com.example.app", accepted: true)
+        #expect(await health.admit(scope: "com.example.app.voip") == nil)
+        #expect(try await eventually { health.waitingRows(scope: "com.example.app") == 1 })
+        _ = health.scopeAnswered("com.example.app", accepted: true)
         #expect(await waiting.value == nil)
-        #expect(await health.admit(topic: "com.example.app") == nil)
+        #expect(await health.admit(scope: "com.example.app") == nil)
     }
 
     @Test func aRefusedTopicParksTheRowsThatWaitedForItsProbe() async throws {
@@ -34,11 +34,11 @@ import Testing
         // pause, and would then rightly probe instead of parking.
         let frozen = ContinuousClock.now
         let health = AppHealth(now: { frozen })
-        #expect(await health.admit(topic: "com.example.app.voip") == nil)
-        let waiting = Task { await health.admit(topic: "com.example.app.voip") }
+        #expect(await health.admit(scope: "com.example.app.voip") == nil)
+        let waiting = Task { await health.admit(scope: "com.example.app.voip") }
         // The row is waiting once it is registered, however late its task starts.
-        #expect(try await eventually { health.waitingRows(topic: "com.example.app.voip") == 1 })
-        #expect(health.reportProblem(topic: "com.example.app.voip") == AppHealth.firstPause)
+        #expect(try await eventually { health.waitingRows(scope: "com.example.app.voip") == 1 })
+        #expect(health.reportProblem(scope: "com.example.app.voip") == AppHealth.firstPause)
         let parked = try #require(await waiting.value)
         #expect(parked == AppHealth.firstPause)
         // The app itself is not paused by a topic.
@@ -47,10 +47,10 @@ import Testing
 
     @Test func aStoppingWorkersWaitingRowGoesBackAtOnce() async throws {
         let health = AppHealth()
-        #expect(await health.admit(topic: "com.example.app") == nil)
-        let waiting = Task { await health.admit(topic: "com.example.app") }
+        #expect(await health.admit(scope: "com.example.app") == nil)
+        let waiting = Task { await health.admit(scope: "com.example.app") }
         // The row is waiting once it is registered, however late its task starts.
-        #expect(try await eventually { health.waitingRows(topic: "com.example.app") == 1 })
+        #expect(try await eventually { health.waitingRows(scope: "com.example.app") == 1 })
         waiting.cancel()
         #expect(await waiting.value == .zero)
     }

@@ -3,8 +3,11 @@ import Foundation
 import PGPushCore
 @testable import PushWorker
 import PushQueue
+import PushTransport
 import Testing
 
+/// APNs answers through `DeliveryPolicy` and then the shared `OutcomeDecider`: the whole pure
+/// path from an answer to the row's outcome.
 @Suite struct OutcomeDeciderTests {
     let decider = OutcomeDecider(retry: .default)
 
@@ -17,108 +20,110 @@ import Testing
             claimCount: claimCount, attempts: attempts)
     }
 
-    func decide(_ answer: DeliveryResult, attempts: Int = 1, resends: Int = 0) -> OutcomeDecider.Decision {
-        var random = SeededRandomNumberGenerator(seed: 42)
-        var result = answer
-        result.resends = resends
-        return decider.decide(row(attempts: attempts), result, using: &random)
+    func answer(_ status: Int, _ reason: String? = nil, timestamp: Date? = nil, uniqueID: String? = nil,
+                topicIsExplicit: Bool = false) -> Delivery {
+        DeliveryPolicy.delivery(status: status, body: reason.map { APNsErrorBody(reason: $0, timestamp: timestamp) },
+                                uniqueID: uniqueID, topicIsExplicit: topicIsExplicit)
     }
 
-    func failure(_ processing: Processing, _ cause: DeliveryFailure.Cause, goAwayReason: String? = nil) -> DeliveryResult {
-        DeliveryResult(status: nil, failure: DeliveryFailure(processing: processing, cause: cause, apnsReason: goAwayReason, detail: "test"))
+    func decide(_ delivery: Delivery, attempts: Int = 1) -> Outcome {
+        var random = SeededRandomNumberGenerator(seed: 42)
+        return decider.decide(row(attempts: attempts), delivery, using: &random)
+    }
+
+    func failure(_ processing: Processing, _ cause: DeliveryFailure.Cause, goAwayReason: String? = nil) -> Delivery {
+        DeliveryPolicy.delivery(failure: DeliveryFailure(processing: processing, cause: cause, serviceReason: goAwayReason,
+                                                         detail: "test"), topicIsExplicit: false)
     }
 
     @Test func deliveredKeepsTheLeaseClaim() {
-        let decision = decide(DeliveryResult(status: 200, reason: nil, timestamp: nil))
-        #expect(decision.outcome == Outcome(id: 7, claimCount: 3, disposition: .delivered, httpStatus: 200))
-        #expect(decision.pauseReason == nil)
+        #expect(decide(answer(200)) == Outcome(id: 7, claimCount: 3, disposition: .delivered, httpStatus: 200))
     }
 
     @Test func serverErrorsRetryThreeTimesWithinOneToFiveSecondsThenFail() throws {
         for attempts in 1...3 {
-            let decision = decide(DeliveryResult(status: 503, reason: "ServiceUnavailable", timestamp: nil), attempts: attempts)
-            guard case .retry(let delay, let counts) = decision.outcome.disposition else {
-                Issue.record("attempt \(attempts) should retry, got \(decision.outcome.disposition)")
+            let outcome = decide(answer(503, "ServiceUnavailable"), attempts: attempts)
+            guard case .retry(let delay, let counts) = outcome.disposition else {
+                Issue.record("attempt \(attempts) should retry, got \(outcome.disposition)")
                 continue
             }
             #expect(counts)
             #expect(delay >= .seconds(1) && delay <= .seconds(5))
-            #expect(decision.outcome.recordsError)
-            #expect(decision.outcome.reason == "ServiceUnavailable")
+            #expect(outcome.recordsError)
+            #expect(outcome.reason == "ServiceUnavailable")
         }
-        let last = decide(DeliveryResult(status: 500, reason: "InternalServerError", timestamp: nil), attempts: 4)
-        #expect(last.outcome.disposition == .failed)
+        let last = decide(answer(500, "InternalServerError"), attempts: 4)
+        #expect(last.disposition == .failed)
         let silent = decide(failure(.mayHaveBeenProcessed, .deadlineExceeded), attempts: 4)
-        #expect(silent.outcome.disposition == .failed)
-        #expect(silent.outcome.reason == "DeadlineExceeded")
-        #expect(silent.outcome.httpStatus == nil)
+        #expect(silent.disposition == .failed)
+        #expect(silent.reason == "DeadlineExceeded")
+        #expect(silent.httpStatus == nil)
     }
 
     @Test func unregisteredFailsAndInvalidatesWithApplesTimestamp() {
         let when = Date(timeIntervalSince1970: 1_700_000_000)
-        let decision = decide(DeliveryResult(status: 410, reason: "Unregistered", timestamp: when))
-        #expect(decision.outcome.disposition == .failed)
-        #expect(decision.outcome.invalidatesToken)
-        #expect(decision.outcome.appleTimestamp == when)
-        #expect(decision.outcome.recordsError)
+        let outcome = decide(answer(410, "Unregistered", timestamp: when))
+        #expect(outcome.disposition == .failed)
+        #expect(outcome.invalidatesToken)
+        #expect(outcome.appleTimestamp == when)
+        #expect(outcome.recordsError)
     }
 
     @Test func credentialErrorsHoldTheRowAndPauseTheApp() {
-        let decision = decide(DeliveryResult(status: 403, reason: "InvalidProviderToken", timestamp: nil))
-        #expect(decision.outcome.disposition == .retry(after: DeliveryPolicy.pausedRowDelay, countsAsAttempt: false))
-        #expect(decision.action == .pause(.app))
-        #expect(decision.pauseReason == "InvalidProviderToken")
+        let delivery = answer(403, "InvalidProviderToken")
+        #expect(decide(delivery).disposition == .retry(after: RetryRules.pausedRowDelay, countsAsAttempt: false))
+        #expect(delivery.verdict == .paused(.service, reason: "InvalidProviderToken"))
     }
 
     @Test func aRefusedFreshProviderTokenSaysWhatToCheck() {
-        let decision = decide(DeliveryResult(status: 403, reason: "ExpiredProviderToken", timestamp: nil))
-        #expect(decision.action == .pause(.app))
-        #expect(decision.pauseReason?.contains("clock") == true)
-        #expect(decision.outcome.reason == "ExpiredProviderToken")
+        let delivery = answer(403, "ExpiredProviderToken")
+        guard case .paused(.service, let reason) = delivery.verdict else {
+            Issue.record("expected the app paused, got \(delivery.verdict)")
+            return
+        }
+        #expect(reason.contains("clock"))
+        #expect(decide(delivery).reason == "ExpiredProviderToken")
     }
 
     @Test func aGoAwayReasonIsTheRowsReasonAndPausesTheApp() {
-        let decision = decide(failure(.notProcessed, .goAway, goAwayReason: "BadCertificateEnvironment"))
-        #expect(decision.action == .pause(.app))
-        #expect(decision.outcome.reason == "BadCertificateEnvironment")
-        #expect(decision.outcome.disposition == .retry(after: DeliveryPolicy.pausedRowDelay, countsAsAttempt: false))
+        let delivery = failure(.notProcessed, .goAway, goAwayReason: "BadCertificateEnvironment")
+        #expect(delivery.verdict == .paused(.service, reason: "BadCertificateEnvironment"))
+        #expect(decide(delivery).reason == "BadCertificateEnvironment")
+        #expect(decide(delivery).disposition == .retry(after: RetryRules.pausedRowDelay, countsAsAttempt: false))
     }
 
     @Test func aTopicAnswerPausesTheTopicOnlyUnlessTheRowNamedIt() {
-        let decision = decide(DeliveryResult(status: 400, reason: "TopicDisallowed"))
-        #expect(decision.action == .pause(.topic))
+        #expect(answer(400, "TopicDisallowed").verdict == .paused(.requestScope, reason: "TopicDisallowed"))
         var random = SeededRandomNumberGenerator(seed: 1)
-        let own = decider.decide(row(topic: "com.example.app.voip"), DeliveryResult(status: 400, reason: "TopicDisallowed"),
+        let own = decider.decide(row(topic: "com.example.app.voip"), answer(400, "TopicDisallowed", topicIsExplicit: true),
                                  using: &random)
-        #expect(own.outcome.disposition == .failed)
-        let notForTopic = decider.decide(row(topic: "com.other.app"), DeliveryResult(status: 400, reason: "DeviceTokenNotForTopic"),
+        #expect(own.disposition == .failed)
+        let notForTopic = decider.decide(row(topic: "com.other.app"), answer(400, "DeviceTokenNotForTopic", topicIsExplicit: true),
                                          using: &random)
-        #expect(notForTopic.outcome.disposition == .failed)
-        #expect(!notForTopic.outcome.invalidatesToken)
+        #expect(notForTopic.disposition == .failed)
+        #expect(!notForTopic.invalidatesToken)
     }
 
     @Test func theAnswersUniqueIDIsKept() {
         let id = UUID()
-        let decision = decide(DeliveryResult(status: 200, apnsUniqueID: id.uuidString.lowercased()))
-        #expect(decision.outcome.apnsUniqueID == id)
+        #expect(decide(answer(200, uniqueID: id.uuidString.lowercased())).apnsUniqueID == id)
     }
 
     @Test func notProcessedGoesBackWithoutAnAttemptOrAnErrorRow() {
-        let decision = decide(failure(.notProcessed, .refusedStream), resends: 0)
-        guard case .retry(_, let counts) = decision.outcome.disposition else {
-            Issue.record("expected a retry, got \(decision.outcome.disposition)")
+        let outcome = decide(failure(.notProcessed, .refusedStream))
+        guard case .retry(_, let counts) = outcome.disposition else {
+            Issue.record("expected a retry, got \(outcome.disposition)")
             return
         }
         #expect(!counts)
-        #expect(!decision.outcome.recordsError)
-        #expect(decision.outcome.keepsLastAnswer)
+        #expect(!outcome.recordsError)
+        #expect(outcome.keepsLastAnswer)
     }
 
     @Test func tooManyRequestsBacksOffExponentially() {
         var previous = Duration.zero
         for attempts in 1...4 {
-            guard case .retry(let delay, true) = decide(DeliveryResult(status: 429, reason: "TooManyRequests", timestamp: nil),
-                                                        attempts: attempts).outcome.disposition else {
+            guard case .retry(let delay, true) = decide(answer(429, "TooManyRequests"), attempts: attempts).disposition else {
                 Issue.record("429 should retry")
                 return
             }
@@ -129,7 +134,7 @@ import Testing
     }
 
     @Test func rejectedRowsFailWithThePGPushReason() {
-        let outcome = decider.rejected(row(), ValidationFailure(.invalidPayload, "not JSON"))
+        let outcome = decider.rejected(row(), RowRefusal(reason: "InvalidPayload", detail: "not JSON"))
         #expect(outcome.disposition == .failed)
         #expect(outcome.reason == "InvalidPayload")
         #expect(outcome.httpStatus == nil)
@@ -143,25 +148,24 @@ import Testing
         // Four counted attempts, and five earlier uncounted returns to the queue (9 claims).
         let row = OutcomeDeciderTests().row(attempts: 4, claimCount: 9)
         var random = SeededRandomNumberGenerator(seed: 1)
-        var refused = DeliveryResult(status: nil, failure: DeliveryFailure(processing: .notProcessed, cause: .refusedStream, detail: "t"))
-        refused.resends = 2
-        let decision = decider.decide(row, refused, using: &random)
-        #expect(decision.outcome.disposition == .failed)
-        #expect(decision.outcome.recordsError)
-        #expect(decision.outcome.reason == "RefusedStream")
+        let refused = OutcomeDeciderTests().failure(.notProcessed, .refusedStream)
+        let outcome = decider.decide(row, refused, using: &random)
+        #expect(outcome.disposition == .failed)
+        #expect(outcome.recordsError)
+        #expect(outcome.reason == "RefusedStream")
     }
 
     @Test func refusedStreamsGoBackUncountedWhileUnderTheRequeueCap() {
         let decider = OutcomeDecider(retry: .default)
         var random = SeededRandomNumberGenerator(seed: 1)
-        var refused = DeliveryResult(status: nil, failure: DeliveryFailure(processing: .notProcessed, cause: .goAway, detail: "t"))
+        var refused = OutcomeDeciderTests().failure(.notProcessed, .goAway)
         refused.resends = 2
         // The client resent twice already in this claim; the row itself was never requeued.
-        let decision = decider.decide(OutcomeDeciderTests().row(attempts: 1, claimCount: 1), refused, using: &random)
-        guard case .retry(_, false) = decision.outcome.disposition else {
-            Issue.record("expected an uncounted requeue, got \(decision.outcome.disposition)")
+        let outcome = decider.decide(OutcomeDeciderTests().row(attempts: 1, claimCount: 1), refused, using: &random)
+        guard case .retry(_, false) = outcome.disposition else {
+            Issue.record("expected an uncounted requeue, got \(outcome.disposition)")
             return
         }
-        #expect(!decision.outcome.recordsError)
+        #expect(!outcome.recordsError)
     }
 }

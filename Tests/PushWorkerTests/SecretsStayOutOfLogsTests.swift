@@ -32,7 +32,7 @@ import Testing
         let keyFile = harness.directory.appendingPathComponent("AuthKey.p8").path
         let keyBody = try String(contentsOfFile: keyFile, encoding: .utf8).split(separator: "\n").dropFirst().first.map(String.init) ?? "?"
         let log = lines.withLock { $0.joined() }
-        #expect(log.contains("apns_error"))
+        #expect(log.contains("send_error"))
         #expect(!log.contains("eyJ"), "a JWT header (base64url of {\"alg\"…) reached the log")
         #expect(!log.contains("PRIVATE KEY"))
         #expect(!log.contains(keyBody))

@@ -2,6 +2,7 @@ import Foundation
 import Postgres
 import PGPushCore
 import PGPushTestSupport
+import PushTransport
 import PushWorker
 
 /// Rows for a scenario and the polling that tells when they have settled.

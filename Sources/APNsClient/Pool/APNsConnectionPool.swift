@@ -1,5 +1,6 @@
 import HTTP2TLS
 import Locking
+import PushTransport
 
 /// Keeps an app's HTTP/2 connections to APNs open and hands them out to requests.
 ///
@@ -81,7 +82,7 @@ final class APNsConnectionPool: Sendable {
     private let shared: Locked<Shared>
     private let clock = ContinuousClock()
     /// Told of every connection failure, outside the pool's lock (the worker logs and counts them).
-    private let failureObserver = Locked<(@Sendable (APNsConnectionFailure) -> Void)?>(nil)
+    private let failureObserver = Locked<(@Sendable (ConnectionFailure) -> Void)?>(nil)
 
     init(endpoint: APNsEndpoint, connections: Int, ratePerConnection: Int?, backoff: ReconnectBackoff,
          transport: HTTP2Client, connectionConfiguration: HTTP2ClientConfiguration, statistics: StatisticsRecorder) {
@@ -96,7 +97,7 @@ final class APNsConnectionPool: Sendable {
     }
 
     var lastConnectError: String? { shared.withLock { $0.machine.lastConnectError } }
-    var lastConnectFailure: APNsConnectionFailure? { shared.withLock { $0.machine.lastConnectFailure } }
+    var lastConnectFailure: ConnectionFailure? { shared.withLock { $0.machine.lastConnectFailure } }
     var liveConnections: Int { shared.withLock { $0.machine.liveConnections } }
     /// Connections whose rate is lowered because 429s spread.
     var throttledConnections: Int { shared.withLock { $0.machine.throttledConnections } }
@@ -222,7 +223,7 @@ final class APNsConnectionPool: Sendable {
             do {
                 connection = try await transport.connect(host: endpoint.host, port: endpoint.port, configuration: connectionConfiguration)
             } catch {
-                guard let failure = APNsConnectionFailure(endpoint: endpoint.hostAndPort, error: error) else { return }
+                guard let failure = ConnectionFailure(endpoint: endpoint.hostAndPort, error: error) else { return }
                 report(failure)
                 step = handle { $0.connectFailed(slot: slot, failure: failure) }
                 continue
@@ -258,7 +259,7 @@ final class APNsConnectionPool: Sendable {
         for await event in connection.events {
             switch event {
             case .closed(let reason):
-                if let failure = APNsConnectionFailure(endpoint: endpoint.hostAndPort, closeReason: reason) {
+                if let failure = ConnectionFailure(endpoint: endpoint.hostAndPort, closeReason: reason) {
                     report(failure)
                 }
                 handle { $0.connectionStopped(slot: slot, connection: connection, at: clock.now) }
@@ -274,12 +275,12 @@ final class APNsConnectionPool: Sendable {
     // MARK: failures
 
     /// `observer` is told of each connection failure from now on (one observer; a later one replaces it).
-    func onConnectionFailure(_ observer: @escaping @Sendable (APNsConnectionFailure) -> Void) {
+    func onConnectionFailure(_ observer: @escaping @Sendable (ConnectionFailure) -> Void) {
         failureObserver.withLock { $0 = observer }
     }
 
     /// Counts a failure by cause (those at connect also as `connectFailures`) and tells the observer.
-    private func report(_ failure: APNsConnectionFailure) {
+    private func report(_ failure: ConnectionFailure) {
         statistics.update {
             if failure.duringConnect { $0.connectFailures += 1 }
             $0.connectionFailuresByCause[failure.cause, default: 0] += 1

@@ -1,3 +1,5 @@
+import PushTransport
+
 /// Every decision of the connection pool, with no I/O: which connection a request goes to,
 /// who waits and who is woken, when a slot reconnects, when shutdown may proceed.
 ///
@@ -85,7 +87,7 @@ struct PoolStateMachine<Connection: AnyObject & Sendable> {
     /// The last provider token APNs refused: a request that read it just before the
     /// renewal must not take it to a fresh connection.
     private var refusedJWT: String?
-    private(set) var lastConnectFailure: APNsConnectionFailure?
+    private(set) var lastConnectFailure: ConnectionFailure?
     var lastConnectError: String? { lastConnectFailure?.description }
     /// The transport takes one stream per connection until its first answer, which then
     /// opens it to many: every waiter looks again.
@@ -277,7 +279,7 @@ struct PoolStateMachine<Connection: AnyObject & Sendable> {
         return true
     }
 
-    mutating func connectFailed(slot: Int, failure: APNsConnectionFailure) -> (KeeperStep, Actions) {
+    mutating func connectFailed(slot: Int, failure: ConnectionFailure) -> (KeeperStep, Actions) {
         lastConnectFailure = failure
         var actions = Actions()
         let failures = failuresSoFar(slot: slot) + 1

@@ -1,5 +1,6 @@
-/// Counters of one `APNsClient` since it was created (for the `workers` row, logs and tests).
-public struct APNsClientStatistics: Sendable, Equatable {
+/// Counters of one sender (one app's connections to one service) since it was created, for
+/// metrics, logs and tests.
+public struct SenderStatistics: Sendable, Equatable {
     /// HTTP/2 requests written or attempted, resends included.
     public var requestsSent = 0
     /// Answers received, by HTTP status.
@@ -9,8 +10,9 @@ public struct APNsClientStatistics: Sendable, Equatable {
     public var failuresMayHaveBeenProcessed = 0
     /// Invisible resends (refused, GOAWAY, ExpiredProviderToken, TooManyProviderTokenUpdates).
     public var resends = 0
-    /// Provider tokens re-signed after 403 ExpiredProviderToken.
-    public var providerTokenRefreshes = 0
+    /// Credentials renewed after the service refused them (APNs provider tokens re-signed after
+    /// 403 ExpiredProviderToken, FCM access tokens exchanged again after a 401).
+    public var credentialRenewals = 0
     /// Sends that had to wait for the rate limiter, and for how long in total.
     public var rateLimiterWaits = 0
     public var rateLimiterWaitTime: Duration = .zero
@@ -21,7 +23,7 @@ public struct APNsClientStatistics: Sendable, Equatable {
     public var connectFailures = 0
     /// Connect attempts that failed and open connections that ended on a protocol or I/O
     /// error, by cause.
-    public var connectionFailuresByCause: [APNsConnectionFailure.Cause: Int] = [:]
+    public var connectionFailuresByCause: [ConnectionFailure.Cause: Int] = [:]
     /// Connections currently taking requests.
     public var liveConnections = 0
     /// Connections whose rate is currently lowered because 429s spread.

@@ -1,12 +1,13 @@
-/// Watches an app's recent answers for the sign of a wrong environment.
+/// Watches an app's recent answers from one service for the sign of a wrong setup.
 ///
-/// A sandbox token sent to production (or the reverse) is answered 400
-/// `BadDeviceToken`, exactly like a dead token. One
-/// such answer says nothing; when most of an app's recent answers are
-/// `BadDeviceToken`, the likelier story is that the app talks to the wrong
-/// environment, and the operator should hear it (app health).
-public struct EnvironmentMismatchMonitor: Sendable {
-    public enum Verdict: Equatable, Sendable {
+/// Some answers look like one bad row but, when most answers are of that kind, tell of a
+/// wrong configuration: APNs answers a sandbox token sent to production (or the reverse)
+/// 400 `BadDeviceToken`, exactly like a dead token; FCM answers tokens of another Firebase
+/// project `SENDER_ID_MISMATCH`. One such answer says nothing; when most of the recent
+/// ones are, the likelier story is the setup, and the operator should hear it (app health).
+/// Which answers hint at it is the service's policy (`Delivery.hintsWrongSetup`).
+public struct WrongSetupMonitor: Sendable {
+    public enum Change: Equatable, Sendable {
         case unchanged
         case suspected
         case cleared
@@ -31,8 +32,7 @@ public struct EnvironmentMismatchMonitor: Sendable {
     }
 
     /// Records one APNs answer (nil reason for a success) and says whether the suspicion changed.
-    public mutating func record(reason: String?) -> Verdict {
-        let isBad = reason == APNsReason.badDeviceToken.rawValue
+    public mutating func record(hintsWrongSetup isBad: Bool) -> Change {
         if recent.count < window {
             recent.append(isBad)
         } else {

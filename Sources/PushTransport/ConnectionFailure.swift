@@ -1,11 +1,11 @@
 import Foundation
 import HTTP2TLS
 
-/// Why a connection to APNs could not be opened, or why an open one ended on an error:
+/// Why a connection to a push service could not be opened, or why an open one ended on an error:
 /// the endpoint, a cause from a small fixed set (a metric label), and the particulars an
 /// operator needs to fix it: OpenSSL's verify result and the server certificate's subject
 /// and validity, the ALPN protocol the server picked, the resolver's or kernel's message.
-public struct APNsConnectionFailure: Error, Sendable, Equatable, CustomStringConvertible {
+public struct ConnectionFailure: Error, Sendable, Equatable, CustomStringConvertible {
     public enum Cause: String, Sendable, CaseIterable, Comparable {
         /// The host name did not resolve.
         case dns

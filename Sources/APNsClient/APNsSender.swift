@@ -1,0 +1,46 @@
+import PGPushCore
+import PushTransport
+
+/// APNs as the worker sees it: a row becomes an `APNsRequest` by Apple's rules
+/// (`PushNotification.validated`), a refusal may pause the request's topic, and the client
+/// says what each answer means (`DeliveryPolicy`).
+package struct APNsSender: NotificationSender {
+    package let client: APNsClient
+
+    package init(client: APNsClient) {
+        self.client = client
+    }
+
+    package var service: Service { .apns }
+
+    package func prepare(_ notification: PushNotification) throws(RowRefusal) -> APNsRequest {
+        do throws(ValidationFailure) {
+            return try notification.validated(bundleID: client.configuration.bundleID,
+                                              authentication: client.configuration.authentication.method)
+        } catch {
+            throw RowRefusal(reason: error.reason.rawValue, detail: error.message)
+        }
+    }
+
+    package func scope(of request: APNsRequest) -> String? { request.topic }
+
+    package func send(_ request: APNsRequest) async -> Delivery { await client.send(request) }
+
+    package var requestsPerSecond: Int? {
+        client.configuration.effectiveRatePerConnection.map { $0 * client.configuration.connections }
+    }
+
+    package var connections: Int { client.configuration.connections }
+
+    package var statistics: SenderStatistics { client.statistics }
+
+    package var wrongSetup: (reason: String, why: String) {
+        ("LikelyEnvironmentMismatch", "most recent answers are BadDeviceToken: tokens may belong to the other APNs environment")
+    }
+
+    package func onConnectionFailure(_ observer: @escaping @Sendable (ConnectionFailure) -> Void) {
+        client.onConnectionFailure(observer)
+    }
+
+    package func shutdown() async { await client.shutdown(timeout: .seconds(10)) }
+}
