@@ -61,25 +61,6 @@ CREATE FUNCTION pgpush.apply_role_privileges() RETURNS void
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pgpush'
     AS $$
-BEGIN
-    PERFORM pgpush.apply_role_privileges_without_id_bound();
-    REVOKE ALL ON FUNCTION pgpush.claim(text, text, integer, double precision, boolean, bigint, double precision)
-      FROM pgpush_app, pgpush_worker, pgpush_monitor;
-    GRANT EXECUTE ON FUNCTION pgpush.claim(text, text, integer, double precision, boolean, bigint, double precision)
-       TO pgpush_worker;
-    GRANT SELECT ON SEQUENCE pgpush.notifications_id_seq TO pgpush_worker;
-END
-$$;
-
-
---
--- Name: apply_role_privileges_without_channels(); Type: FUNCTION; Schema: pgpush; Owner: -
---
-
-CREATE FUNCTION pgpush.apply_role_privileges_without_channels() RETURNS void
-    LANGUAGE plpgsql
-    SET search_path TO 'pg_catalog', 'pgpush'
-    AS $$
 DECLARE
     -- The row's app, named with its table: a bare "app" inside the subquery
     -- would be g.app, and the rule would let every granted role see every app.
@@ -88,52 +69,88 @@ DECLARE
     tab text;
 BEGIN
     REVOKE ALL ON pgpush.notifications, pgpush.delivery_errors, pgpush.invalid_tokens, pgpush.workers,
-                  pgpush.app_health, pgpush.app_grants, pgpush.queue_depth, pgpush.throughput,
+                  pgpush.app_health, pgpush.app_grants, pgpush.channels, pgpush.queue_depth, pgpush.throughput,
                   pgpush.error_breakdown, pgpush.worker_health, pgpush.unserved_apps
       FROM pgpush_app, pgpush_worker, pgpush_monitor;
     REVOKE ALL ON FUNCTION
-        pgpush.enqueue(text, jsonb, text, text, integer, text, text, timestamptz, timestamptz, text, boolean),
-        pgpush.enqueue_many(text[], jsonb, text, text, integer, text, text, timestamptz, timestamptz, text, boolean),
-        pgpush.cancel(bigint[]), pgpush.token_registered(text, text), pgpush.prune(interval, integer)
+        pgpush.enqueue(text, jsonb, text, text, integer, text, text, timestamptz, timestamptz, text, boolean, text),
+        pgpush.enqueue_many(text[], jsonb, text, text, integer, text, text, timestamptz, timestamptz, text, boolean, text),
+        pgpush.enqueue(varchar, jsonb, text, integer, text, timestamptz, timestamptz, text, boolean, text, text),
+        pgpush.cancel(bigint[]), pgpush.token_registered(text, text, text), pgpush.prune(interval, integer),
+        pgpush.claim(text, text, text, integer, double precision, boolean, bigint, double precision),
+        pgpush.claim(text, text, integer, double precision, boolean, bigint, double precision),
+        pgpush.claim(text, text, integer, double precision, boolean, bigint),
+        pgpush.complete_deliveries(text, bigint[], integer[], uuid[], text[]),
+        pgpush.complete_deliveries(text, bigint[], integer[], uuid[]),
+        pgpush.complete(text, bigint[], integer[], text[], integer[], text[], double precision[], integer[], boolean[],
+                        boolean[], boolean[], double precision[], uuid[], text[], text[]),
+        pgpush.complete(text, bigint[], integer[], text[], integer[], text[], double precision[], integer[], boolean[],
+                        boolean[], boolean[], double precision[], uuid[]),
+        pgpush.renew_leases(text, bigint[], double precision),
+        pgpush.rescue_expired_leases(integer, integer, text, bigint[])
       FROM pgpush_app, pgpush_worker, pgpush_monitor;
     GRANT USAGE ON SCHEMA pgpush TO pgpush_app, pgpush_worker, pgpush_monitor;
     -- `pgpush doctor` reports the schema version as whichever role it runs as.
     REVOKE ALL ON pgpush.schema_migrations FROM pgpush_app, pgpush_worker, pgpush_monitor;
     GRANT SELECT ON pgpush.schema_migrations TO pgpush_app, pgpush_worker, pgpush_monitor;
 
+    -- Applications: insert rows of the apps granted to them, read them, cancel them.
     GRANT SELECT ON pgpush.notifications, pgpush.delivery_errors, pgpush.invalid_tokens, pgpush.app_grants,
-                    pgpush.queue_depth, pgpush.throughput, pgpush.error_breakdown
+                    pgpush.channels, pgpush.queue_depth, pgpush.throughput, pgpush.error_breakdown
        TO pgpush_app;
-    GRANT INSERT (app, device_token, push_type, priority, topic, payload, collapse_id, expires_at, send_after,
-                  idempotency_key, apns_id, deliver_once)
+    GRANT INSERT (app, service, device_token, channel_id, push_type, priority, topic, payload, collapse_id, expires_at,
+                  send_after, idempotency_key, apns_id, deliver_once)
        ON pgpush.notifications TO pgpush_app;
     GRANT EXECUTE ON FUNCTION
-        pgpush.enqueue(text, jsonb, text, text, integer, text, text, timestamptz, timestamptz, text, boolean),
-        pgpush.enqueue_many(text[], jsonb, text, text, integer, text, text, timestamptz, timestamptz, text, boolean),
-        pgpush.cancel(bigint[]), pgpush.token_registered(text, text)
+        pgpush.enqueue(text, jsonb, text, text, integer, text, text, timestamptz, timestamptz, text, boolean, text),
+        pgpush.enqueue_many(text[], jsonb, text, text, integer, text, text, timestamptz, timestamptz, text, boolean, text),
+        pgpush.enqueue(varchar, jsonb, text, integer, text, timestamptz, timestamptz, text, boolean, text, text),
+        pgpush.cancel(bigint[]), pgpush.token_registered(text, text, text)
        TO pgpush_app;
 
+    -- Workers: claim, record outcomes, keep their own rows and health, prune.
     GRANT SELECT ON pgpush.notifications TO pgpush_worker;
     GRANT UPDATE (status, attempts, claim_count, locked_by, locked_until, last_status, last_reason,
-                  apns_unique_id, send_after, finished_at, updated_at)
+                  apns_unique_id, message_id, send_after, finished_at, updated_at)
        ON pgpush.notifications TO pgpush_worker;
     GRANT SELECT, INSERT ON pgpush.delivery_errors TO pgpush_worker;
     GRANT SELECT, INSERT ON pgpush.invalid_tokens TO pgpush_worker;
     GRANT UPDATE (reason, apple_timestamp, last_seen, times_seen) ON pgpush.invalid_tokens TO pgpush_worker;
     GRANT SELECT, INSERT, UPDATE, DELETE ON pgpush.workers, pgpush.app_health TO pgpush_worker;
+    GRANT SELECT, INSERT ON pgpush.channels TO pgpush_worker;
+    GRANT UPDATE (message_storage_policy, push_type, environment, deleted_at, refused_reason, refused_at)
+       ON pgpush.channels TO pgpush_worker;
     GRANT SELECT ON pgpush.queue_depth, pgpush.throughput, pgpush.error_breakdown, pgpush.worker_health,
                     pgpush.unserved_apps
        TO pgpush_worker;
-    GRANT EXECUTE ON FUNCTION pgpush.prune(interval, integer) TO pgpush_worker;
+    GRANT SELECT ON SEQUENCE pgpush.notifications_id_seq TO pgpush_worker;
+    GRANT EXECUTE ON FUNCTION
+        pgpush.prune(interval, integer),
+        pgpush.claim(text, text, text, integer, double precision, boolean, bigint, double precision),
+        pgpush.claim(text, text, integer, double precision, boolean, bigint, double precision),
+        pgpush.claim(text, text, integer, double precision, boolean, bigint),
+        pgpush.complete_deliveries(text, bigint[], integer[], uuid[], text[]),
+        pgpush.complete_deliveries(text, bigint[], integer[], uuid[]),
+        pgpush.complete(text, bigint[], integer[], text[], integer[], text[], double precision[], integer[], boolean[],
+                        boolean[], boolean[], double precision[], uuid[], text[], text[]),
+        pgpush.complete(text, bigint[], integer[], text[], integer[], text[], double precision[], integer[], boolean[],
+                        boolean[], boolean[], double precision[], uuid[]),
+        pgpush.renew_leases(text, bigint[], double precision),
+        pgpush.rescue_expired_leases(integer, integer, text, bigint[])
+       TO pgpush_worker;
 
-    GRANT SELECT (id, app, push_type, priority, topic, status, attempts, claim_count, last_status, last_reason,
+    -- Monitors: every app, no token, payload or idempotency key.
+    GRANT SELECT (id, app, service, push_type, priority, topic, status, attempts, claim_count, last_status, last_reason,
                   send_after, expires_at, created_at, updated_at, finished_at, locked_by, locked_until,
-                  apns_id, apns_unique_id, deliver_once)
+                  apns_id, apns_unique_id, message_id, deliver_once)
        ON pgpush.notifications TO pgpush_monitor;
-    GRANT SELECT (id, notification_id, app, apns_id, attempt, status, reason, worker_id, created_at, apns_unique_id)
+    GRANT SELECT (id, notification_id, app, service, apns_id, attempt, status, reason, detail, worker_id, created_at,
+                  apns_unique_id)
        ON pgpush.delivery_errors TO pgpush_monitor;
-    GRANT SELECT (app, reason, apple_timestamp, first_seen, last_seen, times_seen)
+    GRANT SELECT (app, service, reason, apple_timestamp, first_seen, last_seen, times_seen)
        ON pgpush.invalid_tokens TO pgpush_monitor;
+    GRANT SELECT (app, message_storage_policy, push_type, environment, created_at, deleted_at, refused_reason, refused_at)
+       ON pgpush.channels TO pgpush_monitor;
     GRANT SELECT ON pgpush.workers, pgpush.app_health, pgpush.queue_depth, pgpush.throughput,
                     pgpush.error_breakdown, pgpush.worker_health, pgpush.unserved_apps
        TO pgpush_monitor;
@@ -161,67 +178,6 @@ BEGIN
     ALTER TABLE pgpush.app_grants ENABLE ROW LEVEL SECURITY;
     DROP POLICY IF EXISTS own_grants ON pgpush.app_grants;
     CREATE POLICY own_grants ON pgpush.app_grants FOR SELECT TO pgpush_app USING (role = current_user);
-END
-$$;
-
-
---
--- Name: apply_role_privileges_without_id_bound(); Type: FUNCTION; Schema: pgpush; Owner: -
---
-
-CREATE FUNCTION pgpush.apply_role_privileges_without_id_bound() RETURNS void
-    LANGUAGE plpgsql
-    SET search_path TO 'pg_catalog', 'pgpush'
-    AS $$
-BEGIN
-    PERFORM pgpush.apply_role_privileges_without_queue_functions();
-    REVOKE ALL ON FUNCTION
-        pgpush.claim(text, text, integer, double precision, boolean, bigint),
-        pgpush.complete_deliveries(text, bigint[], integer[], uuid[]),
-        pgpush.complete(text, bigint[], integer[], text[], integer[], text[], double precision[], integer[], boolean[],
-                        boolean[], boolean[], double precision[], uuid[]),
-        pgpush.renew_leases(text, bigint[], double precision),
-        pgpush.rescue_expired_leases(integer, integer, text, bigint[])
-      FROM pgpush_app, pgpush_worker, pgpush_monitor;
-    GRANT EXECUTE ON FUNCTION
-        pgpush.claim(text, text, integer, double precision, boolean, bigint),
-        pgpush.complete_deliveries(text, bigint[], integer[], uuid[]),
-        pgpush.complete(text, bigint[], integer[], text[], integer[], text[], double precision[], integer[], boolean[],
-                        boolean[], boolean[], double precision[], uuid[]),
-        pgpush.renew_leases(text, bigint[], double precision),
-        pgpush.rescue_expired_leases(integer, integer, text, bigint[])
-       TO pgpush_worker;
-END
-$$;
-
-
---
--- Name: apply_role_privileges_without_queue_functions(); Type: FUNCTION; Schema: pgpush; Owner: -
---
-
-CREATE FUNCTION pgpush.apply_role_privileges_without_queue_functions() RETURNS void
-    LANGUAGE plpgsql
-    SET search_path TO 'pg_catalog', 'pgpush'
-    AS $$
-BEGIN
-    PERFORM pgpush.apply_role_privileges_without_channels();
-    REVOKE ALL ON pgpush.channels FROM pgpush_app, pgpush_worker, pgpush_monitor;
-    REVOKE ALL ON FUNCTION
-        pgpush.enqueue(varchar, jsonb, text, integer, text, timestamptz, timestamptz, text, boolean, text)
-      FROM pgpush_app, pgpush_worker, pgpush_monitor;
-
-    GRANT INSERT (channel_id) ON pgpush.notifications TO pgpush_app;
-    GRANT EXECUTE ON FUNCTION
-        pgpush.enqueue(varchar, jsonb, text, integer, text, timestamptz, timestamptz, text, boolean, text)
-       TO pgpush_app;
-    GRANT SELECT ON pgpush.channels TO pgpush_app;
-
-    GRANT SELECT, INSERT ON pgpush.channels TO pgpush_worker;
-    GRANT UPDATE (message_storage_policy, push_type, environment, deleted_at, refused_reason, refused_at)
-       ON pgpush.channels TO pgpush_worker;
-
-    GRANT SELECT (app, message_storage_policy, push_type, environment, created_at, deleted_at, refused_reason, refused_at)
-       ON pgpush.channels TO pgpush_monitor;
 
     ALTER TABLE pgpush.channels ENABLE ROW LEVEL SECURITY;
     DROP POLICY IF EXISTS app_by_grant ON pgpush.channels;
@@ -273,6 +229,19 @@ $_$;
 
 CREATE FUNCTION pgpush.claim(worker_id text, app text, claim_limit integer, lease_seconds double precision, skip_known_invalid boolean, lowest_id bigint, look_back_seconds double precision) RETURNS TABLE(id bigint, status text, claim_count integer, attempts integer, device_token text, push_type text, priority smallint, topic text, payload jsonb, collapse_id text, expiration bigint, apns_id uuid, deliver_once boolean, channel_id text)
     LANGUAGE plpgsql
+    AS $_$
+BEGIN
+    RETURN QUERY SELECT * FROM pgpush.claim($1, $2, 'apns', $3, $4, $5, $6, $7);
+END
+$_$;
+
+
+--
+-- Name: claim(text, text, text, integer, double precision, boolean, bigint, double precision); Type: FUNCTION; Schema: pgpush; Owner: -
+--
+
+CREATE FUNCTION pgpush.claim(worker_id text, app text, service text, claim_limit integer, lease_seconds double precision, skip_known_invalid boolean, lowest_id bigint, look_back_seconds double precision) RETURNS TABLE(id bigint, status text, claim_count integer, attempts integer, device_token text, push_type text, priority smallint, topic text, payload jsonb, collapse_id text, expiration bigint, apns_id uuid, deliver_once boolean, channel_id text)
+    LANGUAGE plpgsql
     SET plan_cache_mode TO 'force_generic_plan'
     SET jit TO 'off'
     SET enable_seqscan TO 'off'
@@ -297,23 +266,24 @@ BEGIN
       INTO taken, refused, refusals, first_taken, last_taken
       FROM (SELECT n.id,
                    CASE WHEN n.channel_id IS NOT NULL THEN
-                            CASE WHEN (SELECT c.deleted_at FROM pgpush.channels c
-                                        WHERE c.app = n.app AND c.channel_id = n.channel_id) IS NOT NULL
+                            CASE WHEN n.service = 'apns'
+                                      AND (SELECT c.deleted_at FROM pgpush.channels c
+                                            WHERE c.app = n.app AND c.channel_id = n.channel_id) IS NOT NULL
                                  THEN 'KnownDeletedChannel' END
                         WHEN coalesce(claim.skip_known_invalid AND (
                                  SELECT t.reason FROM pgpush.invalid_tokens t
-                                  WHERE t.app = n.app AND t.device_token = lower(n.device_token)
-                                 ) IN ('Unregistered', 'ExpiredToken'), false)
+                                  WHERE t.app = n.app AND t.service = n.service
+                                    AND t.device_token = pgpush.token_key(n.service, n.device_token)
+                                 ) IN ('Unregistered', 'ExpiredToken', 'UNREGISTERED'), false)
                         THEN 'KnownInvalidToken'
                    END AS refusal
               FROM pgpush.notifications n
-             WHERE n.status = 'queued' AND n.app = claim.app AND n.send_after <= now()
+             WHERE n.status = 'queued' AND n.app = claim.app AND n.service = claim.service AND n.send_after <= now()
                AND n.send_after >= coalesce(now() - make_interval(secs => claim.look_back_seconds), '-infinity')
                AND n.id BETWEEN claim.lowest_id AND newest
              ORDER BY n.send_after, n.id
              LIMIT claim.claim_limit
              FOR UPDATE OF n SKIP LOCKED) AS due;
-
     IF refused IS NOT NULL THEN
         -- Expiry wins over a refusal. No attempt was made: the error row's `attempt` is
         -- the count of earlier ones, its status null (no answer).
@@ -327,11 +297,12 @@ BEGIN
                 finished_at  = now(),
                 updated_at   = now()
              WHERE n.id = ANY (refused) AND n.id BETWEEN first_taken AND last_taken
-            RETURNING n.id, n.app, n.device_token, n.channel_id, n.apns_id, n.attempts, n.status, n.last_reason
+            RETURNING n.id, n.app, n.service, n.device_token, n.channel_id, n.apns_id, n.attempts, n.status, n.last_reason
         )
         INSERT INTO pgpush.delivery_errors
-            (notification_id, app, device_token, channel_id, apns_id, attempt, status, reason, worker_id)
-        SELECT e.id, e.app, e.device_token, e.channel_id, e.apns_id, e.attempts, NULL, e.last_reason, claim.worker_id
+            (notification_id, app, service, device_token, channel_id, apns_id, attempt, status, reason, worker_id)
+        SELECT e.id, e.app, e.service, e.device_token, e.channel_id, e.apns_id, e.attempts, NULL, e.last_reason,
+               claim.worker_id
           FROM ended e
          WHERE e.status = 'failed';
         RETURN QUERY SELECT n.id, n.status, n.claim_count, n.attempts, n.device_token, n.push_type, n.priority,
@@ -339,7 +310,6 @@ BEGIN
                        FROM pgpush.notifications n
                       WHERE n.id = ANY (refused) AND n.id BETWEEN first_taken AND last_taken;
     END IF;
-
     IF taken IS NOT NULL THEN
         RETURN QUERY
         UPDATE pgpush.notifications n SET
@@ -358,8 +328,8 @@ BEGIN
                   -- An infinite expires_at (refused since 006) is sent without an expiration.
                   CASE WHEN isfinite(n.expires_at) THEN floor(extract(epoch FROM n.expires_at))::bigint END,
                   n.apns_id,
-                  -- A channel that stores no messages takes only apns-expiration 0.
-                  CASE WHEN n.channel_id IS NOT NULL
+                  -- An APNs channel that stores no messages takes only apns-expiration 0.
+                  CASE WHEN n.service = 'apns' AND n.channel_id IS NOT NULL
                             AND (SELECT c.message_storage_policy FROM pgpush.channels c
                                   WHERE c.app = n.app AND c.channel_id = n.channel_id) = 0
                        THEN true ELSE n.deliver_once END,
@@ -431,6 +401,15 @@ $$;
 --
 
 CREATE FUNCTION pgpush.complete(worker_id text, ids bigint[], claim_counts integer[], statuses text[], http_statuses integer[], reasons text[], delays double precision[], refunds integer[], answered boolean[], records_error boolean[], invalidates_token boolean[], apple_timestamps double precision[], apns_unique_ids uuid[]) RETURNS SETOF bigint
+    LANGUAGE sql
+    AS $_$ SELECT * FROM pgpush.complete($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, NULL::text[], NULL::text[]) $_$;
+
+
+--
+-- Name: complete(text, bigint[], integer[], text[], integer[], text[], double precision[], integer[], boolean[], boolean[], boolean[], double precision[], uuid[], text[], text[]); Type: FUNCTION; Schema: pgpush; Owner: -
+--
+
+CREATE FUNCTION pgpush.complete(worker_id text, ids bigint[], claim_counts integer[], statuses text[], http_statuses integer[], reasons text[], delays double precision[], refunds integer[], answered boolean[], records_error boolean[], invalidates_token boolean[], apple_timestamps double precision[], apns_unique_ids uuid[], message_ids text[], details text[]) RETURNS SETOF bigint
     LANGUAGE plpgsql
     SET plan_cache_mode TO 'force_generic_plan'
     SET jit TO 'off'
@@ -448,15 +427,16 @@ BEGIN
         SELECT * FROM unnest(complete.ids, complete.claim_counts, complete.statuses, complete.http_statuses,
                              complete.reasons, complete.delays, complete.refunds, complete.answered,
                              complete.records_error, complete.invalidates_token, complete.apple_timestamps,
-                             complete.apns_unique_ids)
+                             complete.apns_unique_ids, complete.message_ids, complete.details)
             AS o(id, claim_count, status, http_status, reason, delay, refund, answered, records_error,
-                 invalidates_token, apple_timestamp, apns_unique_id)
+                 invalidates_token, apple_timestamp, apns_unique_id, message_id, detail)
     ), written AS (
         UPDATE pgpush.notifications n SET
             status         = o.status,
             last_status    = CASE WHEN o.answered THEN o.http_status ELSE n.last_status END,
             last_reason    = CASE WHEN o.answered THEN o.reason ELSE n.last_reason END,
             apns_unique_id = CASE WHEN o.answered THEN o.apns_unique_id ELSE n.apns_unique_id END,
+            message_id     = CASE WHEN o.answered THEN o.message_id ELSE n.message_id END,
             send_after     = CASE WHEN o.status = 'queued' THEN now() + make_interval(secs => o.delay)
                                   ELSE n.send_after END,
             attempts       = n.attempts - o.refund,
@@ -468,22 +448,24 @@ BEGIN
          WHERE n.id = ANY (complete.ids) AND n.id BETWEEN first_id AND last_id AND n.id = o.id
            AND coalesce(n.status, '') = 'sending'
            AND n.locked_by = complete.worker_id AND n.claim_count = o.claim_count
-        RETURNING n.id, n.app, n.device_token, n.channel_id, n.apns_id, n.attempts + o.refund AS attempt
+        RETURNING n.id, n.app, n.service, n.device_token, n.channel_id, n.apns_id, n.attempts + o.refund AS attempt
     ), errors AS (
         INSERT INTO pgpush.delivery_errors
-            (notification_id, app, device_token, channel_id, apns_id, attempt, status, reason, worker_id, apns_unique_id)
-        SELECT w.id, w.app, w.device_token, w.channel_id, w.apns_id, w.attempt, o.http_status,
-               coalesce(o.reason, 'Unknown'), complete.worker_id, o.apns_unique_id
+            (notification_id, app, service, device_token, channel_id, apns_id, attempt, status, reason, detail,
+             worker_id, apns_unique_id)
+        SELECT w.id, w.app, w.service, w.device_token, w.channel_id, w.apns_id, w.attempt, o.http_status,
+               coalesce(o.reason, 'Unknown'), o.detail, complete.worker_id, o.apns_unique_id
           FROM written w JOIN outcome o ON o.id = w.id
          WHERE o.records_error
     ), tokens AS (
-        INSERT INTO pgpush.invalid_tokens (app, device_token, reason, apple_timestamp)
-        SELECT DISTINCT ON (w.app, lower(w.device_token))
-               w.app, lower(w.device_token), coalesce(o.reason, 'Unknown'), to_timestamp(o.apple_timestamp)
+        INSERT INTO pgpush.invalid_tokens (app, service, device_token, reason, apple_timestamp)
+        SELECT DISTINCT ON (w.app, w.service, pgpush.token_key(w.service, w.device_token))
+               w.app, w.service, pgpush.token_key(w.service, w.device_token), coalesce(o.reason, 'Unknown'),
+               to_timestamp(o.apple_timestamp)
           FROM written w JOIN outcome o ON o.id = w.id
          WHERE o.invalidates_token AND w.device_token IS NOT NULL
-         ORDER BY w.app, lower(w.device_token), o.apple_timestamp DESC NULLS LAST
-        ON CONFLICT (app, device_token) DO UPDATE SET
+         ORDER BY w.app, w.service, pgpush.token_key(w.service, w.device_token), o.apple_timestamp DESC NULLS LAST
+        ON CONFLICT (app, service, device_token) DO UPDATE SET
             reason          = EXCLUDED.reason,
             apple_timestamp = greatest(pgpush.invalid_tokens.apple_timestamp, EXCLUDED.apple_timestamp),
             last_seen       = now(),
@@ -494,7 +476,7 @@ BEGIN
         INSERT INTO pgpush.channels (app, channel_id, refused_reason, refused_at)
         SELECT DISTINCT ON (w.app, w.channel_id) w.app, w.channel_id, coalesce(o.reason, 'Unknown'), now()
           FROM written w JOIN outcome o ON o.id = w.id
-         WHERE o.invalidates_token AND w.channel_id IS NOT NULL
+         WHERE o.invalidates_token AND w.channel_id IS NOT NULL AND w.service = 'apns'
          ORDER BY w.app, w.channel_id
         ON CONFLICT (app, channel_id) DO UPDATE SET
             refused_reason = EXCLUDED.refused_reason,
@@ -510,6 +492,15 @@ $$;
 --
 
 CREATE FUNCTION pgpush.complete_deliveries(worker_id text, ids bigint[], claim_counts integer[], apns_unique_ids uuid[]) RETURNS SETOF bigint
+    LANGUAGE sql
+    AS $_$ SELECT * FROM pgpush.complete_deliveries($1, $2, $3, $4, NULL::text[]) $_$;
+
+
+--
+-- Name: complete_deliveries(text, bigint[], integer[], uuid[], text[]); Type: FUNCTION; Schema: pgpush; Owner: -
+--
+
+CREATE FUNCTION pgpush.complete_deliveries(worker_id text, ids bigint[], claim_counts integer[], apns_unique_ids uuid[], message_ids text[]) RETURNS SETOF bigint
     LANGUAGE plpgsql
     SET plan_cache_mode TO 'force_generic_plan'
     SET jit TO 'off'
@@ -528,12 +519,14 @@ BEGIN
         last_status    = 200,
         last_reason    = NULL,
         apns_unique_id = o.apns_unique_id,
+        message_id     = o.message_id,
         finished_at    = now(),
         locked_by      = NULL,
         locked_until   = NULL,
         updated_at     = now()
-      FROM unnest(complete_deliveries.ids, complete_deliveries.claim_counts, complete_deliveries.apns_unique_ids)
-           AS o(id, claim_count, apns_unique_id)
+      FROM unnest(complete_deliveries.ids, complete_deliveries.claim_counts, complete_deliveries.apns_unique_ids,
+                  complete_deliveries.message_ids)
+           AS o(id, claim_count, apns_unique_id, message_id)
      WHERE n.id = ANY (complete_deliveries.ids) AND n.id BETWEEN first_id AND last_id AND n.id = o.id
        AND coalesce(n.status, '') = 'sending'
        AND n.locked_by = complete_deliveries.worker_id AND n.claim_count = o.claim_count
@@ -635,23 +628,24 @@ $$;
 
 
 --
--- Name: enqueue(character varying, jsonb, text, integer, text, timestamp with time zone, timestamp with time zone, text, boolean, text); Type: FUNCTION; Schema: pgpush; Owner: -
+-- Name: enqueue(character varying, jsonb, text, integer, text, timestamp with time zone, timestamp with time zone, text, boolean, text, text); Type: FUNCTION; Schema: pgpush; Owner: -
 --
 
-CREATE FUNCTION pgpush.enqueue(channel_id character varying, payload jsonb, app text DEFAULT 'default'::text, priority integer DEFAULT NULL::integer, topic text DEFAULT NULL::text, expires_at timestamp with time zone DEFAULT NULL::timestamp with time zone, send_after timestamp with time zone DEFAULT now(), idempotency_key text DEFAULT NULL::text, deliver_once boolean DEFAULT NULL::boolean, push_type text DEFAULT 'liveactivity'::text) RETURNS bigint
+CREATE FUNCTION pgpush.enqueue(channel_id character varying, payload jsonb, app text DEFAULT 'default'::text, priority integer DEFAULT NULL::integer, topic text DEFAULT NULL::text, expires_at timestamp with time zone DEFAULT NULL::timestamp with time zone, send_after timestamp with time zone DEFAULT now(), idempotency_key text DEFAULT NULL::text, deliver_once boolean DEFAULT NULL::boolean, push_type text DEFAULT NULL::text, service text DEFAULT 'apns'::text) RETURNS bigint
     LANGUAGE plpgsql
     AS $$
 DECLARE
     inserted bigint;
 BEGIN
-    -- A repeated key skips the row (the key trigger of 009), and the first row's id is returned.
     PERFORM set_config('pgpush.repeated_key', 'skip', true);
     INSERT INTO pgpush.notifications
-        (app, channel_id, push_type, priority, topic, payload, expires_at, send_after, idempotency_key, deliver_once)
+        (app, service, channel_id, push_type, priority, topic, payload, expires_at, send_after, idempotency_key,
+         deliver_once)
     VALUES
-        (enqueue.app, enqueue.channel_id, enqueue.push_type, enqueue.priority::smallint, enqueue.topic,
-         enqueue.payload, enqueue.expires_at, coalesce(enqueue.send_after, now()), enqueue.idempotency_key,
-         enqueue.deliver_once)
+        (enqueue.app, enqueue.service, enqueue.channel_id,
+         coalesce(enqueue.push_type, CASE WHEN enqueue.service = 'apns' THEN 'liveactivity' ELSE 'alert' END),
+         enqueue.priority::smallint, enqueue.topic, enqueue.payload, enqueue.expires_at,
+         coalesce(enqueue.send_after, now()), enqueue.idempotency_key, enqueue.deliver_once)
     RETURNING id INTO inserted;
     PERFORM set_config('pgpush.repeated_key', '', true);
     IF inserted IS NULL THEN
@@ -664,22 +658,23 @@ $$;
 
 
 --
--- Name: enqueue(text, jsonb, text, text, integer, text, text, timestamp with time zone, timestamp with time zone, text, boolean); Type: FUNCTION; Schema: pgpush; Owner: -
+-- Name: enqueue(text, jsonb, text, text, integer, text, text, timestamp with time zone, timestamp with time zone, text, boolean, text); Type: FUNCTION; Schema: pgpush; Owner: -
 --
 
-CREATE FUNCTION pgpush.enqueue(device_token text, payload jsonb, app text DEFAULT 'default'::text, push_type text DEFAULT 'alert'::text, priority integer DEFAULT NULL::integer, topic text DEFAULT NULL::text, collapse_id text DEFAULT NULL::text, expires_at timestamp with time zone DEFAULT NULL::timestamp with time zone, send_after timestamp with time zone DEFAULT now(), idempotency_key text DEFAULT NULL::text, deliver_once boolean DEFAULT NULL::boolean) RETURNS bigint
+CREATE FUNCTION pgpush.enqueue(device_token text, payload jsonb, app text DEFAULT 'default'::text, push_type text DEFAULT 'alert'::text, priority integer DEFAULT NULL::integer, topic text DEFAULT NULL::text, collapse_id text DEFAULT NULL::text, expires_at timestamp with time zone DEFAULT NULL::timestamp with time zone, send_after timestamp with time zone DEFAULT now(), idempotency_key text DEFAULT NULL::text, deliver_once boolean DEFAULT NULL::boolean, service text DEFAULT 'apns'::text) RETURNS bigint
     LANGUAGE plpgsql
     AS $$
 DECLARE
     inserted bigint;
 BEGIN
+    -- A repeated key skips the row (the key trigger of 009), and the first row's id is returned.
     PERFORM set_config('pgpush.repeated_key', 'skip', true);
     INSERT INTO pgpush.notifications
-        (app, device_token, push_type, priority, topic, payload, collapse_id, expires_at, send_after,
+        (app, service, device_token, push_type, priority, topic, payload, collapse_id, expires_at, send_after,
          idempotency_key, deliver_once)
     VALUES
-        (enqueue.app, enqueue.device_token, enqueue.push_type, enqueue.priority::smallint, enqueue.topic,
-         enqueue.payload, enqueue.collapse_id, enqueue.expires_at, coalesce(enqueue.send_after, now()),
+        (enqueue.app, enqueue.service, enqueue.device_token, enqueue.push_type, enqueue.priority::smallint,
+         enqueue.topic, enqueue.payload, enqueue.collapse_id, enqueue.expires_at, coalesce(enqueue.send_after, now()),
          enqueue.idempotency_key, enqueue.deliver_once)
     RETURNING id INTO inserted;
     PERFORM set_config('pgpush.repeated_key', '', true);
@@ -693,20 +688,20 @@ $$;
 
 
 --
--- Name: enqueue_many(text[], jsonb, text, text, integer, text, text, timestamp with time zone, timestamp with time zone, text, boolean); Type: FUNCTION; Schema: pgpush; Owner: -
+-- Name: enqueue_many(text[], jsonb, text, text, integer, text, text, timestamp with time zone, timestamp with time zone, text, boolean, text); Type: FUNCTION; Schema: pgpush; Owner: -
 --
 
-CREATE FUNCTION pgpush.enqueue_many(device_tokens text[], payload jsonb, app text DEFAULT 'default'::text, push_type text DEFAULT 'alert'::text, priority integer DEFAULT NULL::integer, topic text DEFAULT NULL::text, collapse_id text DEFAULT NULL::text, expires_at timestamp with time zone DEFAULT NULL::timestamp with time zone, send_after timestamp with time zone DEFAULT now(), idempotency_key text DEFAULT NULL::text, deliver_once boolean DEFAULT NULL::boolean) RETURNS SETOF bigint
+CREATE FUNCTION pgpush.enqueue_many(device_tokens text[], payload jsonb, app text DEFAULT 'default'::text, push_type text DEFAULT 'alert'::text, priority integer DEFAULT NULL::integer, topic text DEFAULT NULL::text, collapse_id text DEFAULT NULL::text, expires_at timestamp with time zone DEFAULT NULL::timestamp with time zone, send_after timestamp with time zone DEFAULT now(), idempotency_key text DEFAULT NULL::text, deliver_once boolean DEFAULT NULL::boolean, service text DEFAULT 'apns'::text) RETURNS SETOF bigint
     LANGUAGE plpgsql
     AS $$
 BEGIN
     PERFORM set_config('pgpush.repeated_key', 'skip', true);
     RETURN QUERY
     INSERT INTO pgpush.notifications
-        (app, device_token, push_type, priority, topic, payload, collapse_id, expires_at, send_after,
+        (app, service, device_token, push_type, priority, topic, payload, collapse_id, expires_at, send_after,
          idempotency_key, deliver_once)
-    SELECT enqueue_many.app, token, enqueue_many.push_type, enqueue_many.priority::smallint, enqueue_many.topic,
-           enqueue_many.payload, enqueue_many.collapse_id, enqueue_many.expires_at,
+    SELECT enqueue_many.app, enqueue_many.service, token, enqueue_many.push_type, enqueue_many.priority::smallint,
+           enqueue_many.topic, enqueue_many.payload, enqueue_many.collapse_id, enqueue_many.expires_at,
            coalesce(enqueue_many.send_after, now()),
            enqueue_many.idempotency_key || ':' || token, enqueue_many.deliver_once
       FROM unnest(enqueue_many.device_tokens) AS token
@@ -834,10 +829,10 @@ $$;
 
 
 --
--- Name: notification_input_holds(text, text, text, smallint, text, jsonb, text, timestamp with time zone, timestamp with time zone, text, text); Type: FUNCTION; Schema: pgpush; Owner: -
+-- Name: notification_input_holds(text, text, text, text, smallint, text, jsonb, text, timestamp with time zone, timestamp with time zone, text, text); Type: FUNCTION; Schema: pgpush; Owner: -
 --
 
-CREATE FUNCTION pgpush.notification_input_holds(app text, device_token text, push_type text, priority smallint, topic text, payload jsonb, collapse_id text, expires_at timestamp with time zone, send_after timestamp with time zone, idempotency_key text, channel_id text) RETURNS boolean
+CREATE FUNCTION pgpush.notification_input_holds(app text, service text, device_token text, push_type text, priority smallint, topic text, payload jsonb, collapse_id text, expires_at timestamp with time zone, send_after timestamp with time zone, idempotency_key text, channel_id text) RETURNS boolean
     LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
     AS $_$
 DECLARE
@@ -845,6 +840,7 @@ DECLARE
     event jsonb;
     json_text text;
     size_limit integer;
+    member text;
 BEGIN
     IF NOT (app ~ '^[A-Za-z0-9._-]{1,64}$') THEN
         PERFORM pgpush.input_rule_broken('notifications_app_name_1_to_64_letters_digits_dot_dash');
@@ -852,26 +848,31 @@ BEGIN
     IF NOT (app <> '') THEN
         PERFORM pgpush.input_rule_broken('notifications_app_not_empty');
     END IF;
-    IF push_type = 'background' THEN
-        IF NOT coalesce(payload -> 'aps' -> 'content-available' = '1', false) THEN
-            PERFORM pgpush.input_rule_broken('notifications_background_needs_content_available');
-        END IF;
-        IF NOT (priority = 5) THEN
-            PERFORM pgpush.input_rule_broken('notifications_background_priority_must_be_5');
-        END IF;
+    IF NOT (service IN ('apns', 'fcm')) THEN
+        PERFORM pgpush.input_rule_broken('notifications_service_unknown');
     END IF;
-    IF channel_id IS NOT NULL THEN
-        IF coalesce(payload -> 'aps' -> 'event' = '"start"', false) THEN
-            PERFORM pgpush.input_rule_broken('notifications_channel_cannot_start_liveactivity');
+    IF service = 'apns' THEN
+        IF push_type = 'background' THEN
+            IF NOT coalesce(payload -> 'aps' -> 'content-available' = '1', false) THEN
+                PERFORM pgpush.input_rule_broken('notifications_background_needs_content_available');
+            END IF;
+            IF NOT (priority = 5) THEN
+                PERFORM pgpush.input_rule_broken('notifications_background_priority_must_be_5');
+            END IF;
         END IF;
-        IF NOT (channel_id ~ '^[A-Za-z0-9+/]+={0,2}$' AND length(channel_id) <= 1024) THEN
-            PERFORM pgpush.input_rule_broken('notifications_channel_id_not_base64');
-        END IF;
-        IF NOT (push_type = 'liveactivity') THEN
-            PERFORM pgpush.input_rule_broken('notifications_channel_only_liveactivity');
-        END IF;
-        IF collapse_id IS NOT NULL THEN
-            PERFORM pgpush.input_rule_broken('notifications_channel_without_collapse_id');
+        IF channel_id IS NOT NULL THEN
+            IF coalesce(payload -> 'aps' -> 'event' = '"start"', false) THEN
+                PERFORM pgpush.input_rule_broken('notifications_channel_cannot_start_liveactivity');
+            END IF;
+            IF NOT (channel_id ~ '^[A-Za-z0-9+/]+={0,2}$' AND length(channel_id) <= 1024) THEN
+                PERFORM pgpush.input_rule_broken('notifications_channel_id_not_base64');
+            END IF;
+            IF NOT (push_type = 'liveactivity') THEN
+                PERFORM pgpush.input_rule_broken('notifications_channel_only_liveactivity');
+            END IF;
+            IF collapse_id IS NOT NULL THEN
+                PERFORM pgpush.input_rule_broken('notifications_channel_without_collapse_id');
+            END IF;
         END IF;
     END IF;
     IF collapse_id IS NOT NULL THEN
@@ -882,11 +883,13 @@ BEGIN
             PERFORM pgpush.input_rule_broken('notifications_collapse_id_too_long');
         END IF;
     END IF;
-    IF NOT (length(device_token) BETWEEN 2 AND 400 AND length(device_token) % 2 = 0) THEN
-        PERFORM pgpush.input_rule_broken('notifications_device_token_bad_length');
-    END IF;
-    IF NOT (device_token ~ '^[0-9A-Fa-f]*$') THEN
-        PERFORM pgpush.input_rule_broken('notifications_device_token_not_hex');
+    IF service = 'apns' THEN
+        IF NOT (length(device_token) BETWEEN 2 AND 400 AND length(device_token) % 2 = 0) THEN
+            PERFORM pgpush.input_rule_broken('notifications_device_token_bad_length');
+        END IF;
+        IF NOT (device_token ~ '^[0-9A-Fa-f]*$') THEN
+            PERFORM pgpush.input_rule_broken('notifications_device_token_not_hex');
+        END IF;
     END IF;
     IF (device_token IS NULL) = (channel_id IS NULL) THEN
         PERFORM pgpush.input_rule_broken('notifications_exactly_one_of_device_token_and_channel_id');
@@ -894,39 +897,65 @@ BEGIN
     IF NOT isfinite(expires_at) THEN
         PERFORM pgpush.input_rule_broken('notifications_expires_at_infinite');
     END IF;
+    IF service = 'fcm' THEN
+        -- A registration token: printable ASCII, no space; a topic: FCM's alphabet.
+        IF NOT (device_token ~ '^[!-~]+$' AND length(device_token) <= 4096) THEN
+            PERFORM pgpush.input_rule_broken('notifications_fcm_token_printable_ascii');
+        END IF;
+        IF NOT (channel_id ~ '^[A-Za-z0-9_.~%-]+$' AND length(channel_id) <= 900) THEN
+            PERFORM pgpush.input_rule_broken('notifications_fcm_topic_name');
+        END IF;
+        -- The payload is the message without its target.
+        IF jsonb_typeof(payload) = 'object' THEN
+            FOR member IN SELECT jsonb_object_keys(payload) LOOP
+                IF member NOT IN ('notification', 'data', 'android', 'apns', 'webpush', 'fcm_options') THEN
+                    PERFORM pgpush.input_rule_broken('notifications_fcm_payload_members');
+                END IF;
+            END LOOP;
+            IF payload ? 'data' AND NOT (jsonb_typeof(payload -> 'data') = 'object'
+                    AND NOT EXISTS (SELECT 1 FROM jsonb_each(payload -> 'data') d WHERE jsonb_typeof(d.value) <> 'string')) THEN
+                PERFORM pgpush.input_rule_broken('notifications_fcm_data_strings');
+            END IF;
+            IF payload ? 'android' AND jsonb_typeof(payload -> 'android') <> 'object' THEN
+                PERFORM pgpush.input_rule_broken('notifications_fcm_android_object');
+            END IF;
+        END IF;
+    END IF;
     IF idempotency_key = '' THEN
         PERFORM pgpush.input_rule_broken('notifications_idempotency_key_empty');
     END IF;
-    IF push_type = 'liveactivity' THEN
-        aps := payload -> 'aps';
-        event := aps -> 'event';
-        IF NOT coalesce(event IN ('"start"', '"update"', '"end"'), false) THEN
-            PERFORM pgpush.input_rule_broken('notifications_liveactivity_event_start_update_or_end');
+    IF service = 'apns' THEN
+        IF push_type = 'liveactivity' THEN
+            aps := payload -> 'aps';
+            event := aps -> 'event';
+            IF NOT coalesce(event IN ('"start"', '"update"', '"end"'), false) THEN
+                PERFORM pgpush.input_rule_broken('notifications_liveactivity_event_start_update_or_end');
+            END IF;
+            IF NOT coalesce(jsonb_typeof(aps -> 'timestamp') = 'number', false) THEN
+                PERFORM pgpush.input_rule_broken('notifications_liveactivity_needs_timestamp');
+            END IF;
+            IF NOT (priority IN (5, 10)) THEN
+                PERFORM pgpush.input_rule_broken('notifications_liveactivity_priority_must_be_5_or_10');
+            END IF;
+            IF coalesce(event = '"start"', false) AND aps -> 'alert' IS NULL THEN
+                PERFORM pgpush.input_rule_broken('notifications_liveactivity_start_needs_alert');
+            END IF;
+            IF coalesce(event = '"start"', false)
+               AND NOT coalesce(jsonb_typeof(aps -> 'attributes-type') = 'string'
+                                AND jsonb_typeof(aps -> 'attributes') = 'object', false) THEN
+                PERFORM pgpush.input_rule_broken('notifications_liveactivity_start_needs_attributes');
+            END IF;
+            IF coalesce(event IN ('"start"', '"update"'), false)
+               AND NOT coalesce(jsonb_typeof(aps -> 'content-state') = 'object', false) THEN
+                PERFORM pgpush.input_rule_broken('notifications_liveactivity_start_or_update_needs_content_state');
+            END IF;
         END IF;
-        IF NOT coalesce(jsonb_typeof(aps -> 'timestamp') = 'number', false) THEN
-            PERFORM pgpush.input_rule_broken('notifications_liveactivity_needs_timestamp');
+        IF push_type = 'location' AND NOT (priority IN (5, 10)) THEN
+            PERFORM pgpush.input_rule_broken('notifications_location_priority_must_be_5_or_10');
         END IF;
-        IF NOT (priority IN (5, 10)) THEN
-            PERFORM pgpush.input_rule_broken('notifications_liveactivity_priority_must_be_5_or_10');
+        IF push_type = 'mdm' AND topic IS NULL THEN
+            PERFORM pgpush.input_rule_broken('notifications_mdm_needs_topic');
         END IF;
-        IF coalesce(event = '"start"', false) AND aps -> 'alert' IS NULL THEN
-            PERFORM pgpush.input_rule_broken('notifications_liveactivity_start_needs_alert');
-        END IF;
-        IF coalesce(event = '"start"', false)
-           AND NOT coalesce(jsonb_typeof(aps -> 'attributes-type') = 'string'
-                            AND jsonb_typeof(aps -> 'attributes') = 'object', false) THEN
-            PERFORM pgpush.input_rule_broken('notifications_liveactivity_start_needs_attributes');
-        END IF;
-        IF coalesce(event IN ('"start"', '"update"'), false)
-           AND NOT coalesce(jsonb_typeof(aps -> 'content-state') = 'object', false) THEN
-            PERFORM pgpush.input_rule_broken('notifications_liveactivity_start_or_update_needs_content_state');
-        END IF;
-    END IF;
-    IF push_type = 'location' AND NOT (priority IN (5, 10)) THEN
-        PERFORM pgpush.input_rule_broken('notifications_location_priority_must_be_5_or_10');
-    END IF;
-    IF push_type = 'mdm' AND topic IS NULL THEN
-        PERFORM pgpush.input_rule_broken('notifications_mdm_needs_topic');
     END IF;
     json_text := payload::text;
     IF NOT (octet_length(json_text) - octet_length(translate(json_text, '{[', '')) <= 64
@@ -936,7 +965,8 @@ BEGIN
     IF NOT (jsonb_typeof(payload) = 'object') THEN
         PERFORM pgpush.input_rule_broken('notifications_payload_not_object');
     END IF;
-    size_limit := CASE WHEN push_type = 'voip' OR channel_id IS NOT NULL THEN 5120 ELSE 4096 END;
+    size_limit := CASE WHEN service = 'fcm' THEN CASE WHEN channel_id IS NOT NULL THEN 2048 ELSE 4096 END
+                       WHEN push_type = 'voip' OR channel_id IS NOT NULL THEN 5120 ELSE 4096 END;
     IF NOT (octet_length(json_text) <= size_limit OR pgpush.compact_json_length(payload) <= size_limit) THEN
         PERFORM pgpush.input_rule_broken('notifications_payload_too_large');
     END IF;
@@ -947,7 +977,7 @@ BEGIN
                           'liveactivity', 'pushtotalk', 'widgets', 'controls')) THEN
         PERFORM pgpush.input_rule_broken('notifications_push_type_unknown');
     END IF;
-    IF push_type = 'pushtotalk' AND NOT (priority IS NULL OR priority = 10
+    IF service = 'apns' AND push_type = 'pushtotalk' AND NOT (priority IS NULL OR priority = 10
             OR (priority = 5 AND coalesce(payload -> 'aps' ->> 'ptt-push-type' = 'service-update', false))) THEN
         PERFORM pgpush.input_rule_broken('notifications_pushtotalk_priority_10_or_service_update_5');
     END IF;
@@ -1145,16 +1175,26 @@ $$;
 
 
 --
--- Name: token_registered(text, text); Type: FUNCTION; Schema: pgpush; Owner: -
+-- Name: token_key(text, text); Type: FUNCTION; Schema: pgpush; Owner: -
 --
 
-CREATE FUNCTION pgpush.token_registered(app text, device_token text) RETURNS boolean
+CREATE FUNCTION pgpush.token_key(service text, device_token text) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$ SELECT CASE WHEN service = 'apns' THEN lower(device_token) ELSE device_token END $$;
+
+
+--
+-- Name: token_registered(text, text, text); Type: FUNCTION; Schema: pgpush; Owner: -
+--
+
+CREATE FUNCTION pgpush.token_registered(app text, device_token text, service text DEFAULT 'apns'::text) RETURNS boolean
     LANGUAGE sql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pgpush'
     AS $$
     WITH gone AS (
         DELETE FROM pgpush.invalid_tokens t
-         WHERE t.app = token_registered.app AND t.device_token = lower(token_registered.device_token)
+         WHERE t.app = token_registered.app AND t.service = token_registered.service
+           AND t.device_token = pgpush.token_key(token_registered.service, token_registered.device_token)
            AND pgpush.session_may_use_app(token_registered.app)
         RETURNING 1
     )
@@ -1197,6 +1237,7 @@ CREATE TABLE pgpush.app_health (
     checked_at timestamp with time zone DEFAULT now() NOT NULL,
     worker_id text,
     topic text,
+    service text DEFAULT 'apns'::text NOT NULL,
     CONSTRAINT app_health_topic_empty CHECK ((topic <> ''::text))
 );
 
@@ -1259,7 +1300,9 @@ CREATE TABLE pgpush.delivery_errors (
     worker_id text,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     apns_unique_id uuid,
-    channel_id text
+    channel_id text,
+    service text DEFAULT 'apns'::text NOT NULL,
+    detail text
 )
 PARTITION BY RANGE (notification_id);
 
@@ -1286,6 +1329,13 @@ COMMENT ON COLUMN pgpush.delivery_errors.channel_id IS 'The channel of a broadca
 
 
 --
+-- Name: COLUMN delivery_errors.detail; Type: COMMENT; Schema: pgpush; Owner: -
+--
+
+COMMENT ON COLUMN pgpush.delivery_errors.detail IS 'the service''s own words about the refusal (FCM''s error message), or pgpush''s sentence for a row it refused';
+
+
+--
 -- Name: delivery_errors_1; Type: TABLE; Schema: pgpush; Owner: -
 --
 
@@ -1301,7 +1351,9 @@ CREATE TABLE pgpush.delivery_errors_1 (
     worker_id text,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     apns_unique_id uuid,
-    channel_id text
+    channel_id text,
+    service text DEFAULT 'apns'::text NOT NULL,
+    detail text
 );
 
 
@@ -1321,7 +1373,9 @@ CREATE TABLE pgpush.delivery_errors_1000001 (
     worker_id text,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     apns_unique_id uuid,
-    channel_id text
+    channel_id text,
+    service text DEFAULT 'apns'::text NOT NULL,
+    detail text
 );
 
 
@@ -1341,7 +1395,9 @@ CREATE TABLE pgpush.delivery_errors_default (
     worker_id text,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     apns_unique_id uuid,
-    channel_id text
+    channel_id text,
+    service text DEFAULT 'apns'::text NOT NULL,
+    detail text
 );
 
 
@@ -1442,8 +1498,10 @@ CREATE TABLE pgpush.notifications (
     deliver_once boolean,
     apns_unique_id uuid,
     channel_id text,
+    service text DEFAULT 'apns'::text NOT NULL,
+    message_id text,
     CONSTRAINT notifications_attempts_negative CHECK ((attempts >= 0)),
-    CONSTRAINT notifications_input_rules CHECK (((status <> 'queued'::text) OR (claim_count > 0) OR pgpush.notification_input_holds(app, device_token, push_type, priority, topic, payload, collapse_id, expires_at, send_after, idempotency_key, channel_id))),
+    CONSTRAINT notifications_input_rules CHECK (((status <> 'queued'::text) OR (claim_count > 0) OR pgpush.notification_input_holds(app, service, device_token, push_type, priority, topic, payload, collapse_id, expires_at, send_after, idempotency_key, channel_id))),
     CONSTRAINT notifications_sending_needs_lease CHECK (((status <> 'sending'::text) OR ((locked_by IS NOT NULL) AND (locked_until IS NOT NULL)))),
     CONSTRAINT notifications_status_unknown CHECK ((status = ANY (ARRAY['queued'::text, 'sending'::text, 'delivered'::text, 'failed'::text, 'expired'::text, 'cancelled'::text])))
 )
@@ -1476,6 +1534,20 @@ COMMENT ON COLUMN pgpush.notifications.apns_unique_id IS 'apns-unique-id header 
 --
 
 COMMENT ON COLUMN pgpush.notifications.channel_id IS 'Live Activity broadcast channel (base64 id from channel creation); a row has it or a device_token, never both.';
+
+
+--
+-- Name: COLUMN notifications.service; Type: COMMENT; Schema: pgpush; Owner: -
+--
+
+COMMENT ON COLUMN pgpush.notifications.service IS 'apns, fcm (Firebase Cloud Messaging HTTP v1) or webpush: the service the row goes to';
+
+
+--
+-- Name: COLUMN notifications.message_id; Type: COMMENT; Schema: pgpush; Owner: -
+--
+
+COMMENT ON COLUMN pgpush.notifications.message_id IS 'the service''s id of the accepted message: FCM''s name (projects/<p>/messages/<id>); null for APNs rows';
 
 
 --
@@ -1533,7 +1605,8 @@ CREATE TABLE pgpush.invalid_tokens (
     apple_timestamp timestamp with time zone,
     first_seen timestamp with time zone DEFAULT now() NOT NULL,
     last_seen timestamp with time zone DEFAULT now() NOT NULL,
-    times_seen integer DEFAULT 1 NOT NULL
+    times_seen integer DEFAULT 1 NOT NULL,
+    service text DEFAULT 'apns'::text NOT NULL
 );
 
 
@@ -1574,8 +1647,10 @@ CREATE TABLE pgpush.notifications_1 (
     deliver_once boolean,
     apns_unique_id uuid,
     channel_id text,
+    service text DEFAULT 'apns'::text NOT NULL,
+    message_id text,
     CONSTRAINT notifications_attempts_negative CHECK ((attempts >= 0)),
-    CONSTRAINT notifications_input_rules CHECK (((status <> 'queued'::text) OR (claim_count > 0) OR pgpush.notification_input_holds(app, device_token, push_type, priority, topic, payload, collapse_id, expires_at, send_after, idempotency_key, channel_id))),
+    CONSTRAINT notifications_input_rules CHECK (((status <> 'queued'::text) OR (claim_count > 0) OR pgpush.notification_input_holds(app, service, device_token, push_type, priority, topic, payload, collapse_id, expires_at, send_after, idempotency_key, channel_id))),
     CONSTRAINT notifications_sending_needs_lease CHECK (((status <> 'sending'::text) OR ((locked_by IS NOT NULL) AND (locked_until IS NOT NULL)))),
     CONSTRAINT notifications_status_unknown CHECK ((status = ANY (ARRAY['queued'::text, 'sending'::text, 'delivered'::text, 'failed'::text, 'expired'::text, 'cancelled'::text])))
 )
@@ -1612,8 +1687,10 @@ CREATE TABLE pgpush.notifications_1000001 (
     deliver_once boolean,
     apns_unique_id uuid,
     channel_id text,
+    service text DEFAULT 'apns'::text NOT NULL,
+    message_id text,
     CONSTRAINT notifications_attempts_negative CHECK ((attempts >= 0)),
-    CONSTRAINT notifications_input_rules CHECK (((status <> 'queued'::text) OR (claim_count > 0) OR pgpush.notification_input_holds(app, device_token, push_type, priority, topic, payload, collapse_id, expires_at, send_after, idempotency_key, channel_id))),
+    CONSTRAINT notifications_input_rules CHECK (((status <> 'queued'::text) OR (claim_count > 0) OR pgpush.notification_input_holds(app, service, device_token, push_type, priority, topic, payload, collapse_id, expires_at, send_after, idempotency_key, channel_id))),
     CONSTRAINT notifications_sending_needs_lease CHECK (((status <> 'sending'::text) OR ((locked_by IS NOT NULL) AND (locked_until IS NOT NULL)))),
     CONSTRAINT notifications_status_unknown CHECK ((status = ANY (ARRAY['queued'::text, 'sending'::text, 'delivered'::text, 'failed'::text, 'expired'::text, 'cancelled'::text])))
 )
@@ -1650,8 +1727,10 @@ CREATE TABLE pgpush.notifications_default (
     deliver_once boolean,
     apns_unique_id uuid,
     channel_id text,
+    service text DEFAULT 'apns'::text NOT NULL,
+    message_id text,
     CONSTRAINT notifications_attempts_negative CHECK ((attempts >= 0)),
-    CONSTRAINT notifications_input_rules CHECK (((status <> 'queued'::text) OR (claim_count > 0) OR pgpush.notification_input_holds(app, device_token, push_type, priority, topic, payload, collapse_id, expires_at, send_after, idempotency_key, channel_id))),
+    CONSTRAINT notifications_input_rules CHECK (((status <> 'queued'::text) OR (claim_count > 0) OR pgpush.notification_input_holds(app, service, device_token, push_type, priority, topic, payload, collapse_id, expires_at, send_after, idempotency_key, channel_id))),
     CONSTRAINT notifications_sending_needs_lease CHECK (((status <> 'sending'::text) OR ((locked_by IS NOT NULL) AND (locked_until IS NOT NULL)))),
     CONSTRAINT notifications_status_unknown CHECK ((status = ANY (ARRAY['queued'::text, 'sending'::text, 'delivered'::text, 'failed'::text, 'expired'::text, 'cancelled'::text])))
 )
@@ -1914,7 +1993,7 @@ ALTER TABLE ONLY pgpush.history_partitioning
 --
 
 ALTER TABLE ONLY pgpush.invalid_tokens
-    ADD CONSTRAINT invalid_tokens_pkey PRIMARY KEY (app, device_token);
+    ADD CONSTRAINT invalid_tokens_pkey PRIMARY KEY (app, service, device_token);
 
 
 --
@@ -1974,10 +2053,10 @@ ALTER TABLE ONLY pgpush.workers
 
 
 --
--- Name: app_health_app_topic; Type: INDEX; Schema: pgpush; Owner: -
+-- Name: app_health_app_service_topic; Type: INDEX; Schema: pgpush; Owner: -
 --
 
-CREATE UNIQUE INDEX app_health_app_topic ON pgpush.app_health USING btree (app, COALESCE(topic, ''::text));
+CREATE UNIQUE INDEX app_health_app_service_topic ON pgpush.app_health USING btree (app, service, COALESCE(topic, ''::text));
 
 
 --
@@ -2075,28 +2154,28 @@ CREATE INDEX notifications_finished_default ON pgpush.notifications_default USIN
 -- Name: notifications_queued_due; Type: INDEX; Schema: pgpush; Owner: -
 --
 
-CREATE INDEX notifications_queued_due ON ONLY pgpush.notifications USING btree (app, send_after, id) WHERE (status = 'queued'::text);
+CREATE INDEX notifications_queued_due ON ONLY pgpush.notifications USING btree (app, service, send_after, id) WHERE (status = 'queued'::text);
 
 
 --
 -- Name: notifications_queued_due_1; Type: INDEX; Schema: pgpush; Owner: -
 --
 
-CREATE INDEX notifications_queued_due_1 ON pgpush.notifications_1 USING btree (app, send_after, id) WHERE (status = 'queued'::text);
+CREATE INDEX notifications_queued_due_1 ON pgpush.notifications_1 USING btree (app, service, send_after, id) WHERE (status = 'queued'::text);
 
 
 --
 -- Name: notifications_queued_due_1000001; Type: INDEX; Schema: pgpush; Owner: -
 --
 
-CREATE INDEX notifications_queued_due_1000001 ON pgpush.notifications_1000001 USING btree (app, send_after, id) WHERE (status = 'queued'::text);
+CREATE INDEX notifications_queued_due_1000001 ON pgpush.notifications_1000001 USING btree (app, service, send_after, id) WHERE (status = 'queued'::text);
 
 
 --
 -- Name: notifications_queued_due_default; Type: INDEX; Schema: pgpush; Owner: -
 --
 
-CREATE INDEX notifications_queued_due_default ON pgpush.notifications_default USING btree (app, send_after, id) WHERE (status = 'queued'::text);
+CREATE INDEX notifications_queued_due_default ON pgpush.notifications_default USING btree (app, service, send_after, id) WHERE (status = 'queued'::text);
 
 
 --

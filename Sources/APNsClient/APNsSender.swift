@@ -11,6 +11,8 @@ package struct APNsSender: NotificationSender {
         self.client = client
     }
 
+    package var app: String { client.configuration.appName }
+
     package var service: Service { .apns }
 
     package func prepare(_ notification: PushNotification) throws(RowRefusal) -> APNsRequest {

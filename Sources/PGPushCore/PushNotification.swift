@@ -9,8 +9,10 @@ import Foundation
 /// with Foundation's `Notification` in files that import both.
 public struct PushNotification: Equatable, Sendable {
     public var id: Int64
-    /// Which configured APNs app sends it.
+    /// Which configured app sends it.
     public var app: String
+    /// The service it goes to (`service` column).
+    public var service: Service
     /// Hex as inserted, any case; empty on a channel row.
     public var deviceToken: String
     /// `channel_id`: the broadcast channel the row goes to instead of a device.
@@ -32,12 +34,13 @@ public struct PushNotification: Equatable, Sendable {
     public var apnsID: UUID
 
     public init(
-        id: Int64, app: String = "default", deviceToken: String, pushType: String = PushType.alert.rawValue,
+        id: Int64, app: String = "default", service: Service = .apns, deviceToken: String, pushType: String = PushType.alert.rawValue,
         priority: Int? = nil, topic: String? = nil, payload: [UInt8], collapseID: String? = nil,
         expiration: Int64? = nil, deliverOnce: Bool? = nil, apnsID: UUID = UUID(), channelID: String? = nil
     ) {
         self.id = id
         self.app = app
+        self.service = service
         self.deviceToken = deviceToken
         self.pushType = pushType
         self.priority = priority

@@ -38,11 +38,11 @@ public final class NotificationQueue {
     /// A channel row whose channel stores no messages (storage policy 0) is claimed as
     /// `deliverOnce`: APNs takes only `apns-expiration: 0` on such a channel.
     /// `lookBack`: only rows whose `send_after` is at most that long ago (nil: every due row).
-    public func claim(app: String, limit: Int, lease: Duration, skipKnownInvalidTokens: Bool = true,
+    public func claim(app: String, service: Service = .apns, limit: Int, lease: Duration, skipKnownInvalidTokens: Bool = true,
                       lookBack: Duration? = nil) throws -> ClaimResult {
-        let result = try connection.query(Self.claimSQL, [workerID, app, limit, lease.seconds, skipKnownInvalidTokens,
-                                                          try claimFrom(), lookBack?.seconds])
-        // Columns as pgpush.claim returns them (sql/011_queue_functions.sql, 014).
+        let result = try connection.query(Self.claimSQL, [workerID, app, service.rawValue, limit, lease.seconds,
+                                                          skipKnownInvalidTokens, try claimFrom(), lookBack?.seconds])
+        // Columns as pgpush.claim returns them (sql/015_services.sql).
         var claimed: [ClaimedNotification] = []
         claimed.reserveCapacity(result.rowCount)
         var expired: [Int64] = [], knownInvalid: [Int64] = []
@@ -61,6 +61,7 @@ public final class NotificationQueue {
             let notification = PushNotification(
                 id: id,
                 app: app,
+                service: service,
                 deviceToken: result.string(row, 4) ?? "",
                 pushType: result.string(row, 5) ?? "",
                 priority: result.int(row, 6),
@@ -97,10 +98,10 @@ public final class NotificationQueue {
         return id
     }
 
-    /// The claim: pgpush.claim (sql/011_queue_functions.sql as 014 changed it), where the
-    /// statement and why it is written as it is can be read. Parameters: worker id, app, limit,
-    /// lease seconds, skip known-invalid tokens, lowest id (`claimFrom()`), look-back seconds.
-    public static let claimSQL = "SELECT * FROM pgpush.claim($1, $2, $3, $4, $5, $6, $7)"
+    /// The claim: pgpush.claim (sql/015_services.sql; why it is written as it is: 011 and 014).
+    /// Parameters: worker id, app, service, limit, lease seconds, skip known-invalid tokens,
+    /// lowest id (`claimFrom()`), look-back seconds.
+    public static let claimSQL = "SELECT * FROM pgpush.claim($1, $2, $3, $4, $5, $6, $7, $8)"
 
     /// The plans of a claim's statements inside pgpush.claim, as EXPLAIN ANALYZE prints them
     /// (auto_explain, loaded for this session: superuser only). The claim is made for real.
@@ -138,7 +139,7 @@ public final class NotificationQueue {
         var ids: [Int64] = [], claims: [Int] = [], statuses: [String] = [], httpStatuses: [Int?] = []
         var reasons: [String?] = [], delays: [Double?] = [], refunds: [Int] = [], answered: [Bool] = []
         var recordsError: [Bool] = [], invalidates: [Bool] = [], appleTimestamps: [Double?] = []
-        var uniqueIDs: [UUID?] = []
+        var uniqueIDs: [UUID?] = [], messageIDs: [String?] = [], details: [String?] = []
         for outcome in outcomes.lazy.map(\.storable) {
             ids.append(outcome.id)
             claims.append(outcome.claimCount)
@@ -156,29 +157,33 @@ public final class NotificationQueue {
             invalidates.append(outcome.invalidatesToken)
             appleTimestamps.append(outcome.appleTimestamp?.timeIntervalSince1970)
             uniqueIDs.append(outcome.apnsUniqueID)
+            messageIDs.append(outcome.messageID)
+            details.append(outcome.detail)
         }
         let result = try connection.query(Self.completeSQL, [
             workerID, ids, claims, statuses, httpStatuses, reasons, delays, refunds, answered,
-            recordsError, invalidates, appleTimestamps, uniqueIDs,
+            recordsError, invalidates, appleTimestamps, uniqueIDs, messageIDs, details,
         ])
         return Self.ids(in: result)
     }
 
-    /// The common batch, every row accepted with nothing to record beyond it: three arrays
-    /// instead of twelve, and none of the general statement's joins for error rows and
+    /// The common batch, every row accepted with nothing to record beyond it: four arrays
+    /// instead of fourteen, and none of the general statement's joins for error rows and
     /// invalid tokens, which PostgreSQL runs even when they find nothing. It writes what
     /// `completeSQL` writes for such rows.
     private func completeDeliveries(_ outcomes: [Outcome]) throws -> Set<Int64> {
-        var ids: [Int64] = [], claims: [Int] = [], uniqueIDs: [UUID?] = []
+        var ids: [Int64] = [], claims: [Int] = [], uniqueIDs: [UUID?] = [], messageIDs: [String?] = []
         ids.reserveCapacity(outcomes.count)
         claims.reserveCapacity(outcomes.count)
         uniqueIDs.reserveCapacity(outcomes.count)
+        messageIDs.reserveCapacity(outcomes.count)
         for outcome in outcomes {
             ids.append(outcome.id)
             claims.append(outcome.claimCount)
             uniqueIDs.append(outcome.apnsUniqueID)
+            messageIDs.append(outcome.messageID.map { Outcome.storableText($0) })
         }
-        let result = try connection.query(Self.completeDeliveriesSQL, [workerID, ids, claims, uniqueIDs])
+        let result = try connection.query(Self.completeDeliveriesSQL, [workerID, ids, claims, uniqueIDs, messageIDs])
         return Self.ids(in: result)
     }
 
@@ -191,9 +196,9 @@ public final class NotificationQueue {
         return ids
     }
 
-    /// pgpush.complete_deliveries and pgpush.complete (sql/011_queue_functions.sql).
-    static let completeDeliveriesSQL = "SELECT * FROM pgpush.complete_deliveries($1, $2, $3, $4)"
-    static let completeSQL = "SELECT * FROM pgpush.complete($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
+    /// pgpush.complete_deliveries and pgpush.complete (sql/015_services.sql).
+    static let completeDeliveriesSQL = "SELECT * FROM pgpush.complete_deliveries($1, $2, $3, $4, $5)"
+    static let completeSQL = "SELECT * FROM pgpush.complete($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)"
 
     // MARK: Leases
 

@@ -63,9 +63,9 @@ public struct Outcome: Sendable, Equatable {
     }
 
     /// Accepted (200) with no reason, no error row and no token to invalidate: the common
-    /// case, which the queue writes with a leaner statement.
+    /// case, which the queue writes with a leaner statement (its message id included).
     var isPlainDelivery: Bool {
-        disposition == .delivered && httpStatus == 200 && reason == nil && messageID == nil && !recordsError && !invalidatesToken
+        disposition == .delivered && httpStatus == 200 && reason == nil && !recordsError && !invalidatesToken
     }
 
     public static func delivered(_ row: ClaimedNotification) -> Outcome {

@@ -1,3 +1,4 @@
+import PGPushCore
 import Postgres
 
 /// A worker's row in `pgpush.workers` and its app-health reports in `pgpush.app_health`.
@@ -52,23 +53,25 @@ extension NotificationQueue {
         try connection.query("DELETE FROM pgpush.workers WHERE id = $1", [workerID])
     }
 
-    /// Records whether `app` can be served — the whole app when `topic` is nil, or only that
-    /// apns-topic of it. Each (app, topic) pair has its own row: a report for one topic leaves
-    /// the app's row and other topics' rows alone. `since` moves only when health changes.
-    public func reportAppHealth(app: String, topic: String? = nil, healthy: Bool, reason: String?) throws {
-        // The conflict target is the unique index on (app, coalesce(topic, '')), which makes
-        // a null topic one value, so the whole-app row is found like any other.
+    /// Records whether `app` can be served by `service` — all of it when `topic` is nil, or
+    /// only that apns-topic of it. Each (app, service, topic) has its own row: a report for one
+    /// topic leaves the app's row and other topics' rows alone. `since` moves only when health
+    /// changes.
+    public func reportAppHealth(app: String, service: Service = .apns, topic: String? = nil, healthy: Bool,
+                                reason: String?) throws {
+        // The conflict target is the unique index on (app, service, coalesce(topic, '')), which
+        // makes a null topic one value, so the whole-app row is found like any other.
         try connection.query("""
-            INSERT INTO pgpush.app_health AS h (app, topic, healthy, reason, worker_id)
-            VALUES ($1, $2, $3, $4, $5)
-            ON CONFLICT (app, coalesce(topic, '')) DO UPDATE SET
+            INSERT INTO pgpush.app_health AS h (app, service, topic, healthy, reason, worker_id)
+            VALUES ($1, $6, $2, $3, $4, $5)
+            ON CONFLICT (app, service, coalesce(topic, '')) DO UPDATE SET
                 healthy    = EXCLUDED.healthy,
                 reason     = EXCLUDED.reason,
                 worker_id  = EXCLUDED.worker_id,
                 checked_at = now(),
                 since      = CASE WHEN h.healthy = EXCLUDED.healthy AND h.reason IS NOT DISTINCT FROM EXCLUDED.reason
                                   THEN h.since ELSE now() END
-            """, [app, topic, healthy, reason.map { Outcome.storableText($0) }, workerID])
+            """, [app, topic, healthy, reason.map { Outcome.storableText($0) }, workerID, service.rawValue])
     }
 }
 

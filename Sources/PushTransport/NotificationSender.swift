@@ -8,6 +8,8 @@ import PGPushCore
 package protocol NotificationSender: Sendable {
     associatedtype Request: Sendable
 
+    /// The configured app it sends for.
+    var app: String { get }
     var service: Service { get }
     /// The request for a row, or why the row can never be sent.
     func prepare(_ notification: PushNotification) throws(RowRefusal) -> Request

@@ -10,10 +10,10 @@ import PushTransport
 public enum APNsSenderFactory {
     /// `keyLog`: every client's TLS secrets go there (`SSLKEYLOGFILE`); nil: nowhere.
     package static func makeSenders(for apps: [AppConfiguration], keyLog: TLSKeyLog? = nil,
-                                   now: Date = Date()) throws(ConfigurationError) -> [String: any NotificationSender] {
-        var senders: [String: any NotificationSender] = [:]
+                                   now: Date = Date()) throws(ConfigurationError) -> [any NotificationSender] {
+        var senders: [any NotificationSender] = []
         for app in apps {
-            senders[app.name] = APNsSender(client: try makeClient(for: app, keyLog: keyLog, now: now))
+            senders.append(APNsSender(client: try makeClient(for: app, keyLog: keyLog, now: now)))
         }
         return senders
     }

@@ -3,36 +3,36 @@ import PushQueue
 
 /// The rows this worker holds under lease and has not written an outcome for.
 /// Lease renewal reads it; the claim loops size their next claim from the
-/// per-app counts, kept alongside so that reading one is O(1).
+/// per-route counts, kept alongside so that reading one is O(1).
 final class InFlightRegistry: Sendable {
     private struct State {
-        var apps: [Int64: String] = [:]
-        var counts: [String: Int] = [:]
+        var routes: [Int64: Route] = [:]
+        var counts: [Route: Int] = [:]
     }
 
     private let state = Locked(State())
 
-    func add(_ claimed: [ClaimedNotification], app: String) {
+    func add(_ claimed: [ClaimedNotification], route: Route) {
         state.withLock { state in
-            for row in claimed { state.apps[row.id] = app }
-            state.counts[app, default: 0] += claimed.count
+            for row in claimed { state.routes[row.id] = route }
+            state.counts[route, default: 0] += claimed.count
         }
     }
 
-    /// Returns how many rows of the same app are still in flight.
+    /// Returns how many rows of the same route are still in flight.
     @discardableResult
     func remove(_ id: Int64) -> Int {
         state.withLock { state in
-            guard let app = state.apps.removeValue(forKey: id) else { return 0 }
-            state.counts[app, default: 1] -= 1
-            return state.counts[app] ?? 0
+            guard let route = state.routes.removeValue(forKey: id) else { return 0 }
+            state.counts[route, default: 1] -= 1
+            return state.counts[route] ?? 0
         }
     }
 
-    func count(app: String) -> Int {
-        state.withLock { $0.counts[app] ?? 0 }
+    func count(_ route: Route) -> Int {
+        state.withLock { $0.counts[route] ?? 0 }
     }
 
-    var ids: [Int64] { state.withLock { Array($0.apps.keys) } }
-    var isEmpty: Bool { state.withLock { $0.apps.isEmpty } }
+    var ids: [Int64] { state.withLock { Array($0.routes.keys) } }
+    var isEmpty: Bool { state.withLock { $0.routes.isEmpty } }
 }

@@ -6,7 +6,8 @@ import PushQueue
 import PushTransport
 import Synchronization
 
-/// The claim loop: one per app, claiming what there is room for, when `ClaimSchedule` says.
+/// The claim loop: one per route (an app and a service), claiming what there is room for,
+/// when `ClaimSchedule` says.
 extension Worker {
     /// Wake-ups are needed unless every app's loop claims every gap anyway
     /// (`ClaimSchedule.polling`): then the listener stops listening until one does not.
@@ -14,8 +15,9 @@ extension Worker {
         listener.setListening(!claimLoops.values.allSatisfy { $0.schedule.withLock { $0.polling } })
     }
 
-    func dispatch(_ app: AppConfiguration) async {
-        guard let sender = senders[app.name], let loop = claimLoops[app.name], let health = health[app.name] else { return }
+    func dispatch(_ route: Route) async {
+        guard let app = configuration.apps.first(where: { $0.name == route.app }), let sender = senders[route],
+              let loop = claimLoops[route], let health = health[route] else { return }
         let target = Self.inFlightTarget(of: sender)
         var backoff = Duration.milliseconds(100)
         await withDiscardingTaskGroup { group in
@@ -27,7 +29,7 @@ extension Worker {
                     continue
                 }
                 let room = { [inFlight] in
-                    Self.claimLimit(health.phase, target: target, inFlight: inFlight.count(app: app.name))
+                    Self.claimLimit(health.phase, target: target, inFlight: inFlight.count(route))
                 }
                 guard let limit = room() else {
                     await loop.waitForRoom(timeout: configuration.pollInterval) { room() != nil }
@@ -48,7 +50,7 @@ extension Worker {
                 let lookBack = loop.schedule.withLock { $0.claimStarted(at: .now) }
                 do {
                     result = try await claims.run { [configuration] queue in
-                        try queue.claim(app: app.name, limit: batch, lease: configuration.lease,
+                        try queue.claim(app: app.name, service: route.service, limit: batch, lease: configuration.lease,
                                         skipKnownInvalidTokens: app.skipKnownInvalidTokens, lookBack: lookBack)
                     }
                     backoff = .milliseconds(100)
@@ -91,9 +93,9 @@ extension Worker {
                                                                "why": "APNs answered Unregistered or ExpiredToken for them before"])
                     metrics.recordKnownInvalid(app: app.name, count: result.knownInvalidIDs.count)
                 }
-                inFlight.add(result.claimed, app: app.name)
+                inFlight.add(result.claimed, route: route)
                 for row in result.claimed {
-                    group.addTask { [self] in await deliver(row, app: app, sender: sender) }
+                    group.addTask { [self] in await deliver(row, app: app, route: route, sender: sender) }
                 }
             }
         }

@@ -9,11 +9,11 @@ extension Worker {
     /// How long one app's failures of one cause go unlogged after a line about them.
     static let connectionFailureLogInterval: Duration = .seconds(60)
 
-    static func logConnectionFailures(of senders: [String: any NotificationSender], to warnings: RepeatedWarnings) {
-        for (app, sender) in senders {
+    static func logConnectionFailures(of senders: [Route: any NotificationSender], to warnings: RepeatedWarnings) {
+        for (route, sender) in senders {
             sender.onConnectionFailure { failure in
-                warnings.warning("apns_connection_failed", key: app + "\u{0}" + failure.cause.rawValue,
-                                 connectionFailureFields(app: app, failure))
+                warnings.warning("apns_connection_failed", key: route.description + "\u{0}" + failure.cause.rawValue,
+                                 connectionFailureFields(app: route.app, failure))
             }
         }
     }

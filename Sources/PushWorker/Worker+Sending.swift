@@ -30,22 +30,23 @@ extension Worker {
         return limit >= smallestClaim(target: target) || (limit > 0 && inFlight == 0) ? limit : nil
     }
 
-    func deliver(_ row: ClaimedNotification, app: AppConfiguration, sender: any NotificationSender) async {
+    func deliver(_ row: ClaimedNotification, app: AppConfiguration, route: Route, sender: any NotificationSender) async {
         defer {
             let remaining = inFlight.remove(row.id)
             let target = Self.inFlightTarget(of: sender)
             // Wakes the claim loop only if it waits for room and now has it, or nothing is left
             // in flight (a probing app, a drain): a wake-up per row cost a timer and a claim per row.
-            claimLoops[app.name]?.sendFinished(roomNow: remaining == 0 || target - remaining >= Self.smallestClaim(target: target))
+            claimLoops[route]?.sendFinished(roomNow: remaining == 0 || target - remaining >= Self.smallestClaim(target: target))
         }
         if isStopping {
             writer.add(.released(row))
             return
         }
-        await send(row, app: app, using: sender)
+        await send(row, app: app, route: route, using: sender)
     }
 
-    private func send<Sender: NotificationSender>(_ row: ClaimedNotification, app: AppConfiguration, using sender: Sender) async {
+    private func send<Sender: NotificationSender>(_ row: ClaimedNotification, app: AppConfiguration, route: Route,
+                                                  using sender: Sender) async {
         let request: Sender.Request
         do throws(RowRefusal) {
             request = try sender.prepare(row.notification)
@@ -58,9 +59,9 @@ extension Worker {
             return
         }
         let scope = sender.scope(of: request)
-        if let scope, let wait = await health[app.name]?.admit(scope: scope) {
+        if let scope, let wait = await health[route]?.admit(scope: scope) {
             // Its scope is paused: back to the queue unsent and uncounted, last answer kept.
-            put(Outcome(id: row.id, claimCount: row.claimCount, disposition: .retry(after: wait, countsAsAttempt: false)), app: app)
+            put(Outcome(id: row.id, claimCount: row.claimCount, disposition: .retry(after: wait, countsAsAttempt: false)), route: route)
             return
         }
         let delivery = await sender.send(request)
@@ -71,24 +72,25 @@ extension Worker {
             repeated.warning("response_too_large", key: app.name, ["app": app.name, "detail": failure.detail])
         }
         let outcome = random.withLock { OutcomeDecider(retry: app.retry).decide(row, delivery, using: &$0) }
-        put(outcome, app: app)
+        put(outcome, route: route)
         metrics.recordOutcome(app: app.name, outcome)
-        record(delivery, outcome: outcome, row: row, scope: scope, app: app, sender: sender)
+        record(delivery, outcome: outcome, row: row, scope: scope, route: route, sender: sender)
     }
 
     /// Hands an outcome to the writer; a row put back is claimed again when it comes due
     /// (its `send_after` is written within one flush interval).
-    func put(_ outcome: Outcome, app: AppConfiguration) {
+    func put(_ outcome: Outcome, route: Route) {
         writer.add(outcome)
         if case .retry(let delay, _) = outcome.disposition {
-            claimLoops[app.name]?.retryComesDue(at: .now + delay + configuration.flushInterval)
+            claimLoops[route]?.retryComesDue(at: .now + delay + configuration.flushInterval)
         }
     }
 
     /// Counts the outcome, logs an answer that was not a delivery, and tells the app's
     /// health what the delivery proved or refused.
-    func record(_ delivery: Delivery, outcome: Outcome, row: ClaimedNotification, scope: String?, app: AppConfiguration,
+    func record(_ delivery: Delivery, outcome: Outcome, row: ClaimedNotification, scope: String?, route: Route,
                 sender: some NotificationSender) {
+        let app = route.app
         counters.withLock { counters in
             counters.sent += 1
             switch outcome.disposition {
@@ -99,19 +101,19 @@ extension Worker {
         }
         if outcome.recordsError {
             let recipient = row.notification.channelID.map { ("channel", $0) } ?? ("token", row.notification.deviceToken)
-            log.info("send_error", ["id": row.id, "app": app.name, "service": sender.service.rawValue, recipient.0: recipient.1,
+            log.info("send_error", ["id": row.id, "app": app, "service": route.service.rawValue, recipient.0: recipient.1,
                                     "status": outcome.httpStatus.map(String.init) ?? "none",
                                     "reason": outcome.reason ?? "none", "outcome": Self.describe(outcome.disposition)])
         }
-        guard let appHealth = health[app.name] else { return }
+        guard let appHealth = health[route] else { return }
         if let hint = delivery.hintsWrongSetup {
             switch appHealth.recordAnswer(hintsWrongSetup: hint) {
             case .suspected:
                 let wrongSetup = sender.wrongSetup
-                log.error("wrong_setup_suspected", ["app": app.name, "service": sender.service.rawValue, "why": wrongSetup.why])
-                reportHealth(app: app.name, healthy: false, reason: wrongSetup.reason)
+                log.error("wrong_setup_suspected", ["app": app, "service": route.service.rawValue, "why": wrongSetup.why])
+                reportHealth(route, healthy: false, reason: wrongSetup.reason)
             case .cleared:
-                reportHealth(app: app.name, healthy: true, reason: nil)
+                reportHealth(route, healthy: true, reason: nil)
             case .unchanged:
                 break
             }
@@ -120,35 +122,37 @@ extension Worker {
         case .paused(.requestScope, let reason) where scope != nil:
             let scope = scope ?? ""
             if let pause = appHealth.reportProblem(scope: scope) {
-                log.error("scope_paused", ["app": app.name, "scope": scope, "reason": reason, "retry_in": pause])
-                reportHealth(app: app.name, topic: scope, healthy: false, reason: reason)
+                log.error("scope_paused", ["app": app, "service": route.service.rawValue, "scope": scope, "reason": reason,
+                                           "retry_in": pause])
+                reportHealth(route, topic: scope, healthy: false, reason: reason)
             }
         case .paused(_, let reason):
             if let scope { _ = appHealth.scopeAnswered(scope, accepted: false) }
             if let pause = appHealth.reportProblem() {
-                log.error("app_paused", ["app": app.name, "service": sender.service.rawValue, "reason": reason, "retry_in": pause])
-                reportHealth(app: app.name, healthy: false, reason: reason)
+                log.error("app_paused", ["app": app, "service": route.service.rawValue, "reason": reason, "retry_in": pause])
+                reportHealth(route, healthy: false, reason: reason)
             }
         default:
             if let scope, appHealth.scopeAnswered(scope, accepted: delivery.provesCredentials) {
-                log.info("scope_resumed", ["app": app.name, "scope": scope])
-                reportHealth(app: app.name, topic: scope, healthy: true, reason: nil)
+                log.info("scope_resumed", ["app": app, "service": route.service.rawValue, "scope": scope])
+                reportHealth(route, topic: scope, healthy: true, reason: nil)
             }
             if delivery.provesCredentials, appHealth.reportSuccess() {
-                reportHealth(app: app.name, healthy: true, reason: nil)
+                reportHealth(route, healthy: true, reason: nil)
             }
         }
     }
 
-    func reportHealth(app: String, topic: String? = nil, healthy: Bool, reason: String?) {
-        metrics.recordHealth(app: app, topic: topic, healthy: healthy)
+    func reportHealth(_ route: Route, topic: String? = nil, healthy: Bool, reason: String?) {
+        metrics.recordHealth(app: route.app, topic: topic, healthy: healthy)
         Task { [self] in
             do {
                 try await maintenance.run { queue in
-                    try queue.reportAppHealth(app: app, topic: topic, healthy: healthy, reason: reason)
+                    try queue.reportAppHealth(app: route.app, service: route.service, topic: topic, healthy: healthy,
+                                              reason: reason)
                 }
             } catch {
-                log.warning("app_health_not_written", ["app": app, "error": error])
+                log.warning("app_health_not_written", ["app": route.app, "service": route.service.rawValue, "error": error])
             }
         }
     }

@@ -16,15 +16,15 @@ import Synchronization
 /// deregisters.
 public final class Worker: Sendable {
     public let configuration: WorkerConfiguration
-    let senders: [String: any NotificationSender]
+    let senders: [Route: any NotificationSender]
     let log: Log
     let claims: DatabaseExecutor
     let maintenance: DatabaseExecutor
     let writer: OutcomeWriter
     let listener: QueueListener
     let inFlight = InFlightRegistry()
-    let claimLoops: [String: ClaimLoopSignals]
-    let health: [String: AppHealth]
+    let claimLoops: [Route: ClaimLoopSignals]
+    let health: [Route: AppHealth]
     let stopping = Atomic<Bool>(false)
     let stopRequested = Latch()
     let drainDeadline = Locked<ContinuousClock.Instant?>(nil)
@@ -46,7 +46,9 @@ public final class Worker: Sendable {
     /// 13 KB (BENCHMARKS.md), and a row held here is a row other workers cannot take.
     static let inFlightPerConnection = 250
 
-    package init(configuration: WorkerConfiguration, senders: [String: any NotificationSender], log: Log = Log()) throws {
+    /// `senders`: one per app and service the worker sends for; an app's rows of a service
+    /// it has no sender for are not claimed.
+    package init(configuration: WorkerConfiguration, senders: [any NotificationSender], log: Log = Log()) throws {
         // `load` checks these; a configuration built in code meets them here, not as a trap in
         // the dictionaries below or as an app count no worker carries.
         try WorkerConfiguration.checkAppCount(configuration.apps.count)
@@ -54,8 +56,15 @@ public final class Worker: Sendable {
         for app in configuration.apps where !names.insert(app.name).inserted {
             throw ConfigurationError("app \"\(app.name)\" is configured more than once")
         }
+        var routes: [Route: any NotificationSender] = [:]
+        for sender in senders {
+            let route = Route(app: sender.app, service: sender.service)
+            guard names.contains(route.app), routes.updateValue(sender, forKey: route) == nil else {
+                throw ConfigurationError("app \"\(route.app)\": \(route.service.rawValue) sender given twice, or for no configured app")
+            }
+        }
         self.configuration = configuration
-        self.senders = senders
+        self.senders = routes
         self.log = log
         repeated = RepeatedWarnings(log: log)
         claims = DatabaseExecutor(name: "claims", conninfo: configuration.databaseURL, workerID: configuration.workerID)
@@ -63,30 +72,32 @@ public final class Worker: Sendable {
         let outcomes = DatabaseExecutor(name: "outcomes", conninfo: configuration.databaseURL, workerID: configuration.workerID)
         writer = OutcomeWriter(database: outcomes, interval: configuration.flushInterval, log: log, repeated: repeated)
         listener = try QueueListener()
-        claimLoops = Dictionary(uniqueKeysWithValues: configuration.apps.map {
-            ($0.name, ClaimLoopSignals(pollInterval: configuration.pollInterval, largestClaim: Self.largestClaim))
-        })
-        health = Dictionary(uniqueKeysWithValues: configuration.apps.map { ($0.name, AppHealth()) })
+        claimLoops = routes.mapValues { _ in
+            ClaimLoopSignals(pollInterval: configuration.pollInterval, largestClaim: Self.largestClaim)
+        }
+        health = routes.mapValues { _ in AppHealth() }
         let metrics = WorkerMetrics(apps: configuration.apps.map(\.name))
         self.metrics = metrics
         metricsServer = try configuration.metricsAddress.map { address throws(ConfigurationError) in
-            try MetricsServer(address: address) { path in Self.route(path, metrics: metrics, senders: senders) }
+            try MetricsServer(address: address) { [routes] path in Self.route(path, metrics: metrics, senders: routes) }
         }
-        Self.logConnectionFailures(of: senders, to: RepeatedWarnings(log: log, interval: Self.connectionFailureLogInterval))
+        Self.logConnectionFailures(of: routes, to: RepeatedWarnings(log: log, interval: Self.connectionFailureLogInterval))
     }
 
     /// The port the metrics endpoint listens on (useful with port 0).
     public var metricsPort: Int? { metricsServer?.port }
 
-    private static func route(_ path: String, metrics: WorkerMetrics, senders: [String: any NotificationSender]) -> MetricsServer.Response {
+    private static func route(_ path: String, metrics: WorkerMetrics, senders: [Route: any NotificationSender]) -> MetricsServer.Response {
         switch path {
         case "/metrics":
             var connections: [String: (live: Int, rateLimiterWaits: Int, requests: Int)] = [:]
             var failures: [String: [ConnectionFailure.Cause: Int]] = [:]
-            for (app, sender) in senders {
+            for (route, sender) in senders {
                 let statistics = sender.statistics
-                connections[app] = (statistics.liveConnections, statistics.rateLimiterWaits, statistics.requestsSent)
-                failures[app] = statistics.connectionFailuresByCause
+                let sum = connections[route.app] ?? (0, 0, 0)
+                connections[route.app] = (sum.live + statistics.liveConnections, sum.rateLimiterWaits + statistics.rateLimiterWaits,
+                                          sum.requests + statistics.requestsSent)
+                failures[route.app, default: [:]].merge(statistics.connectionFailuresByCause, uniquingKeysWith: +)
             }
             return MetricsServer.Response(status: 200, contentType: "text/plain; version=0.0.4; charset=utf-8",
                                           body: metrics.render(connections: connections, connectionFailures: failures))
@@ -120,7 +131,9 @@ public final class Worker: Sendable {
             setting: configuration.listenDatabaseURL == nil ? "DATABASE_URL" : "PGPUSH_LISTEN_DATABASE_URL",
             notifyConninfo: configuration.databaseURL, pollInterval: configuration.pollInterval)
         listener.start(wakeUps, log: log,
-                       onQueued: { [claimLoops] app in claimLoops[app]?.rowsMayBeWaiting() },
+                       onQueued: { [claimLoops] app in
+                           for (route, loop) in claimLoops where route.app == app { loop.rowsMayBeWaiting() }
+                       },
                        onReconnect: { [claimLoops] in claimLoops.values.forEach { $0.rowsMayBeWaitingAnywhere() } })
         log.info("worker_started", ["worker": configuration.workerID, "apps": configuration.apps.map(\.name).joined(separator: ",")])
 
@@ -137,9 +150,9 @@ public final class Worker: Sendable {
             // whichever comes first (sends themselves end by their deadline).
             await withTaskGroup(of: Bool.self) { apps in
                 let drained = Doorbell()
-                for app in configuration.apps {
+                for route in senders.keys {
                     apps.addTask { [self] in
-                        await dispatch(app)
+                        await dispatch(route)
                         return false
                     }
                 }
@@ -152,7 +165,7 @@ public final class Worker: Sendable {
                 while let isDrainTask = await apps.next() {
                     if isDrainTask { break }
                     finishedApps += 1
-                    if finishedApps == configuration.apps.count { drained.ring() }
+                    if finishedApps == senders.count { drained.ring() }
                 }
                 if !inFlight.isEmpty {
                     log.warning("drain_timeout", ["in_flight": inFlight.ids.count, "why": "their leases will return them"])

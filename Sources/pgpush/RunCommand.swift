@@ -92,7 +92,7 @@ enum RunCommand {
         } catch {
             throw UsageError(error.description)
         }
-        let senders: [String: any NotificationSender]
+        let senders: [any NotificationSender]
         do {
             senders = try APNsSenderFactory.makeSenders(for: configuration.apps, keyLog: keyLog)
         } catch {

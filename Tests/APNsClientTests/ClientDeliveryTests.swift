@@ -21,7 +21,7 @@ struct ClientDeliveryTests {
         #expect(client.statistics.liveConnections == 3)
         let sent = try await ClientTestValues.sendAll(client, count: 90)
         #expect(sent.count == 90)
-        for (request, result) in sent {
+        for (_, result) in sent {
             #expect(result.status == 200)
             #expect(result.failure == nil)
             #expect(result.resends == 0)

@@ -126,9 +126,9 @@ import Testing
         }
         let many = WorkerConfiguration(databaseURL: "host=/tmp", apps: (0...WorkerConfiguration.maximumApps).map { app("app\($0)") },
                                        workerID: "bounds")
-        #expect(throws: ConfigurationError.self) { try Worker(configuration: many, senders: [:]) }
+        #expect(throws: ConfigurationError.self) { try Worker(configuration: many, senders: []) }
         let repeated = WorkerConfiguration(databaseURL: "host=/tmp", apps: [app("same"), app("same")], workerID: "bounds")
-        #expect(throws: ConfigurationError.self) { try Worker(configuration: repeated, senders: [:]) }
+        #expect(throws: ConfigurationError.self) { try Worker(configuration: repeated, senders: []) }
     }
 
     /// Apps repeated by name would be served once each: a file that names one twice is refused.
