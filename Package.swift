@@ -78,8 +78,9 @@ let package = Package(
             "FCMSimulator", "FCMClient", "HTTP2TLS", "PushCrypto", "PGPushCore", "PGPushTestSupport",
         ]),
         .testTarget(name: "HTTP2TLSTests", dependencies: ["HTTP2TLS", "PushCrypto", "COpenSSL", "Locking", "PGPushTestSupport"]),
+        .testTarget(name: "PushTransportTests", dependencies: ["PushTransport", "PGPushCore", "HTTP2TLS"]),
         .testTarget(name: "APNsClientTests", dependencies: [
-            "APNsClient", "APNsSimulator", "HTTP2TLS", "PushCrypto", "PGPushCore", "Locking", "PGPushTestSupport",
+            "APNsClient", "APNsSimulator", "PushTransport", "HTTP2TLS", "PushCrypto", "PGPushCore", "Locking", "PGPushTestSupport",
         ]),
         .testTarget(name: "PushWorkerTests", dependencies: [
             "PushWorker", "PushQueue", "PGPushCore", "PGPushTestSupport", "Postgres", "APNsSimulator", "APNsClient", "PushCrypto",

@@ -19,7 +19,7 @@ import PushTransport
 /// it can afford to wait for: connections × rate per second.
 public final class APNsClient: Sendable {
     public let configuration: APNsClientConfiguration
-    private let pool: APNsConnectionPool
+    private let pool: ConnectionPool
     private let transport: HTTP2Client
     private let recorder = StatisticsRecorder()
     private let clock = ContinuousClock()
@@ -63,7 +63,7 @@ public final class APNsClient: Sendable {
         } catch {
             throw APNsClientConfigurationError(setting: "I/O thread", error.description, app: configuration.appName)
         }
-        pool = APNsConnectionPool(endpoint: configuration.endpoint, connections: configuration.connections,
+        pool = ConnectionPool(endpoint: configuration.endpoint.address, connections: configuration.connections,
                                   ratePerConnection: configuration.effectiveRatePerConnection,
                                   backoff: configuration.reconnectBackoff, transport: transport,
                                   connectionConfiguration: connection, statistics: recorder)
@@ -120,7 +120,8 @@ public final class APNsClient: Sendable {
         while true {
             let granted: (lease: ConnectionLease, token: ProviderToken?)
             var rateWait: Duration?
-            switch await acquireConnection(avoiding: avoidedSlot, rateWait: &rateWait) {
+            switch await pool.acquire(avoiding: avoidedSlot, requestTimeout: configuration.requestTimeout,
+                                      credential: providerToken, carrying: Self.carried, rateWait: &rateWait) {
             case .success(let lease): granted = lease
             case .failure(let failure): return failed(failure, request: request, resends: resends.total, since: started)
             }
@@ -183,6 +184,11 @@ public final class APNsClient: Sendable {
 
     // MARK: pieces of send
 
+    /// What the pool knows of a provider token: a connection carries one for its life.
+    private static func carried(_ token: ProviderToken) -> ConnectionCredential {
+        ConnectionCredential(text: token.jwt, issuedAt: token.issuedAt)
+    }
+
     private func providerToken() -> Result<ProviderToken?, DeliveryFailure> {
         guard case .token(let cache) = configuration.authentication else { return .success(nil) }
         do throws(ProviderTokenError) {
@@ -192,68 +198,6 @@ public final class APNsClient: Sendable {
             return .failure(DeliveryFailure(processing: .notProcessed, cause: .credentials, serviceReason: refused,
                                             detail: error.description))
         }
-    }
-
-    /// A stream to write the next try on now, and the provider token to write it with. Waits for a free stream and the rate for as
-    /// long as it takes while a connection is open: each stream frees within the request
-    /// timeout and the rate frees on schedule, so the wait ends; how much to queue is the
-    /// caller's choice. Without any open connection it waits up to the request timeout, then
-    /// gives up with `couldNotConnect` (the request was never written).
-    /// `rateWait`: set to how long the request waited for the rate limit, if it did.
-    private func acquireConnection(avoiding avoided: Int?,
-                                   rateWait: inout Duration?) async -> Result<(ConnectionLease, ProviderToken?), DeliveryFailure> {
-        var deadline = clock.now.advanced(by: configuration.requestTimeout)
-        var rateSleeper = false
-        var rateWaitBegan: ContinuousClock.Instant?
-        while true {
-            let token: ProviderToken?
-            switch providerToken() {
-            case .success(let current): token = current
-            case .failure(let failure):
-                if rateSleeper { pool.resignRateSleeper() }
-                return .failure(failure)
-            }
-            let attempt = pool.lease(avoiding: avoided, wasRateSleeper: rateSleeper, token: token)
-            rateSleeper = false
-            if case .leased(let lease) = attempt {
-                rateWait = rateWaitBegan.map { $0.duration(to: clock.now) }
-                return .success((lease, token))
-            }
-            if case .shutDown = attempt {
-                return .failure(DeliveryFailure(processing: .notProcessed, cause: .clientShutDown, detail: "APNs client is shut down"))
-            }
-            if case .tokenRefused = attempt { continue }
-            if Task.isCancelled {
-                if case .rateLimited = attempt { pool.resignRateSleeper() }
-                return .failure(DeliveryFailure(processing: .notProcessed, cause: .clientShutDown,
-                                                detail: "the sending task was cancelled before the request was written"))
-            }
-            let now = clock.now
-            if pool.liveConnections > 0 {
-                deadline = now.advanced(by: configuration.requestTimeout)
-            } else if now >= deadline {
-                if case .rateLimited = attempt { pool.resignRateSleeper() }
-                return .failure(couldNotConnect())
-            }
-            switch attempt {
-            case .rateLimited(let until, let generation):
-                rateSleeper = true
-                if rateWaitBegan == nil { rateWaitBegan = now }
-                await pool.waitForChange(after: generation, until: min(until, deadline))
-            case .unavailable(let generation, let rateLimited):
-                if rateLimited && rateWaitBegan == nil { rateWaitBegan = now }
-                await pool.waitForChange(after: generation, until: deadline)
-            case .leased, .shutDown, .tokenRefused:
-                break
-            }
-        }
-    }
-
-    private func couldNotConnect() -> DeliveryFailure {
-        let why = pool.lastConnectError.map { ": \($0)" } ?? ""
-        return DeliveryFailure(
-            processing: .notProcessed, cause: .couldNotConnect,
-            detail: "no connection to \(configuration.endpoint) within \(configuration.requestTimeout)\(why)")
     }
 
     private func deliveryFailure(from failure: RequestFailure) -> DeliveryFailure {

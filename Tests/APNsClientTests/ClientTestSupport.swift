@@ -1,6 +1,7 @@
 import PGPushTestSupport
 import APNsClient
 import Foundation
+import PushTransport
 import HTTP2TLS
 import PushCrypto
 import Locking

@@ -3,6 +3,7 @@ import APNsClient
 import Foundation
 import PushCrypto
 import PGPushCore
+import PushTransport
 import Testing
 
 @Suite("APNs endpoint: Apple's hosts and base URL overrides")

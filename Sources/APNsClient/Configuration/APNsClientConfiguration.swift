@@ -1,5 +1,6 @@
 import Foundation
 import HTTP2TLS
+import PushTransport
 
 /// Everything one app's APNs client needs; checked as a whole by `validate()` (and by
 /// `APNsClient.init`) so a bad setting stops start-up with an error naming it.
@@ -27,7 +28,7 @@ public struct APNsClientConfiguration: Sendable {
     public var requestTimeout: Duration = .seconds(10)
     /// TCP connect plus TLS handshake.
     public var connectTimeout: Duration = .seconds(10)
-    public var reconnectBackoff: ReconnectBackoff = .standard
+    package var reconnectBackoff: ReconnectBackoff = .standard
 
     public static let maximumConnections = 64
     public static let maximumRatePerConnection = 1_000_000

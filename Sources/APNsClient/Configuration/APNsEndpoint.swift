@@ -1,4 +1,5 @@
 import Foundation
+import PushTransport
 
 /// Where APNs requests go: Apple's production or sandbox host, or a base URL override
 /// such as `https://127.0.0.1:2197` for the simulator.
@@ -94,7 +95,9 @@ public struct APNsEndpoint: Sendable, Hashable, CustomStringConvertible {
     public var description: String { "https://\(authority)" }
 
     /// host:port, always with the port, IPv6 in brackets: the `endpoint` of a connection failure.
-    public var hostAndPort: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+    public var hostAndPort: String { address.hostAndPort }
+
+    package var address: ServiceAddress { ServiceAddress(host: host, port: port) }
 }
 
 /// Why an APNs endpoint setting was refused; the text names `PGPUSH_APNS_URL` / `PGPUSH_APNS_ENV`.

@@ -1,5 +1,6 @@
 import HTTP2TLS
 import Locking
+import PushTransport
 import PGPushCore
 
 /// Acts on a refused provider token on the I/O thread, where the refusal arrives: the
@@ -10,7 +11,7 @@ import PGPushCore
 /// idempotent.
 final class RefusedTokenWatch: Sendable {
     private struct PoolReference {
-        weak var pool: APNsConnectionPool?
+        weak var pool: ConnectionPool?
     }
 
     private let cache: ProviderTokenCache
@@ -21,7 +22,7 @@ final class RefusedTokenWatch: Sendable {
     }
 
     /// The pool is made after the connection configuration that carries this watch.
-    func attach(_ pool: APNsConnectionPool) {
+    func attach(_ pool: ConnectionPool) {
         reference.withLock { $0.pool = pool }
     }
 

@@ -1,7 +1,6 @@
-@testable import APNsClient
+@testable import PushTransport
 import Foundation
 import Testing
-import PushTransport
 
 /// Drives the pool's state machine with stand-in connections and instants advanced by
 /// hand: no sockets, no sleeping.
@@ -37,7 +36,7 @@ struct PoolStateMachineTests {
     }
 
     private func lease(_ machine: inout Machine, at now: ContinuousClock.Instant, streams: Int = 10,
-                       avoiding avoided: Int? = nil, wasRateSleeper: Bool = false, token: ProviderToken? = nil,
+                       avoiding avoided: Int? = nil, wasRateSleeper: Bool = false, token: ConnectionCredential? = nil,
                        acceptsRequests: Bool = true) -> (Machine.LeaseAttempt, Machine.Actions) {
         machine.lease(at: now, avoiding: avoided, wasRateSleeper: wasRateSleeper, token: token) { _ in
             .init(acceptsRequests: acceptsRequests, streamLimit: streams)
@@ -273,8 +272,8 @@ struct PoolStateMachineTests {
     func tokens() throws {
         var pool = machine(slots: 1)
         let connection = connect(&pool, slot: 0, at: at(milliseconds: 0))
-        let old = ProviderToken(jwt: "old", keyID: "K", issuedAt: Date(timeIntervalSince1970: 1000))
-        let new = ProviderToken(jwt: "new", keyID: "K", issuedAt: Date(timeIntervalSince1970: 4000))
+        let old = ConnectionCredential(text: "old", issuedAt: Date(timeIntervalSince1970: 1000))
+        let new = ConnectionCredential(text: "new", issuedAt: Date(timeIntervalSince1970: 4000))
         let first = try #require(leased(lease(&pool, at: at(milliseconds: 0), token: old).0))
         _ = pool.finish(first, answered: true, throttled: false, at: at(milliseconds: 1))
         #expect(pool.keeperAwaitsReplacement(slot: 0, connection: connection) == nil)

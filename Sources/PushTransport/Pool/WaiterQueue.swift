@@ -1,35 +1,35 @@
 /// Requests waiting for the pool to change, by id, in arrival order. A waiter that leaves
 /// early (its deadline passed, its task was cancelled) is only forgotten, not searched
 /// for: `takeLongest` skips ids that no longer wait, so every operation is O(1) amortised.
-struct WaiterQueue {
-    typealias ID = Int
+package struct WaiterQueue {
+    package typealias ID = Int
 
     private var waiting: Set<ID> = []
     private var order: [ID] = []
     private var head = 0
     private var nextID: ID = 0
 
-    var count: Int { waiting.count }
+    package var count: Int { waiting.count }
 
-    func contains(_ id: ID) -> Bool { waiting.contains(id) }
+    package func contains(_ id: ID) -> Bool { waiting.contains(id) }
 
-    mutating func makeID() -> ID {
+    package mutating func makeID() -> ID {
         defer { nextID += 1 }
         return nextID
     }
 
-    mutating func append(_ id: ID) {
+    package mutating func append(_ id: ID) {
         guard waiting.insert(id).inserted else { return }
         order.append(id)
     }
 
     /// False when `id` was not waiting (already woken or gone).
-    mutating func remove(_ id: ID) -> Bool {
+    package mutating func remove(_ id: ID) -> Bool {
         waiting.remove(id) != nil
     }
 
     /// The longest waiting id, no longer waiting.
-    mutating func takeLongest() -> ID? {
+    package mutating func takeLongest() -> ID? {
         defer { compact() }
         while head < order.count {
             let id = order[head]
@@ -40,7 +40,7 @@ struct WaiterQueue {
     }
 
     /// Every waiting id, oldest first; none waits afterwards.
-    mutating func takeAll() -> [ID] {
+    package mutating func takeAll() -> [ID] {
         let ids = order[head...].filter { waiting.contains($0) }
         waiting.removeAll()
         order.removeAll(keepingCapacity: true)

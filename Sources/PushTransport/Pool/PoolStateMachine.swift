@@ -1,4 +1,3 @@
-import PushTransport
 
 /// Every decision of the connection pool, with no I/O: which connection a request goes to,
 /// who waits and who is woken, when a slot reconnects, when shutdown may proceed.
@@ -9,18 +8,18 @@ import PushTransport
 /// as arguments, and a reconnect is given as a count of failures whose jittered delay the
 /// keeper draws, so the machine is driven in tests with instants constructed by hand and
 /// stand-in connections, and gives the same answers every time.
-struct PoolStateMachine<Connection: AnyObject & Sendable> {
-    typealias Instant = ContinuousClock.Instant
-    typealias WaiterID = WaiterQueue.ID
-    typealias Lease = PoolLease<Connection>
-    typealias LeaseAttempt = PoolLeaseAttempt<Connection>
+package struct PoolStateMachine<Connection: AnyObject & Sendable> {
+    package typealias Instant = ContinuousClock.Instant
+    package typealias WaiterID = WaiterQueue.ID
+    package typealias Lease = PoolLease<Connection>
+    package typealias LeaseAttempt = PoolLeaseAttempt<Connection>
 
     /// A connection that answered, or lived this long, counts as healthy: its successor
     /// connects without backoff. One that died younger and silent counts as a failure, so
     /// a server that accepts and drops connections is not hammered.
-    static var healthyLifetime: Duration { .seconds(10) }
+    package static var healthyLifetime: Duration { .seconds(10) }
 
-    enum Phase: Equatable {
+    package enum Phase: Equatable {
         case notStarted
         /// The keepers run.
         case running
@@ -31,21 +30,21 @@ struct PoolStateMachine<Connection: AnyObject & Sendable> {
     }
 
     /// What a keeper does next.
-    enum KeeperStep: Equatable, Sendable {
+    package enum KeeperStep: Equatable, Sendable {
         /// Connect, after the reconnect backoff for this many failures in a row (0: at once).
         case connect(afterFailures: Int)
         case stop
     }
 
     /// Whether a caller waits, and until when its timer is to wake it.
-    enum WaitDecision: Equatable {
+    package enum WaitDecision: Equatable {
         case proceed
         case wait(until: Instant)
     }
 
     /// What the pool reads of a connection's own state at each lease: both change on the
     /// I/O thread at any moment, before the connection's events tell the pool.
-    struct Availability {
+    package struct Availability {
         var acceptsRequests: Bool
         /// The streams the transport lets the connection have open now; requests beyond it
         /// wait here rather than in the transport's queue, so that each leaves for the wire
@@ -57,7 +56,7 @@ struct PoolStateMachine<Connection: AnyObject & Sendable> {
     /// What the owner must do after an event, in this order: cancel the keeper tasks,
     /// resume the waiters (and cancel their timers), resume the start waiters, the
     /// keepers, close the connections, resume the idle waiters.
-    struct Actions {
+    package struct Actions {
         var cancelKeeperTasks = false
         var resumeWaiters: [WaiterID] = []
         var resumeStartWaiters = false
@@ -67,7 +66,7 @@ struct PoolStateMachine<Connection: AnyObject & Sendable> {
     }
 
     /// What a connect attempt that succeeded leads to.
-    enum Installation {
+    package enum Installation {
         /// The connection fills the slot; the keeper watches it and waits for it to stop.
         /// `isReconnect`: another connection filled the slot before.
         case installed(isReconnect: Bool, Actions)
@@ -88,33 +87,33 @@ struct PoolStateMachine<Connection: AnyObject & Sendable> {
     /// renewal must not take it to a fresh connection.
     private var refusedJWT: String?
     private(set) var lastConnectFailure: ConnectionFailure?
-    var lastConnectError: String? { lastConnectFailure?.description }
+    package var lastConnectError: String? { lastConnectFailure?.description }
     /// The transport takes one stream per connection until its first answer, which then
     /// opens it to many: every waiter looks again.
     private let oneStreamUntilFirstAnswer: Bool
 
-    init(connections: Int, ratePerConnection: Int?, oneStreamUntilFirstAnswer: Bool) {
+    package init(connections: Int, ratePerConnection: Int?, oneStreamUntilFirstAnswer: Bool) {
         slots = (0..<connections).map { _ in PoolSlot(ratePerConnection: ratePerConnection) }
         self.oneStreamUntilFirstAnswer = oneStreamUntilFirstAnswer
     }
 
-    var isShuttingDown: Bool { phase == .shuttingDown || phase == .shutDown }
-    var liveConnections: Int { slots.count { $0.live != nil } }
+    package var isShuttingDown: Bool { phase == .shuttingDown || phase == .shutDown }
+    package var liveConnections: Int { slots.count { $0.live != nil } }
     /// Connections whose rate is lowered because 429s spread.
-    var throttledConnections: Int { slots.count { $0.throttle?.isThrottled == true } }
-    var waitingRequests: Int { waiters.count }
+    package var throttledConnections: Int { slots.count { $0.throttle?.isThrottled == true } }
+    package var waitingRequests: Int { waiters.count }
 
     // MARK: starting
 
     /// The slots whose keepers are to start now: all of them the first time, none after.
-    mutating func startKeepers() -> Range<Int> {
+    package mutating func startKeepers() -> Range<Int> {
         guard phase == .notStarted else { return 0..<0 }
         phase = .running
         return slots.indices
     }
 
     /// Whether `start()` waits: until every slot's first connect attempt ended, or shutdown.
-    var startMustWait: Bool { !isShuttingDown && !slots.allSatisfy(\.firstAttemptDone) }
+    package var startMustWait: Bool { !isShuttingDown && !slots.allSatisfy(\.firstAttemptDone) }
 
     // MARK: leasing
 
@@ -134,13 +133,13 @@ struct PoolStateMachine<Connection: AnyObject & Sendable> {
     /// token or with this one takes it; a connection that carries an older token is
     /// retired here (its streams finish, the keeper replaces it), so a renewed token never
     /// meets a connection that saw another.
-    mutating func lease(at now: Instant, avoiding avoided: Int? = nil, wasRateSleeper: Bool = false,
-                        token: ProviderToken? = nil,
+    package mutating func lease(at now: Instant, avoiding avoided: Int? = nil, wasRateSleeper: Bool = false,
+                        token: ConnectionCredential? = nil,
                         availability: (Connection) -> Availability) -> (LeaseAttempt, Actions) {
         var actions = Actions()
         if wasRateSleeper { rateSleeperActive = false }
         if isShuttingDown { return (.shutDown, actions) }
-        if let token, token.jwt == refusedJWT { return (.tokenRefused, actions) }
+        if let token, token.text == refusedJWT { return (.tokenRefused, actions) }
         var best: Candidate?
         for index in slots.indices {
             guard let live = slots[index].live else { continue }
@@ -190,17 +189,17 @@ struct PoolStateMachine<Connection: AnyObject & Sendable> {
     }
 
     /// A rate sleeper that gives up (its deadline passed) hands the role to the next in line.
-    mutating func resignRateSleeper() -> Actions {
+    package mutating func resignRateSleeper() -> Actions {
         rateSleeperActive = false
         return Actions(resumeWaiters: waiters.takeLongest().map { [$0] } ?? [])
     }
 
     /// An id for a request about to wait; see `waitForChange`.
-    mutating func makeWaiterID() -> WaiterID { waiters.makeID() }
+    package mutating func makeWaiterID() -> WaiterID { waiters.makeID() }
 
     /// A request that found nothing (at `generation`) waits for the pool to change, or
     /// until `deadline`; it proceeds at once if the pool changed since.
-    mutating func waitForChange(_ id: WaiterID, after generation: Int, until deadline: Instant,
+    package mutating func waitForChange(_ id: WaiterID, after generation: Int, until deadline: Instant,
                                 at now: Instant) -> WaitDecision {
         guard now < deadline, generation == self.generation, !isShuttingDown else { return .proceed }
         waiters.append(id)
@@ -208,13 +207,13 @@ struct PoolStateMachine<Connection: AnyObject & Sendable> {
     }
 
     /// The waiter's timer fired or its task was cancelled: it is resumed if it still waits.
-    mutating func waiterGaveUp(_ id: WaiterID) -> Actions {
+    package mutating func waiterGaveUp(_ id: WaiterID) -> Actions {
         Actions(resumeWaiters: waiters.remove(id) ? [id] : [])
     }
 
     /// Ends a lease. `answered`: an HTTP answer arrived; `throttled`: it was 429
     /// TooManyRequests. Answers feed the slot's throttle, which may change the slot's rate.
-    mutating func finish(_ lease: Lease, answered: Bool, throttled: Bool, at now: Instant) -> Actions {
+    package mutating func finish(_ lease: Lease, answered: Bool, throttled: Bool, at now: Instant) -> Actions {
         var actions = Actions()
         let firstAnswer = slots[lease.slot].modifyLive(of: lease.connection) { live -> Bool in
             live.inFlight -= 1
@@ -244,7 +243,7 @@ struct PoolStateMachine<Connection: AnyObject & Sendable> {
 
     /// Takes the lease's connection out of the pool and closes it gracefully (its other
     /// streams finish); the keeper connects a replacement.
-    mutating func retire(_ lease: Lease, at now: Instant) -> Actions {
+    package mutating func retire(_ lease: Lease, at now: Instant) -> Actions {
         var actions = Actions()
         retire(slot: lease.slot, connection: lease.connection, at: now, into: &actions)
         return actions
@@ -252,11 +251,11 @@ struct PoolStateMachine<Connection: AnyObject & Sendable> {
 
     /// Retires every connection that carries the provider token `jwt`: after APNs refused
     /// it, each request written with it would be refused too.
-    mutating func retireConnections(carrying jwt: String, at now: Instant) -> Actions {
+    package mutating func retireConnections(carrying jwt: String, at now: Instant) -> Actions {
         refusedJWT = jwt
         var actions = Actions()
         for index in slots.indices {
-            guard let live = slots[index].live, live.token?.jwt == jwt else { continue }
+            guard let live = slots[index].live, live.token?.text == jwt else { continue }
             retire(slot: index, connection: live.connection, at: now, into: &actions)
         }
         return actions
@@ -271,7 +270,7 @@ struct PoolStateMachine<Connection: AnyObject & Sendable> {
 
     /// The keeper is about to connect (its backoff, if any, has passed): false once the
     /// pool shuts down, and the keeper stops.
-    mutating func connectAttemptBegins(slot: Int) -> Bool {
+    package mutating func connectAttemptBegins(slot: Int) -> Bool {
         guard !isShuttingDown else { return false }
         if case .waitingToConnect(let failures) = slots[slot].phase {
             slots[slot].phase = .connecting(afterFailures: failures)
@@ -279,7 +278,7 @@ struct PoolStateMachine<Connection: AnyObject & Sendable> {
         return true
     }
 
-    mutating func connectFailed(slot: Int, failure: ConnectionFailure) -> (KeeperStep, Actions) {
+    package mutating func connectFailed(slot: Int, failure: ConnectionFailure) -> (KeeperStep, Actions) {
         lastConnectFailure = failure
         var actions = Actions()
         let failures = failuresSoFar(slot: slot) + 1
@@ -290,7 +289,7 @@ struct PoolStateMachine<Connection: AnyObject & Sendable> {
 
     /// A connect attempt gave `connection`: it fills the slot and every waiting request
     /// looks again.
-    mutating func connected(_ connection: Connection, slot: Int, at now: Instant) -> Installation {
+    package mutating func connected(_ connection: Connection, slot: Int, at now: Instant) -> Installation {
         guard !isShuttingDown else { return .refused }
         let live = PoolSlot.Live(connection: connection, connectedAt: now, failuresBefore: failuresSoFar(slot: slot))
         slots[slot].phase = .connected(live)
@@ -304,7 +303,7 @@ struct PoolStateMachine<Connection: AnyObject & Sendable> {
 
     /// The keeper waits until `connection` no longer fills `slot` (`nil`: it is to be
     /// resumed with its step when that happens), or goes on with the step returned.
-    mutating func keeperAwaitsReplacement(slot: Int, connection: Connection) -> KeeperStep? {
+    package mutating func keeperAwaitsReplacement(slot: Int, connection: Connection) -> KeeperStep? {
         if isShuttingDown { return .stop }
         if slots[slot].modifyLive(of: connection, { $0.keeperWaits = true }) != nil { return nil }
         return .connect(afterFailures: failuresSoFar(slot: slot))
@@ -312,7 +311,7 @@ struct PoolStateMachine<Connection: AnyObject & Sendable> {
 
     /// The server's stream limit changed, or its first SETTINGS arrived: waiting requests
     /// look again.
-    mutating func streamLimitChanged(slot: Int, connection: Connection) -> Actions {
+    package mutating func streamLimitChanged(slot: Int, connection: Connection) -> Actions {
         guard slots[slot].live(of: connection) != nil else { return Actions() }
         generation += 1
         return Actions(resumeWaiters: waiters.takeAll())
@@ -320,7 +319,7 @@ struct PoolStateMachine<Connection: AnyObject & Sendable> {
 
     /// The connection stopped taking requests (GOAWAY, closed, or retired): the slot
     /// empties and its keeper reconnects, with backoff if the connection was no success.
-    mutating func connectionStopped(slot: Int, connection: Connection, at now: Instant) -> Actions {
+    package mutating func connectionStopped(slot: Int, connection: Connection, at now: Instant) -> Actions {
         var actions = Actions()
         stop(slot: slot, connection: connection, at: now, into: &actions)
         return actions
@@ -354,19 +353,19 @@ struct PoolStateMachine<Connection: AnyObject & Sendable> {
     // MARK: requests in flight and shutdown
 
     /// Counts a request in; false once shutdown has begun.
-    mutating func admit() -> Bool {
+    package mutating func admit() -> Bool {
         guard !isShuttingDown else { return false }
         activeRequests += 1
         return true
     }
 
-    mutating func leave() -> Actions {
+    package mutating func leave() -> Actions {
         activeRequests -= 1
         return Actions(resumeIdleWaiters: activeRequests == 0)
     }
 
     /// Stops new requests and wakes everyone waiting: requests (to fail), `start()`.
-    mutating func beginShutdown() -> Actions {
+    package mutating func beginShutdown() -> Actions {
         guard !isShuttingDown else { return Actions() }
         phase = .shuttingDown
         generation += 1
@@ -374,18 +373,18 @@ struct PoolStateMachine<Connection: AnyObject & Sendable> {
     }
 
     /// Shutdown waits for the requests in flight to finish, until `deadline`.
-    func waitForIdle(until deadline: Instant, at now: Instant) -> WaitDecision {
+    package func waitForIdle(until deadline: Instant, at now: Instant) -> WaitDecision {
         activeRequests == 0 || now >= deadline ? .proceed : .wait(until: deadline)
     }
 
     /// The idle wait's deadline passed: shutdown goes on with requests still in flight.
-    func idleDeadlinePassed() -> Actions {
+    package func idleDeadlinePassed() -> Actions {
         Actions(resumeIdleWaiters: true)
     }
 
     /// Ends shutdown: every connection is closed at once (requests still open fail as "may
     /// have been processed") and every keeper stops.
-    mutating func finishShutdown() -> Actions {
+    package mutating func finishShutdown() -> Actions {
         var actions = Actions(cancelKeeperTasks: true)
         phase = .shutDown
         for index in slots.indices {

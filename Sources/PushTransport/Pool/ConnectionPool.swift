@@ -1,6 +1,6 @@
 import HTTP2TLS
+import PGPushCore
 import Locking
-import PushTransport
 
 /// Keeps an app's HTTP/2 connections to APNs open and hands them out to requests.
 ///
@@ -17,9 +17,9 @@ import PushTransport
 /// names: the lock, the continuations of those who wait, their timers, the keeper tasks,
 /// the connections and the transport; it feeds the machine events and carries out the
 /// actions it returns.
-final class APNsConnectionPool: Sendable {
-    typealias Machine = PoolStateMachine<HTTP2ClientConnection>
-    typealias KeeperStep = Machine.KeeperStep
+package final class ConnectionPool: Sendable {
+    package typealias Machine = PoolStateMachine<HTTP2ClientConnection>
+    package typealias KeeperStep = Machine.KeeperStep
 
     private struct Waiter: Sendable {
         let continuation: CheckedContinuation<Void, Never>
@@ -74,7 +74,7 @@ final class APNsConnectionPool: Sendable {
         }
     }
 
-    let endpoint: APNsEndpoint
+    package let endpoint: ServiceAddress
     private let transport: HTTP2Client
     private let connectionConfiguration: HTTP2ClientConfiguration
     private let backoff: ReconnectBackoff
@@ -84,7 +84,7 @@ final class APNsConnectionPool: Sendable {
     /// Told of every connection failure, outside the pool's lock (the worker logs and counts them).
     private let failureObserver = Locked<(@Sendable (ConnectionFailure) -> Void)?>(nil)
 
-    init(endpoint: APNsEndpoint, connections: Int, ratePerConnection: Int?, backoff: ReconnectBackoff,
+    package init(endpoint: ServiceAddress, connections: Int, ratePerConnection: Int?, backoff: ReconnectBackoff,
          transport: HTTP2Client, connectionConfiguration: HTTP2ClientConfiguration, statistics: StatisticsRecorder) {
         self.endpoint = endpoint
         self.transport = transport
@@ -96,12 +96,12 @@ final class APNsConnectionPool: Sendable {
             oneStreamUntilFirstAnswer: connectionConfiguration.singleStreamUntilFirstResponse)))
     }
 
-    var lastConnectError: String? { shared.withLock { $0.machine.lastConnectError } }
-    var lastConnectFailure: ConnectionFailure? { shared.withLock { $0.machine.lastConnectFailure } }
-    var liveConnections: Int { shared.withLock { $0.machine.liveConnections } }
+    package var lastConnectError: String? { shared.withLock { $0.machine.lastConnectError } }
+    package var lastConnectFailure: ConnectionFailure? { shared.withLock { $0.machine.lastConnectFailure } }
+    package var liveConnections: Int { shared.withLock { $0.machine.liveConnections } }
     /// Connections whose rate is lowered because 429s spread.
-    var throttledConnections: Int { shared.withLock { $0.machine.throttledConnections } }
-    var isShuttingDown: Bool { shared.withLock { $0.machine.isShuttingDown } }
+    package var throttledConnections: Int { shared.withLock { $0.machine.throttledConnections } }
+    package var isShuttingDown: Bool { shared.withLock { $0.machine.isShuttingDown } }
 
     /// Feeds the machine one event under the lock, then carries out its actions.
     private func handle<Result: Sendable>(_ event: (inout Machine) -> (Result, Machine.Actions)) -> Result {
@@ -120,7 +120,7 @@ final class APNsConnectionPool: Sendable {
     // MARK: starting
 
     /// Starts the keepers (once) and returns when every slot's first connect attempt ended.
-    func start() async {
+    package func start() async {
         startKeepersIfNeeded()
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let waits = shared.withLock { shared -> Bool in
@@ -132,7 +132,7 @@ final class APNsConnectionPool: Sendable {
         }
     }
 
-    func startKeepersIfNeeded() {
+    package func startKeepersIfNeeded() {
         shared.withLock { shared in
             for slot in shared.machine.startKeepers() {
                 shared.keeperTasks.append(Task { [self] in await keep(slot: slot) })
@@ -144,7 +144,7 @@ final class APNsConnectionPool: Sendable {
 
     /// The best connection for a request to be written now; see `PoolStateMachine.lease`.
     /// `token`: the provider token the request will carry, read just before this call.
-    func lease(avoiding avoided: Int? = nil, wasRateSleeper: Bool = false, token: ProviderToken? = nil) -> LeaseAttempt {
+    package func lease(avoiding avoided: Int? = nil, wasRateSleeper: Bool = false, token: ConnectionCredential? = nil) -> LeaseAttempt {
         handle { machine in
             // Read under the lock: a lease must record the instant it was granted, not the
             // instant its caller started waiting for the lock.
@@ -156,13 +156,76 @@ final class APNsConnectionPool: Sendable {
     }
 
     /// A rate sleeper that gives up (its deadline passed) hands the role to the next in line.
-    func resignRateSleeper() {
+    /// A stream to write the next try on now, and the credential to write it with (read
+    /// again on each turn, so a request that waited through a renewal never carries a refused
+    /// one). Waits for a free stream and the rate for as long as it takes while a connection is
+    /// open: each stream frees within the request timeout and the rate frees on schedule, so
+    /// the wait ends; how much to queue is the caller's choice. Without any open connection it
+    /// waits up to `requestTimeout`, then gives up with `couldNotConnect` (the request was
+    /// never written). `carrying`: what a connection carries of the credential for its life;
+    /// nil when connections carry none. `rateWait`: set to how long the request waited for
+    /// the rate limit, if it did.
+    package func acquire<Credential>(avoiding avoided: Int?, requestTimeout: Duration,
+                                     credential: () -> Result<Credential?, DeliveryFailure> = { .success(nil) },
+                                     carrying: ((Credential) -> ConnectionCredential)? = nil,
+                                     rateWait: inout Duration?) async -> Result<(ConnectionLease, Credential?), DeliveryFailure> {
+        var deadline = clock.now.advanced(by: requestTimeout)
+        var rateSleeper = false
+        var rateWaitBegan: ContinuousClock.Instant?
+        while true {
+            let current: Credential?
+            switch credential() {
+            case .success(let read): current = read
+            case .failure(let failure):
+                if rateSleeper { resignRateSleeper() }
+                return .failure(failure)
+            }
+            let attempt = lease(avoiding: avoided, wasRateSleeper: rateSleeper,
+                                token: current.flatMap { value in carrying.map { $0(value) } })
+            rateSleeper = false
+            if case .leased(let lease) = attempt {
+                rateWait = rateWaitBegan.map { $0.duration(to: clock.now) }
+                return .success((lease, current))
+            }
+            if case .shutDown = attempt {
+                return .failure(DeliveryFailure(processing: .notProcessed, cause: .clientShutDown, detail: "the client is shut down"))
+            }
+            if case .tokenRefused = attempt { continue }
+            if Task.isCancelled {
+                if case .rateLimited = attempt { resignRateSleeper() }
+                return .failure(DeliveryFailure(processing: .notProcessed, cause: .clientShutDown,
+                                                detail: "the sending task was cancelled before the request was written"))
+            }
+            let now = clock.now
+            if liveConnections > 0 {
+                deadline = now.advanced(by: requestTimeout)
+            } else if now >= deadline {
+                if case .rateLimited = attempt { resignRateSleeper() }
+                let why = lastConnectError.map { ": \($0)" } ?? ""
+                return .failure(DeliveryFailure(processing: .notProcessed, cause: .couldNotConnect,
+                                                detail: "no connection to \(endpoint) within \(requestTimeout)\(why)"))
+            }
+            switch attempt {
+            case .rateLimited(let until, let generation):
+                rateSleeper = true
+                if rateWaitBegan == nil { rateWaitBegan = now }
+                await waitForChange(after: generation, until: min(until, deadline))
+            case .unavailable(let generation, let rateLimited):
+                if rateLimited && rateWaitBegan == nil { rateWaitBegan = now }
+                await waitForChange(after: generation, until: deadline)
+            case .leased, .shutDown, .tokenRefused:
+                break
+            }
+        }
+    }
+
+    package func resignRateSleeper() {
         handle { $0.resignRateSleeper() }
     }
 
     /// Waits until the pool changes after `generation` (a connection came up, a stream was
     /// freed, a stream limit rose, or shutdown), or until `deadline`.
-    func waitForChange(after generation: Int, until deadline: ContinuousClock.Instant) async {
+    package func waitForChange(after generation: Int, until deadline: ContinuousClock.Instant) async {
         guard !Task.isCancelled else { return }
         let id = shared.withLock { $0.machine.makeWaiterID() }
         await withTaskCancellationHandler {
@@ -196,19 +259,19 @@ final class APNsConnectionPool: Sendable {
 
     /// Ends a lease. `answered`: an HTTP answer arrived; `throttled`: it was 429
     /// TooManyRequests.
-    func finish(_ lease: ConnectionLease, answered: Bool, throttled: Bool) {
+    package func finish(_ lease: ConnectionLease, answered: Bool, throttled: Bool) {
         handle { $0.finish(lease, answered: answered, throttled: throttled, at: clock.now) }
     }
 
     /// Takes the lease's connection out of the pool and closes it gracefully (its other
     /// streams finish); the keeper connects a replacement at once.
-    func retire(_ lease: ConnectionLease) {
+    package func retire(_ lease: ConnectionLease) {
         handle { $0.retire(lease, at: clock.now) }
     }
 
     /// Retires every connection that carries the provider token `jwt`: after APNs refused
     /// it, each request written with it would be refused too.
-    func retireConnections(carrying jwt: String) {
+    package func retireConnections(carrying jwt: String) {
         handle { $0.retireConnections(carrying: jwt, at: clock.now) }
     }
 
@@ -275,7 +338,7 @@ final class APNsConnectionPool: Sendable {
     // MARK: failures
 
     /// `observer` is told of each connection failure from now on (one observer; a later one replaces it).
-    func onConnectionFailure(_ observer: @escaping @Sendable (ConnectionFailure) -> Void) {
+    package func onConnectionFailure(_ observer: @escaping @Sendable (ConnectionFailure) -> Void) {
         failureObserver.withLock { $0 = observer }
     }
 
@@ -303,17 +366,17 @@ final class APNsConnectionPool: Sendable {
     // MARK: requests in flight and shutdown
 
     /// Counts a request in; false once shutdown has begun.
-    func admit() -> Bool {
+    package func admit() -> Bool {
         shared.withLock { $0.machine.admit() }
     }
 
-    func leave() {
+    package func leave() {
         handle { $0.leave() }
     }
 
     /// Stops new requests, lets those in flight finish until `timeout`, then closes every
     /// connection (requests still open fail as "may have been processed") and the transport.
-    func shutdown(timeout: Duration) async {
+    package func shutdown(timeout: Duration) async {
         handle { $0.beginShutdown() }
         await waitUntilIdle(until: clock.now.advanced(by: timeout))
         handle { $0.finishShutdown() }

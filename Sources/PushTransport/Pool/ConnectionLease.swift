@@ -2,13 +2,13 @@ import HTTP2TLS
 
 /// One request's claim on a stream of a pooled connection, granted at the instant the
 /// connection's rate recorded: the request is to be written now.
-struct PoolLease<Connection: AnyObject & Sendable>: Sendable {
-    let slot: Int
-    let connection: Connection
+package struct PoolLease<Connection: AnyObject & Sendable>: Sendable {
+    package let slot: Int
+    package let connection: Connection
 }
 
 /// What asking the pool for a connection gave.
-enum PoolLeaseAttempt<Connection: AnyObject & Sendable>: Sendable {
+package enum PoolLeaseAttempt<Connection: AnyObject & Sendable>: Sendable {
     case leased(PoolLease<Connection>)
     /// Nothing to write on now; wait for the pool to change after this generation.
     /// `rateLimited`: a stream is free, but the rate is used up and another request
@@ -22,5 +22,5 @@ enum PoolLeaseAttempt<Connection: AnyObject & Sendable>: Sendable {
     case shutDown
 }
 
-typealias ConnectionLease = PoolLease<HTTP2ClientConnection>
-typealias LeaseAttempt = PoolLeaseAttempt<HTTP2ClientConnection>
+package typealias ConnectionLease = PoolLease<HTTP2ClientConnection>
+package typealias LeaseAttempt = PoolLeaseAttempt<HTTP2ClientConnection>

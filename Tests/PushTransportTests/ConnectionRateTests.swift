@@ -1,4 +1,4 @@
-@testable import APNsClient
+@testable import PushTransport
 import Testing
 
 @Suite("Connection rate: N per second, paced evenly")

@@ -17,13 +17,13 @@
 /// (99.6% of the cap; the target is 99%), so that a request the transport held back
 /// (it counts a request late when its answer is late) and the ones a window after it
 /// get back onto the schedule by about 4 ms a window instead of carrying the delay on.
-struct ConnectionRate: Sendable {
-    typealias Instant = ContinuousClock.Instant
+package struct ConnectionRate: Sendable {
+    package typealias Instant = ContinuousClock.Instant
 
-    static let window: Duration = .milliseconds(1004)
+    package static let window: Duration = .milliseconds(1004)
     /// How far behind its schedule a connection may catch up, in intervals: 120 ms at the
     /// default cap, the length of the longer stalls seen on a busy two-core machine.
-    static let catchUp = 12
+    package static let catchUp = 12
 
     private var perWindow: SlidingWindowRateLimit<Instant>
     private var interval: Duration?
@@ -31,20 +31,20 @@ struct ConnectionRate: Sendable {
     private var scheduled: Instant?
 
     /// nil: unlimited.
-    init(limit: Int?) {
+    package init(limit: Int?) {
         perWindow = SlidingWindowRateLimit(limit: limit, window: Self.window)
         interval = perWindow.limit.map { Self.window / $0 }
     }
 
     /// The cap in force (lowered while 429s spread); nil when unlimited.
-    var limit: Int? { perWindow.limit }
+    package var limit: Int? { perWindow.limit }
 
-    func earliestStart(at now: Instant) -> Instant {
+    package func earliestStart(at now: Instant) -> Instant {
         max(perWindow.earliestStart(at: now), scheduled ?? now)
     }
 
     /// Records a send starting `now`; call only when `earliestStart(at: now) <= now`.
-    mutating func record(at now: Instant) {
+    package mutating func record(at now: Instant) {
         _ = perWindow.reserve(at: now)
         guard let interval else { return }
         // On from the schedule, or from `catchUp` intervals ago when further behind (after an
@@ -54,11 +54,11 @@ struct ConnectionRate: Sendable {
 
     /// Forgets how far behind the schedule is, keeping its pace: a schedule already
     /// behind `now` moves up to it, so nothing is banked to catch up.
-    mutating func restartSchedule(at now: Instant) {
+    package mutating func restartSchedule(at now: Instant) {
         if let due = scheduled, due < now { scheduled = now }
     }
 
-    mutating func setLimit(_ limit: Int) {
+    package mutating func setLimit(_ limit: Int) {
         perWindow.setLimit(limit)
         interval = perWindow.limit.map { Self.window / $0 }
     }

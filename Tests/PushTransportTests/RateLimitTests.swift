@@ -1,4 +1,4 @@
-import APNsClient
+@testable import PushTransport
 import PGPushCore
 import Testing
 

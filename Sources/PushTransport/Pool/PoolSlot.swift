@@ -2,9 +2,9 @@
 /// connection that fills it (if any) and what the pool knows about it. The rate and the
 /// 429 throttle belong to the slot, so a replacement connection inherits a slowed-down
 /// rate instead of resetting it.
-struct PoolSlot<Connection: AnyObject & Sendable> {
+package struct PoolSlot<Connection: AnyObject & Sendable> {
     /// A connection that fills the slot, from its install until it stops taking requests.
-    struct Live {
+    package struct Live {
         let connection: Connection
         let connectedAt: ContinuousClock.Instant
         /// Failed connections before this one since the last healthy one: if this one
@@ -13,16 +13,16 @@ struct PoolSlot<Connection: AnyObject & Sendable> {
         var answeredSinceConnect = false
         /// The provider token the connection carries (nil: none yet, or certificate auth).
         /// A connection carries one token for its life: APNs refuses a second within 20
-        /// minutes (429 TooManyProviderTokenUpdates), and a renewal every 50 minutes costs
+        /// minutes (429 TooManyConnectionCredentialUpdates), and a renewal every 50 minutes costs
         /// one reconnect, far less than tracking which connection may take which token.
-        var token: ProviderToken?
+        var token: ConnectionCredential?
         /// Requests leased on the connection and not yet finished: streams it uses.
         var inFlight = 0
         /// The keeper waits for the connection to stop taking requests, to replace it.
         var keeperWaits = false
     }
 
-    enum Phase {
+    package enum Phase {
         /// No connection; the keeper connects next, after the backoff for this many
         /// failures in a row (none: at once).
         case waitingToConnect(afterFailures: Int)
@@ -33,31 +33,31 @@ struct PoolSlot<Connection: AnyObject & Sendable> {
         case shutDown
     }
 
-    var phase: Phase = .waitingToConnect(afterFailures: 0)
-    var throttle: TooManyRequestsThrottle<ContinuousClock.Instant>?
-    var rate: ConnectionRate
-    var firstAttemptDone = false
+    package var phase: Phase = .waitingToConnect(afterFailures: 0)
+    package var throttle: TooManyRequestsThrottle<ContinuousClock.Instant>?
+    package var rate: ConnectionRate
+    package var firstAttemptDone = false
     /// A connection filled the slot before: the next one is a reconnect.
-    var connectedBefore = false
+    package var connectedBefore = false
 
-    init(ratePerConnection: Int?) {
+    package init(ratePerConnection: Int?) {
         throttle = ratePerConnection.map { TooManyRequestsThrottle(configuredRate: $0) }
         rate = ConnectionRate(limit: ratePerConnection)
     }
 
-    var live: Live? {
+    package var live: Live? {
         if case .connected(let live) = phase { return live }
         return nil
     }
 
     /// The slot's live state when `connection` still fills it.
-    func live(of connection: Connection) -> Live? {
+    package func live(of connection: Connection) -> Live? {
         guard let live, live.connection === connection else { return nil }
         return live
     }
 
     /// Changes the live state of `connection` in place; nil when it no longer fills the slot.
-    mutating func modifyLive<Result>(of connection: Connection, _ body: (inout Live) -> Result) -> Result? {
+    package mutating func modifyLive<Result>(of connection: Connection, _ body: (inout Live) -> Result) -> Result? {
         guard var live = live(of: connection) else { return nil }
         let result = body(&live)
         phase = .connected(live)

@@ -6,18 +6,18 @@
 /// starts afresh. If 429s still spread after `step` at the lower rate, it is halved again.
 /// Once a `step` passes without that, the rate climbs back by a tenth of the configured
 /// rate per `step`: from half to full in five steps (50 s with the defaults).
-public struct TooManyRequestsThrottle<Instant: InstantProtocol>: Sendable where Instant.Duration == Duration, Instant: Sendable {
-    public let configuredRate: Int
-    public private(set) var currentRate: Int
-    public let sample: Int
-    public let threshold: Int
-    public let step: Duration
+package struct TooManyRequestsThrottle<Instant: InstantProtocol>: Sendable where Instant.Duration == Duration, Instant: Sendable {
+    package let configuredRate: Int
+    package private(set) var currentRate: Int
+    package let sample: Int
+    package let threshold: Int
+    package let step: Duration
     private var answers: [Bool] = []
     private var next = 0
     private var tooManyInSample = 0
     private var lastChange: Instant?
 
-    public init(configuredRate: Int, sample: Int = 100, threshold: Int = 10, step: Duration = .seconds(10)) {
+    package init(configuredRate: Int, sample: Int = 100, threshold: Int = 10, step: Duration = .seconds(10)) {
         self.configuredRate = max(configuredRate, 1)
         self.currentRate = max(configuredRate, 1)
         self.sample = max(sample, 1)
@@ -25,10 +25,10 @@ public struct TooManyRequestsThrottle<Instant: InstantProtocol>: Sendable where 
         self.step = step
     }
 
-    public var isThrottled: Bool { currentRate < configuredRate }
+    package var isThrottled: Bool { currentRate < configuredRate }
 
     /// Records one answer; returns the new rate when it changes.
-    public mutating func record(tooManyRequests: Bool, at now: Instant) -> Int? {
+    package mutating func record(tooManyRequests: Bool, at now: Instant) -> Int? {
         remember(tooManyRequests)
         let stepPassed = lastChange.map { $0.advanced(by: step) <= now } ?? true
         if tooManyInSample > threshold {

@@ -6,18 +6,18 @@
 /// i + limit are a full window apart, so no window [t, t + 1 s) can hold more than `limit`.
 /// `reserve` hands out future instants when the window is full, so concurrent callers
 /// queue in order without polling; the instants it returns never decrease.
-public struct SlidingWindowRateLimit<Instant: InstantProtocol>: Sendable where Instant.Duration == Duration, Instant: Sendable {
+package struct SlidingWindowRateLimit<Instant: InstantProtocol>: Sendable where Instant.Duration == Duration, Instant: Sendable {
     /// The cap the window was created with; `limit` may be lowered below it and raised back.
-    public let capacity: Int
+    package let capacity: Int
     /// The cap in force; nil means unlimited.
-    public private(set) var limit: Int?
-    public let window: Duration
+    package private(set) var limit: Int?
+    package let window: Duration
     /// Ring of the last `capacity` reserved start instants, oldest at `head`.
     private var starts: [Instant] = []
     private var head = 0
 
     /// `limit` nil or 0: no cap.
-    public init(limit: Int?, window: Duration = .seconds(1)) {
+    package init(limit: Int?, window: Duration = .seconds(1)) {
         let cap = (limit ?? 0) > 0 ? limit : nil
         self.limit = cap
         self.capacity = cap ?? 0
@@ -25,16 +25,16 @@ public struct SlidingWindowRateLimit<Instant: InstantProtocol>: Sendable where I
         starts.reserveCapacity(min(capacity, 4096))
     }
 
-    public var isUnlimited: Bool { limit == nil }
+    package var isUnlimited: Bool { limit == nil }
 
     /// Lowers (or restores) the cap, between 1 and `capacity`. No effect when unlimited.
-    public mutating func setLimit(_ newLimit: Int) {
+    package mutating func setLimit(_ newLimit: Int) {
         guard limit != nil else { return }
         limit = min(max(newLimit, 1), capacity)
     }
 
     /// The earliest instant a send asked for at `now` could start, without reserving it.
-    public func earliestStart(at now: Instant) -> Instant {
+    package func earliestStart(at now: Instant) -> Instant {
         guard let limit, starts.count >= limit else { return now }
         // The limit-th most recent start: index count - limit counted from the oldest.
         let oldestInWindow = starts[(head + starts.count - limit) % starts.count]
@@ -43,7 +43,7 @@ public struct SlidingWindowRateLimit<Instant: InstantProtocol>: Sendable where I
     }
 
     /// Reserves the earliest start for a send asked for at `now` and returns it.
-    public mutating func reserve(at now: Instant) -> Instant {
+    package mutating func reserve(at now: Instant) -> Instant {
         guard limit != nil else { return now }
         var start = earliestStart(at: now)
         // Keep the ring ordered even if callers' clocks race a little.
