@@ -43,7 +43,8 @@ let package = Package(
         .target(name: "PushQueue", dependencies: ["PGPushCore", "Postgres"]),
         .target(name: "APNsSimulator", dependencies: ["PGPushCore", "HTTP2TLS", "PushCrypto", "Locking"]),
         .target(name: "PushWorker", dependencies: [
-            "PGPushCore", "PushQueue", "PushTransport", "APNsClient", "HTTP2TLS", "PushCrypto", "Postgres", "CShims", "Locking",
+            "PGPushCore", "PushQueue", "PushTransport", "APNsClient", "FCMClient", "HTTP2TLS", "PushCrypto", "Postgres", "CShims",
+            "Locking",
         ]),
         // What operators see: status snapshots, enqueue requests and their errors, channel management.
         .target(name: "PGPushOperator", dependencies: ["Postgres", "APNsClient"]),
@@ -57,7 +58,8 @@ let package = Package(
             "Locking", "Spawn",
         ]),
         .executableTarget(name: "pgpush", dependencies: [
-            "PGPushCore", "Postgres", "EmbeddedPostgres", "PushQueue", "PushTransport", "APNsClient", "APNsSimulator", "PushWorker",
+            "PGPushCore", "Postgres", "EmbeddedPostgres", "PushQueue", "PushTransport", "APNsClient", "FCMClient", "APNsSimulator",
+            "FCMSimulator", "PushWorker",
             "PGPushOperator", "PGPushDemo", "PGPushBench", "HTTP2TLS", "PushCrypto", "Locking",
         ]),
 
@@ -84,7 +86,7 @@ let package = Package(
         ]),
         .testTarget(name: "PushWorkerTests", dependencies: [
             "PushWorker", "PushQueue", "PGPushCore", "PGPushTestSupport", "Postgres", "APNsSimulator", "APNsClient", "PushCrypto",
-            "Locking", "EmbeddedPostgres",
+            "Locking", "EmbeddedPostgres", "FCMClient", "FCMSimulator", "PushTransport",
         ]),
         .testTarget(name: "PGPushFuzzTargetsTests", dependencies: ["PGPushFuzzTargets"]),
         .testTarget(name: "pgpushTests", dependencies: ["PGPushTestSupport", "Postgres", "APNsSimulator", "PushCrypto", "EmbeddedPostgres"]),

@@ -153,7 +153,7 @@ public final class APNsClient: Sendable {
                 recorder.update { $0.answersByStatus[response.status, default: 0] += 1 }
             case .failure(let failure):
                 pool.finish(lease, answered: false, throttled: false)
-                result = failed(deliveryFailure(from: failure), request: request, resends: resends.total, since: started,
+                result = failed(pool.deliveryFailure(failure), request: request, resends: resends.total, since: started,
                                 counted: false)
             }
 
@@ -198,28 +198,6 @@ public final class APNsClient: Sendable {
             return .failure(DeliveryFailure(processing: .notProcessed, cause: .credentials, serviceReason: refused,
                                             detail: error.description))
         }
-    }
-
-    private func deliveryFailure(from failure: RequestFailure) -> DeliveryFailure {
-        let processing: Processing = failure.processing == .notProcessed ? .notProcessed : .mayHaveBeenProcessed
-        let cause: DeliveryFailure.Cause
-        var goAwayReason: String?
-        switch failure.cause {
-        case .goAway(let goAway), .connectionClosed(.goAway(let goAway)): goAwayReason = goAway.reason
-        default: break
-        }
-        switch failure.cause {
-        case .refusedStream: cause = .refusedStream
-        case .goAway: cause = .goAway
-        case .deadlineExceeded: cause = .deadlineExceeded
-        case .connectionClosed(.closedLocally) where pool.isShuttingDown: cause = .clientShutDown
-        case .connectionClosed: cause = .connectionLost
-        case .streamReset: cause = .streamReset
-        case .responseTooLarge: cause = .responseTooLarge
-        case .invalidRequest: cause = .invalidRequest
-        case .cancelled: cause = .clientShutDown
-        }
-        return DeliveryFailure(processing: processing, cause: cause, serviceReason: goAwayReason, detail: failure.description)
     }
 
     private func answered(_ response: HTTP2Response, request: APNsRequest, resends: Int,

@@ -149,6 +149,13 @@ struct FCMSimulatorRules {
         } else {
             return Self.fcmError(400, "INVALID_ARGUMENT", "INVALID_ARGUMENT", "Invalid value at 'message.data'", field: "message.data", state: &state)
         }
+        for block in ["notification", "android", "apns", "webpush", "fcm_options"] {
+            guard let value = members[block] else { continue }
+            guard case .object = value else {
+                return Self.fcmError(400, "INVALID_ARGUMENT", "INVALID_ARGUMENT",
+                                     "Invalid value at 'message.\(block)': expected an object", field: "message.\(block)", state: &state)
+            }
+        }
         if let token = members["token"]?.stringValue, let fate = configuration.tokenFates[token] {
             switch fate {
             case .unregistered:

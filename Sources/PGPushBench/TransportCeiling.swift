@@ -17,7 +17,7 @@ public enum TransportCeiling {
                                    authentication: .token(teamID: BenchCredentials.teamID, keyID: BenchCredentials.keyID,
                                                           keyFile: credentials.keyFile),
                                    connections: connections, ratePerConnection: 0)
-        let client = try APNsSenderFactory.makeClient(for: app)
+        let client = try SenderFactory.makeClient(for: app)
         let payload = Array(BenchRows.payload(bytes: payloadBytes).utf8)
         let prepared = try (0..<requests).map { index in
             try PushNotification(id: Int64(index), deviceToken: BenchRows.token(index + 1), payload: payload)

@@ -1,7 +1,7 @@
 import Foundation
 
 /// What one attempt at a row means, in the words every service shares. A service's policy
-/// (APNs's `DeliveryPolicy`, FCM's `FCMAnswerMeaning`) turns its transport's answer into a
+/// (APNs's `DeliveryPolicy`, FCM's `FCMPolicy`) turns its transport's answer into a
 /// `Delivery` carrying one of these; `RetryRules` and the worker's `OutcomeDecider` turn it
 /// into the outcome the queue writes. Nothing between them looks at the answer again.
 package enum Verdict: Equatable, Sendable {
@@ -61,6 +61,9 @@ package struct Delivery: Equatable, Sendable {
     /// wrong setup rather than bad rows (APNs's BadDeviceToken: the other environment).
     /// nil when it is no answer from the service at all.
     package var hintsWrongSetup: Bool?
+    /// A reason `app_health` shows for the app's service while its rows go on (FCM: the APNs
+    /// credentials uploaded to Firebase are refused, so iOS targets fail but Android ones not).
+    package var healthFlag: String?
     /// Why no answer came, when none did.
     package var failure: DeliveryFailure?
     /// Resends made inside the sender, not counted as attempts.

@@ -106,7 +106,7 @@ public final class DemoRun: Sendable {
         var channels: ChannelManagement?
         if scenario.usesChannel {
             // The simulator serves the channel management API on its one port too.
-            let client = try APNsSenderFactory.makeChannelManagementClient(for: app, channelsURL: simulator.baseURL)
+            let client = try SenderFactory.makeChannelManagementClient(for: app, channelsURL: simulator.baseURL)
             let management = ChannelManagement(
                 appName: app.name, environment: app.environment == .production ? .production : .development, client: client,
                 database: database)
@@ -132,7 +132,7 @@ public final class DemoRun: Sendable {
         configuration.apps[0].retry = options.retry
         configuration.pollInterval = .milliseconds(100)
         configuration.drainTimeout = .seconds(5)
-        let worker = try Worker(configuration: configuration, senders: try APNsSenderFactory.makeSenders(for: [app]),
+        let worker = try Worker(configuration: configuration, senders: try SenderFactory.makeSenders(for: [app]),
                                 log: options.workerLog)
         narrate("worker started: \(options.connections) connections × \(options.ratePerConnection) requests/s, "
                 + "fast retries for the demo (5xx after \(Self.milliseconds(options.retry.serverErrorDelay.lowerBound))–"

@@ -52,7 +52,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         let statuses = [200, 400, 401, 403, 404, 408, 429, 500, 502, 503]
         let status = statuses[Int(bytes.first ?? 0) % statuses.count]
         let body = Array(bytes.dropFirst())
-        _ = FCMAnswerMeaning.of(status: status, retryAfter: String(decoding: body.prefix(40), as: UTF8.self), body: body)
+        _ = FCMPolicy.delivery(status: status, retryAfter: String(decoding: body.prefix(40), as: UTF8.self), body: body,
+                               project: "fuzz")
         if let error = FCMErrorBody.parse(body) {
             precondition(FCMErrorBody.parse(error.encoded(httpStatus: status)) == error, "FCM error body does not round-trip")
         }

@@ -54,6 +54,8 @@ final class AppHealth: Sendable {
         var nextWaiterID = 0
         var reportedHealthy = false
         var mismatch = WrongSetupMonitor()
+        /// When each flag (`flag(_:)`) was last written and last seen.
+        var flagged: [String: (written: ContinuousClock.Instant, seen: ContinuousClock.Instant)] = [:]
     }
 
     private enum Admission {
@@ -176,15 +178,38 @@ final class AppHealth: Sendable {
         return Array(entry.waiters.values)
     }
 
-    /// APNs accepted the app's credentials. Returns true when this should be written as
-    /// "healthy" (first one, or after a problem). While a wrong environment is suspected
-    /// the app stays reported unhealthy.
+    /// The service accepted the app's credentials. Returns true when this should be written as
+    /// "healthy" (first one, or after a problem). While a wrong setup is suspected, or a
+    /// flag was seen in the last minute, the app stays reported unhealthy.
     func reportSuccess() -> Bool {
-        state.withLock { state in
+        let now = self.now()
+        return state.withLock { state in
             state.app = Gate(phase: .healthy)
             guard !state.mismatch.isSuspected else { return false }
+            state.flagged = state.flagged.filter { now - $0.value.seen < Self.flagInterval }
+            guard state.flagged.isEmpty else { return false }
             defer { state.reportedHealthy = true }
             return !state.reportedHealthy
+        }
+    }
+
+    /// How often one flag is written again while its answers keep coming.
+    static let flagInterval: Duration = .seconds(60)
+
+    /// An answer says something is wrong for part of the app's rows while the others go on
+    /// (`Delivery.healthFlag`): true when it is to be written to `app_health` now (the first
+    /// time, then at most once a minute while such answers keep coming). The app stays
+    /// reported unhealthy until a minute has passed without one.
+    func flag(_ reason: String) -> Bool {
+        let now = self.now()
+        return state.withLock { state in
+            state.reportedHealthy = false
+            if let last = state.flagged[reason], now - last.written < Self.flagInterval {
+                state.flagged[reason]?.seen = now
+                return false
+            }
+            state.flagged[reason] = (now, now)
+            return true
         }
     }
 

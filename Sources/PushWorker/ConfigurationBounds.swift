@@ -45,8 +45,12 @@ extension WorkerConfiguration {
     static func checkRegularFiles(_ app: AppConfiguration) throws(ConfigurationError) {
         var files: [(setting: String, path: String)] = []
         switch app.authentication {
-        case .token(_, _, let keyFile): files.append(("PGPUSH_KEY_FILE (key_file in the file)", keyFile))
-        case .certificate(let file, _): files.append(("PGPUSH_CERT_FILE (cert_file in the file)", file))
+        case .token(_, _, let keyFile)?: files.append(("PGPUSH_KEY_FILE (key_file in the file)", keyFile))
+        case .certificate(let file, _)?: files.append(("PGPUSH_CERT_FILE (cert_file in the file)", file))
+        case nil: break
+        }
+        if let fcm = app.fcm {
+            files.append(("PGPUSH_FCM_CREDENTIALS_FILE (fcm_credentials_file in the file)", fcm.credentialsFile))
         }
         if let caFile = app.caFile { files.append(("PGPUSH_CA_FILE (ca_file in the file)", caFile)) }
         for (setting, path) in files {

@@ -86,6 +86,9 @@ struct FileApp: Decodable {
     var keyFile: String?
     var certFile: String?
     var certPassword: String?
+    var fcmCredentialsFile: String?
+    var fcmProjectId: String?
+    var fcmUrl: String?
     var connections: Int?
     var ratePerConnection: Int?
     var retry: FileRetry?
@@ -111,9 +114,7 @@ struct FileApp: Decodable {
     func validated() throws(ConfigurationError) -> AppConfiguration {
         let label = "app \"\(name)\""
         guard !name.isEmpty else { throw ConfigurationError("an app has an empty name") }
-        guard let topic, !topic.isEmpty else {
-            throw ConfigurationError("\(label): the bundle id is missing (PGPUSH_TOPIC, or \"topic\" in the file)")
-        }
+        let fcm = try fcmSettings(label: label)
         let environment: AppConfiguration.Environment
         switch self.environment ?? "production" {
         case "production": environment = .production
@@ -121,19 +122,27 @@ struct FileApp: Decodable {
         case let other: throw ConfigurationError("\(label): PGPUSH_APNS_ENV must be production or development, got \"\(other)\"")
         }
         let tokenParts = [teamId, keyId, keyFile].compactMap { $0 }
-        let authentication: AppConfiguration.Authentication
+        let authentication: AppConfiguration.Authentication?
         switch (tokenParts.count, certFile) {
         case (3, nil):
             authentication = .token(teamID: teamId ?? "", keyID: keyId ?? "", keyFile: keyFile ?? "")
         case (0, let certificate?):
             authentication = .certificate(file: certificate, password: certPassword)
+        case (0, nil) where fcm != nil:
+            authentication = nil
         case (0, nil):
             throw ConfigurationError("\(label): no credentials: set PGPUSH_TEAM_ID, PGPUSH_KEY_ID and PGPUSH_KEY_FILE "
-                                     + "(token auth) or PGPUSH_CERT_FILE (certificate auth)")
+                                     + "(APNs token auth), PGPUSH_CERT_FILE (APNs certificate auth) or "
+                                     + "PGPUSH_FCM_CREDENTIALS_FILE (FCM)")
         case (_, nil):
             throw ConfigurationError("\(label): token auth needs all of PGPUSH_TEAM_ID, PGPUSH_KEY_ID and PGPUSH_KEY_FILE")
         default:
             throw ConfigurationError("\(label): choose token auth (PGPUSH_KEY_FILE) or certificate auth (PGPUSH_CERT_FILE), not both")
+        }
+        // The bundle id is APNs's: an app without APNs credentials needs none.
+        let bundleID = topic ?? ""
+        if authentication != nil, bundleID.isEmpty {
+            throw ConfigurationError("\(label): the bundle id is missing (PGPUSH_TOPIC, or \"topic\" in the file)")
         }
         let connections = self.connections ?? 4
         guard (1...64).contains(connections) else {
@@ -144,10 +153,27 @@ struct FileApp: Decodable {
         if let apnsUrl, !apnsUrl.hasPrefix("https://") {
             throw ConfigurationError("\(label): PGPUSH_APNS_URL must start with https:// (TLS is always on), got \"\(apnsUrl)\"")
         }
-        return AppConfiguration(name: name, bundleID: topic, environment: environment, apnsURL: apnsUrl, caFile: caFile,
-                                authentication: authentication, connections: connections, ratePerConnection: rate,
+        return AppConfiguration(name: name, bundleID: bundleID, environment: environment, apnsURL: apnsUrl, caFile: caFile,
+                                authentication: authentication, fcm: fcm, connections: connections, ratePerConnection: rate,
                                 retry: try (retry ?? FileRetry()).validated(app: name),
                                 skipKnownInvalidTokens: skipKnownInvalidTokens ?? true)
+    }
+}
+
+extension FileApp {
+    /// The app's FCM settings, or nil when it has no service-account file. The project id
+    /// and URL without the file are a mistake, not a choice.
+    func fcmSettings(label: String) throws(ConfigurationError) -> AppConfiguration.FCM? {
+        guard let file = fcmCredentialsFile, !file.isEmpty else {
+            if fcmProjectId != nil || fcmUrl != nil {
+                throw ConfigurationError("\(label): PGPUSH_FCM_PROJECT_ID and PGPUSH_FCM_URL need PGPUSH_FCM_CREDENTIALS_FILE")
+            }
+            return nil
+        }
+        if let fcmUrl, !fcmUrl.hasPrefix("https://") {
+            throw ConfigurationError("\(label): PGPUSH_FCM_URL must start with https:// (TLS is always on), got \"\(fcmUrl)\"")
+        }
+        return AppConfiguration.FCM(credentialsFile: file, projectID: fcmProjectId.flatMap { $0.isEmpty ? nil : $0 }, url: fcmUrl)
     }
 }
 

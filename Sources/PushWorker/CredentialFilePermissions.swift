@@ -5,13 +5,17 @@ import Foundation
 /// secret mounts differ), but worth a warning at start-up and in `doctor`.
 public enum CredentialFilePermissions {
     public static func warnings(for app: AppConfiguration) -> [String] {
-        let file: String
+        var files: [String] = []
         switch app.authentication {
-        case .token(_, _, let keyFile): file = keyFile
-        case .certificate(let certificateFile, _): file = certificateFile
+        case .token(_, _, let keyFile)?: files.append(keyFile)
+        case .certificate(let certificateFile, _)?: files.append(certificateFile)
+        case nil: break
         }
-        guard let mode = try? FileManager.default.attributesOfItem(atPath: file)[.posixPermissions] as? Int,
-              mode & 0o077 != 0 else { return [] }
-        return ["\(file) is readable by other users (mode \(String(mode, radix: 8))): chmod 600 it"]
+        if let fcm = app.fcm { files.append(fcm.credentialsFile) }
+        return files.compactMap { file in
+            guard let mode = try? FileManager.default.attributesOfItem(atPath: file)[.posixPermissions] as? Int,
+                  mode & 0o077 != 0 else { return nil }
+            return "\(file) is readable by other users (mode \(String(mode, radix: 8))): chmod 600 it"
+        }
     }
 }

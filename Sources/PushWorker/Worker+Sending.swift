@@ -118,6 +118,11 @@ extension Worker {
                 break
             }
         }
+        if let flag = delivery.healthFlag, appHealth.flag(flag) {
+            log.error("service_refused_part", ["app": app, "service": route.service.rawValue, "reason": flag])
+            reportHealth(route, healthy: false, reason: flag)
+            return
+        }
         switch delivery.verdict {
         case .paused(.requestScope, let reason) where scope != nil:
             let scope = scope ?? ""

@@ -2,7 +2,8 @@ import Foundation
 import PGPushCore
 import Postgres
 
-/// One APNs app a worker serves: where to send, as whom, how fast.
+/// One app a worker serves: for each service it has credentials for, where to send and as
+/// whom; how fast and how rows are retried.
 public struct AppConfiguration: Sendable, Equatable {
     public enum Authentication: Sendable, Equatable {
         /// p8 key: team id, key id, key file.
@@ -15,15 +16,35 @@ public struct AppConfiguration: Sendable, Equatable {
         case production, development
     }
 
+    /// FCM HTTP v1: `fcm_credentials_file`, `fcm_project_id`, `fcm_url`.
+    public struct FCM: Sendable, Equatable {
+        /// A Google service-account key file (JSON).
+        public var credentialsFile: String
+        /// nil: the key file's `project_id`.
+        public var projectID: String?
+        /// nil: FCM's own host; the simulator's URL in tests.
+        public var url: String?
+
+        public init(credentialsFile: String, projectID: String? = nil, url: String? = nil) {
+            self.credentialsFile = credentialsFile
+            self.projectID = projectID
+            self.url = url
+        }
+    }
+
     public var name: String
-    /// The app's bundle id: the topic, before the push type's suffix.
+    /// The app's bundle id: the topic, before the push type's suffix (APNs; empty without APNs).
     public var bundleID: String
     public var environment: Environment
     /// Overrides the APNs host, e.g. `https://127.0.0.1:2197` for the simulator.
     public var apnsURL: String?
     /// Extra trust anchors for the APNs endpoint (PEM).
     public var caFile: String?
-    public var authentication: Authentication
+    /// APNs credentials; nil: the app sends no APNs rows (they wait).
+    public var authentication: Authentication?
+    /// FCM credentials; nil: the app sends no FCM rows (they wait).
+    public var fcm: FCM?
+    /// HTTP/2 connections per service.
     public var connections: Int
     /// Requests per second per connection; 0 means no cap (benchmarks only).
     public var ratePerConnection: Int
@@ -38,14 +59,15 @@ public struct AppConfiguration: Sendable, Equatable {
     public var skipKnownInvalidTokens: Bool
 
     public init(name: String, bundleID: String, environment: Environment = .production, apnsURL: String? = nil,
-                caFile: String? = nil, authentication: Authentication, connections: Int = 4, ratePerConnection: Int = 100,
-                retry: RetryConfiguration = .default, skipKnownInvalidTokens: Bool = true) {
+                caFile: String? = nil, authentication: Authentication?, fcm: FCM? = nil, connections: Int = 4,
+                ratePerConnection: Int = 100, retry: RetryConfiguration = .default, skipKnownInvalidTokens: Bool = true) {
         self.name = name
         self.bundleID = bundleID
         self.environment = environment
         self.apnsURL = apnsURL
         self.caFile = caFile
         self.authentication = authentication
+        self.fcm = fcm
         self.connections = connections
         self.ratePerConnection = ratePerConnection
         self.retry = retry
@@ -111,6 +133,8 @@ public struct WorkerConfiguration: Sendable {
             ("team-id", "PGPUSH_TEAM_ID", \.teamId), ("key-id", "PGPUSH_KEY_ID", \.keyId),
             ("key-file", "PGPUSH_KEY_FILE", \.keyFile), ("cert-file", "PGPUSH_CERT_FILE", \.certFile),
             ("cert-password", "PGPUSH_CERT_PASSWORD", \.certPassword),
+            ("fcm-credentials-file", "PGPUSH_FCM_CREDENTIALS_FILE", \.fcmCredentialsFile),
+            ("fcm-project-id", "PGPUSH_FCM_PROJECT_ID", \.fcmProjectId), ("fcm-url", "PGPUSH_FCM_URL", \.fcmUrl),
         ]
         var singleAppGiven = false
         for (flag, variable, path) in singleAppKeys {
@@ -141,8 +165,9 @@ public struct WorkerConfiguration: Sendable {
             apps.append(try single.validated())
         }
         guard !apps.isEmpty else {
-            throw ConfigurationError("no APNs app configured: set PGPUSH_TOPIC with PGPUSH_TEAM_ID, PGPUSH_KEY_ID and "
-                                     + "PGPUSH_KEY_FILE (or PGPUSH_CERT_FILE), or list apps in a --config file")
+            throw ConfigurationError("no app configured: set PGPUSH_TOPIC with PGPUSH_TEAM_ID, PGPUSH_KEY_ID and "
+                                     + "PGPUSH_KEY_FILE (or PGPUSH_CERT_FILE) for APNs, PGPUSH_FCM_CREDENTIALS_FILE for FCM, "
+                                     + "or list apps in a --config file")
         }
         try checkAppCount(apps.count)
         apps.sort { $0.name < $1.name }

@@ -74,7 +74,7 @@ enum ChannelsCommand {
         }
         let client: ChannelManagementClient
         do {
-            client = try APNsSenderFactory.makeChannelManagementClient(
+            client = try SenderFactory.makeChannelManagementClient(
                 for: app, channelsURL: arguments.value("apns-channels-url") ?? environment["PGPUSH_APNS_CHANNELS_URL"])
         } catch {
             throw UsageError(error.description)

@@ -1,4 +1,5 @@
 import APNsClient
+import FCMClient
 import Foundation
 import HTTP2TLS
 import PushCrypto
@@ -69,6 +70,17 @@ enum DoctorCommand {
         _ = try blockOn {
             for app in configuration.apps {
                 var check = DoctorReport()
+                if app.fcm != nil {
+                    if asksAPNs {
+                        await checkFCM(app, into: &check)
+                    } else {
+                        check.warn("app \(app.name): FCM credentials", "not asked (--no-check-apns): the credentials are unconfirmed")
+                    }
+                }
+                guard app.authentication != nil else {
+                    endpointChecks.withLock { $0.append(check) }
+                    continue
+                }
                 let reachable = await checkEndpoint(app, into: &check)
                 if !asksAPNs {
                     check.warn("app \(app.name): APNs credentials",
@@ -90,10 +102,22 @@ enum DoctorCommand {
     static func checkCredentials(_ app: AppConfiguration, into report: inout DoctorReport) {
         let subject = "app \(app.name): credentials"
         for warning in CredentialFilePermissions.warnings(for: app) { report.warn(subject, warning) }
+        if let fcm = app.fcm {
+            do {
+                let sender = try SenderFactory.makeFCMSender(for: app)
+                let account = sender.configuration.account
+                report.ok("app \(app.name): FCM credentials", "service account \(account.clientEmail) (key \(account.privateKeyID)) "
+                          + "from \(fcm.credentialsFile) is a usable RSA key; project \(sender.configuration.projectID)")
+            } catch {
+                report.fail("app \(app.name): FCM credentials", error.description)
+            }
+        }
         switch app.authentication {
+        case nil:
+            break
         case .token(_, let keyID, let keyFile):
             do {
-                _ = try APNsSenderFactory.makeClient(for: app)
+                _ = try SenderFactory.makeClient(for: app)
                 report.ok(subject, "token auth, key \(keyID) from \(keyFile) is a usable P-256 key")
             } catch {
                 report.fail(subject, error.description)
@@ -214,7 +238,7 @@ enum DoctorCommand {
         let client: APNsClient
         let request: APNsRequest
         do {
-            client = try APNsSenderFactory.makeClient(for: probe)
+            client = try SenderFactory.makeClient(for: probe)
             let method: AuthenticationMethod = if case .token = app.authentication { .token } else { .certificate }
             // deliverOnce sends apns-expiration 0: should APNs ever take it, it stores nothing.
             request = try PushNotification(id: 0, app: app.name, deviceToken: madeUpDeviceToken,
@@ -266,9 +290,51 @@ enum DoctorCommand {
         }
     }
 
+    /// A token exchange and a `validate_only` send to a made-up registration token: FCM checks
+    /// the access token, the project and the message without delivering anything. Refusing
+    /// the made-up token is the expected answer.
+    static func checkFCM(_ app: AppConfiguration, into report: inout DoctorReport) async {
+        let subject = "app \(app.name): FCM credentials"
+        var probe = app
+        probe.connections = 1
+        let sender: FCMSender
+        do {
+            sender = try SenderFactory.makeFCMSender(for: probe)
+        } catch {
+            report.fail(subject, "not asked: \(error)")
+            return
+        }
+        let message: FCMMessage
+        do {
+            message = try FCMMessage(target: .token(madeUpFCMToken), payload: Array(#"{"data":{"pgpush":"doctor"}}"#.utf8),
+                                     priority: nil, timeToLive: nil, deliverOnce: false, collapseID: nil, validateOnly: true)
+        } catch {
+            report.fail(subject, "\(error)")
+            return
+        }
+        let project = sender.configuration.projectID
+        let delivery = await sender.send(message)
+        await sender.shutdown()
+        switch delivery.verdict {
+        case .delivered, .failed(listsTarget: true):
+            report.ok(subject, "FCM issued an access token and took a validate_only message for project \(project) "
+                      + "(\(delivery.reason.map { "the made-up token was refused as \($0), as expected" } ?? "accepted as valid"))")
+        case .paused(_, let reason):
+            report.fail(subject, reason)
+        default:
+            let said = delivery.status.map { "\($0) \(delivery.reason ?? "")" } ?? delivery.failure.map(String.init(describing:)) ?? "?"
+            report.fail(subject, "FCM did not confirm the credentials for project \(project): \(said)")
+        }
+    }
+
+    /// A registration token no device has: FCM refuses it, after checking everything else.
+    static let madeUpFCMToken = "pgpush-doctor:" + String(repeating: "x", count: 140)
+
     /// The refusal, and which settings to check for it; never the JWT or the key.
     static func refusedCredentials(_ reason: String, app: AppConfiguration, how: String) -> String {
         switch app.authentication {
+        case nil:
+            return "APNs \(how) with \(reason)"
         case .token(let teamID, let keyID, let keyFile):
             var hint = "check that key \(keyID) (PGPUSH_KEY_ID) belongs to team \(teamID) (PGPUSH_TEAM_ID), "
                 + "that \(keyFile) (PGPUSH_KEY_FILE) is that key and that it is enabled for APNs"

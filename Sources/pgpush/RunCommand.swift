@@ -94,7 +94,7 @@ enum RunCommand {
         }
         let senders: [any NotificationSender]
         do {
-            senders = try APNsSenderFactory.makeSenders(for: configuration.apps, keyLog: keyLog)
+            senders = try SenderFactory.makeSenders(for: configuration.apps, keyLog: keyLog)
         } catch {
             throw UsageError(error.description)
         }

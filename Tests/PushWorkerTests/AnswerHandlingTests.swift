@@ -28,7 +28,7 @@ import Testing
         var configuration = WorkerConfiguration(databaseURL: conninfo, apps: [app], workerID: "answers-worker")
         configuration.apps[0].retry = WorkerEndToEndTests.fastRetries()
         configuration.pollInterval = .milliseconds(20)
-        let worker = try Worker(configuration: configuration, senders: try APNsSenderFactory.makeSenders(for: [app]), log: log)
+        let worker = try Worker(configuration: configuration, senders: try SenderFactory.makeSenders(for: [app]), log: log)
         return Running(worker: worker, task: Task { try await worker.run() })
     }
 
@@ -338,7 +338,7 @@ import Testing
             "PGPUSH_RETRY_DELAY_MIN_SECONDS": "0.05", "PGPUSH_RETRY_DELAY_MAX_SECONDS": "0.1",
         ])
         configuration.pollInterval = .milliseconds(20)
-        let worker = try Worker(configuration: configuration, senders: try APNsSenderFactory.makeSenders(for: configuration.apps),
+        let worker = try Worker(configuration: configuration, senders: try SenderFactory.makeSenders(for: configuration.apps),
                                 log: Log(sink: { _ in }))
         let running = Task { try await worker.run() }
         try await WorkerEndToEndTests.waitUntilFinished(database)

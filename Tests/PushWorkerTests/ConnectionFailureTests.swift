@@ -144,7 +144,7 @@ struct ConnectionFailureTests {
         var workerConfiguration = WorkerConfiguration(databaseURL: conninfo, apps: [app], workerID: "expired-worker")
         workerConfiguration.metricsAddress = "127.0.0.1:0"
         workerConfiguration.drainTimeout = .seconds(2)
-        let worker = try Worker(configuration: workerConfiguration, senders: try APNsSenderFactory.makeSenders(for: [app]),
+        let worker = try Worker(configuration: workerConfiguration, senders: try SenderFactory.makeSenders(for: [app]),
                                 log: Log(sink: { line in log.withLock { $0.append(line) } }))
         let metricsPort = try #require(worker.metricsPort)
         let running = Task { try await worker.run() }
@@ -197,7 +197,7 @@ struct ConnectionFailureTests {
         var workerConfiguration = WorkerConfiguration(databaseURL: conninfo, apps: apps, workerID: "causes-worker")
         workerConfiguration.metricsAddress = "127.0.0.1:0"
         workerConfiguration.drainTimeout = .seconds(2)
-        let worker = try Worker(configuration: workerConfiguration, senders: try APNsSenderFactory.makeSenders(for: apps),
+        let worker = try Worker(configuration: workerConfiguration, senders: try SenderFactory.makeSenders(for: apps),
                                 log: Log(sink: { line in log.withLock { $0.append(line) } }))
         let metricsPort = try #require(worker.metricsPort)
         let running = Task { try await worker.run() }
@@ -248,7 +248,7 @@ struct ConnectionFailureTests {
         var workerConfiguration = WorkerConfiguration(databaseURL: conninfo, apps: [app], workerID: "garbage-worker")
         workerConfiguration.metricsAddress = "127.0.0.1:0"
         workerConfiguration.drainTimeout = .seconds(2)
-        let worker = try Worker(configuration: workerConfiguration, senders: try APNsSenderFactory.makeSenders(for: [app]),
+        let worker = try Worker(configuration: workerConfiguration, senders: try SenderFactory.makeSenders(for: [app]),
                                 log: Log(sink: { line in log.withLock { $0.append(line) } }))
         let metricsPort = try #require(worker.metricsPort)
         let running = Task { try await worker.run() }

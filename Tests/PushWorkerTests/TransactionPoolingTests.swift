@@ -85,7 +85,7 @@ struct TransactionPoolingTests {
         let lines = Locked<[String]>([])
         var configuration = WorkerConfiguration(databaseURL: pooled, apps: [harness.app], workerID: "pooled-worker")
         configuration.pollInterval = .milliseconds(200)
-        let worker = try Worker(configuration: configuration, senders: try APNsSenderFactory.makeSenders(for: [harness.app]),
+        let worker = try Worker(configuration: configuration, senders: try SenderFactory.makeSenders(for: [harness.app]),
                                 log: Log(sink: { line in lines.withLock { $0.append(line) } }))
         let running = Task { try await worker.run() }
         let warned = try await eventually(timeout: .seconds(180)) {
@@ -111,7 +111,7 @@ struct TransactionPoolingTests {
         configuration.listenDatabaseURL = direct
         // Polling alone would take ten minutes: only a wake-up delivers the row within the wait below.
         configuration.pollInterval = .seconds(600)
-        let worker = try Worker(configuration: configuration, senders: try APNsSenderFactory.makeSenders(for: [harness.app]),
+        let worker = try Worker(configuration: configuration, senders: try SenderFactory.makeSenders(for: [harness.app]),
                                 log: Log(sink: { _ in }))
         let running = Task { try await worker.run() }
         let database = try PostgresConnection(conninfo: direct)

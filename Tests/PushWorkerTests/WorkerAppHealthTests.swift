@@ -23,7 +23,7 @@ import Testing
         let database = try PostgresConnection(conninfo: conninfo)
         try TestDatabase.enqueueAlerts(database, count: 20)
         let worker = try Worker(configuration: WorkerConfiguration(databaseURL: conninfo, apps: [app], workerID: "w"),
-                                senders: try APNsSenderFactory.makeSenders(for: [app]), log: Log(sink: { _ in }))
+                                senders: try SenderFactory.makeSenders(for: [app]), log: Log(sink: { _ in }))
         let running = Task { try await worker.run() }
         var health: PostgresResult?
         for _ in 0..<500 {

@@ -105,7 +105,7 @@ import Testing
         // Through a transaction pooler LISTEN needs a session connection of its own.
         if TestDatabase.throughPooler { configuration.listenDatabaseURL = try TestDatabase.session(conninfo) }
         configuration.pollInterval = .seconds(600)
-        return try Worker(configuration: configuration, senders: try APNsSenderFactory.makeSenders(for: [harness.app]),
+        return try Worker(configuration: configuration, senders: try SenderFactory.makeSenders(for: [harness.app]),
                           log: Log(minimum: .warning))
     }
 
@@ -194,7 +194,7 @@ import Testing
         var configuration = WorkerConfiguration(databaseURL: workerConninfo, apps: [harness.app], workerID: "role-worker")
         configuration.apps[0].retry = Self.fastRetries()
         configuration.pollInterval = .milliseconds(50)
-        let worker = try Worker(configuration: configuration, senders: try APNsSenderFactory.makeSenders(for: [harness.app]),
+        let worker = try Worker(configuration: configuration, senders: try SenderFactory.makeSenders(for: [harness.app]),
                                 log: Log(minimum: .warning))
         let running = Task { try await worker.run() }
         try await Self.waitUntilFinished(database)
@@ -299,6 +299,6 @@ extension SimulatorHarness {
                 configure: (inout WorkerConfiguration) -> Void = { _ in }) throws -> Worker {
         var configuration = WorkerConfiguration(databaseURL: conninfo, apps: [app], workerID: id)
         configure(&configuration)
-        return try Worker(configuration: configuration, senders: try APNsSenderFactory.makeSenders(for: [app]), log: log)
+        return try Worker(configuration: configuration, senders: try SenderFactory.makeSenders(for: [app]), log: log)
     }
 }

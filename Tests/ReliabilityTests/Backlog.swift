@@ -54,7 +54,7 @@ struct InProcessWorker {
         configuration.pollInterval = .milliseconds(100)
         configuration.lease = lease
         adjust(&configuration)
-        let senders = try sender.map { [$0] } ?? APNsSenderFactory.makeSenders(for: [app])
+        let senders = try sender.map { [$0] } ?? SenderFactory.makeSenders(for: [app])
         let worker = try Worker(configuration: configuration, senders: senders, log: Log(minimum: .error))
         return InProcessWorker(worker: worker, running: Task { try await worker.run() })
     }

@@ -219,6 +219,31 @@ package final class ConnectionPool: Sendable {
         }
     }
 
+    /// A request's failure on one of this pool's connections, in the senders' words: the
+    /// cause, whether the service may have processed it, and the GOAWAY's reason if one
+    /// ended the connection. A connection this pool closed while shutting down is the
+    /// client's shutdown, not a lost connection.
+    package func deliveryFailure(_ failure: RequestFailure) -> DeliveryFailure {
+        let cause: DeliveryFailure.Cause
+        var goAwayReason: String?
+        switch failure.cause {
+        case .goAway(let goAway), .connectionClosed(.goAway(let goAway)): goAwayReason = goAway.reason
+        default: break
+        }
+        switch failure.cause {
+        case .refusedStream: cause = .refusedStream
+        case .goAway: cause = .goAway
+        case .deadlineExceeded: cause = .deadlineExceeded
+        case .connectionClosed(.closedLocally) where isShuttingDown: cause = .clientShutDown
+        case .connectionClosed: cause = .connectionLost
+        case .streamReset: cause = .streamReset
+        case .responseTooLarge: cause = .responseTooLarge
+        case .invalidRequest: cause = .invalidRequest
+        case .cancelled: cause = .clientShutDown
+        }
+        return DeliveryFailure(processing: failure.processing, cause: cause, serviceReason: goAwayReason, detail: failure.description)
+    }
+
     package func resignRateSleeper() {
         handle { $0.resignRateSleeper() }
     }

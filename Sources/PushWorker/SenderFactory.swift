@@ -1,21 +1,52 @@
 import APNsClient
+import FCMClient
 import Foundation
 import HTTP2TLS
 import PGPushCore
 import PushCrypto
 import PushTransport
 
-/// Builds one `APNsClient` per configured app: loads its key or certificate
-/// and checks them before the worker connects anywhere.
-public enum APNsSenderFactory {
+/// Builds the senders of every configured app, one per service it has credentials for:
+/// loads and checks each key, certificate and service-account file before the worker
+/// connects anywhere.
+public enum SenderFactory {
     /// `keyLog`: every client's TLS secrets go there (`SSLKEYLOGFILE`); nil: nowhere.
     package static func makeSenders(for apps: [AppConfiguration], keyLog: TLSKeyLog? = nil,
                                    now: Date = Date()) throws(ConfigurationError) -> [any NotificationSender] {
         var senders: [any NotificationSender] = []
         for app in apps {
-            senders.append(APNsSender(client: try makeClient(for: app, keyLog: keyLog, now: now)))
+            if app.authentication != nil {
+                senders.append(APNsSender(client: try makeClient(for: app, keyLog: keyLog, now: now)))
+            }
+            if app.fcm != nil {
+                senders.append(try makeFCMSender(for: app, keyLog: keyLog))
+            }
         }
         return senders
+    }
+
+    /// The app's FCM sender: its service-account file read and checked (an RSA key of at
+    /// least 2,048 bits that can sign), the project and URL set.
+    package static func makeFCMSender(for app: AppConfiguration, keyLog: TLSKeyLog? = nil) throws(ConfigurationError) -> FCMSender {
+        let label = "app \"\(app.name)\""
+        guard let fcm = app.fcm else { throw ConfigurationError("\(label): no FCM credentials (PGPUSH_FCM_CREDENTIALS_FILE)") }
+        let account: ServiceAccountKey
+        do {
+            account = try ServiceAccountKey(contentsOfFile: fcm.credentialsFile)
+        } catch {
+            throw ConfigurationError("\(label): PGPUSH_FCM_CREDENTIALS_FILE: \(error)")
+        }
+        var configuration = FCMSenderConfiguration(appName: app.name, account: account, projectID: fcm.projectID)
+        configuration.url = fcm.url ?? FCMSenderConfiguration.standardURL
+        configuration.extraCAFile = app.caFile
+        configuration.tlsKeyLog = keyLog
+        configuration.connections = app.connections
+        configuration.ratePerConnection = app.ratePerConnection == 0 ? nil : app.ratePerConnection
+        do {
+            return try FCMSender(configuration: configuration)
+        } catch {
+            throw ConfigurationError(error.description)
+        }
     }
 
     public static func makeClient(for app: AppConfiguration, keyLog: TLSKeyLog? = nil,
@@ -74,6 +105,8 @@ public enum APNsSenderFactory {
     static func authentication(for app: AppConfiguration, now: Date) throws(ConfigurationError) -> APNsAuthentication {
         let label = "app \"\(app.name)\""
         switch app.authentication {
+        case nil:
+            throw ConfigurationError("\(label): no APNs credentials (PGPUSH_KEY_FILE or PGPUSH_CERT_FILE)")
         case .token(let teamID, let keyID, let keyFile):
             do {
                 let signer = try ProviderTokenSigner(keyFile: keyFile, keyID: keyID, teamID: teamID)
