@@ -30,7 +30,12 @@ enum RunCommand {
           --team-id ID --key-id ID --key-file FILE   [PGPUSH_TEAM_ID, PGPUSH_KEY_ID, PGPUSH_KEY_FILE] token auth
           --cert-file FILE          [PGPUSH_CERT_FILE] certificate auth (.p12, or PEM with certificate and key);
                                     its password only from PGPUSH_CERT_PASSWORD
-          --connections N           [PGPUSH_CONNECTIONS] HTTP/2 connections per app (default 4)
+          --fcm-credentials-file FILE
+                                    [PGPUSH_FCM_CREDENTIALS_FILE] a Google service-account key file (JSON): the app
+                                    sends its rows with service = 'fcm' through FCM HTTP v1
+          --fcm-project-id ID       [PGPUSH_FCM_PROJECT_ID] default: the key file's project_id
+          --fcm-url URL             [PGPUSH_FCM_URL] default https://fcm.googleapis.com (the simulator's URL in tests)
+          --connections N           [PGPUSH_CONNECTIONS] HTTP/2 connections per app and service (default 4)
           --rate-per-connection N   [PGPUSH_RATE_PER_CONNECTION] requests/second per connection (default 100)
           --retry-server-errors N   [PGPUSH_RETRY_SERVER_ERRORS] retries after a 5xx or no answer, 0–20 (default 3)
           --retry-delay-min-seconds S, --retry-delay-max-seconds S
@@ -75,6 +80,7 @@ enum RunCommand {
         "key-file", "cert-file", "connections", "rate-per-connection", "lease-seconds", "drain-seconds", "worker-id",
         "prune-after-days", "metrics-addr", "retry-server-errors", "retry-delay-min-seconds", "retry-delay-max-seconds",
         "retry-429-base-seconds", "retry-429-max-delay-seconds", "retry-429-max-attempts", "skip-known-invalid-tokens",
+        "fcm-credentials-file", "fcm-project-id", "fcm-url",
     ]
 
     static func run(_ arguments: Arguments) throws -> Int32 {

@@ -39,12 +39,14 @@ let commands = [
             help: DemoCommand.help, flags: DemoCommand.flags, switches: DemoCommand.switches, run: DemoCommand.run),
     Command(name: "mock-apns", summary: "an APNs simulator over TLS + HTTP/2 (faults, reports) for tests and trials",
             help: MockAPNsCommand.help, flags: MockAPNsCommand.flags, switches: MockAPNsCommand.switches, run: MockAPNsCommand.run),
+    Command(name: "mock-fcm", summary: "an FCM HTTP v1 simulator over TLS + HTTP/2 (token endpoint, faults, reports)",
+            help: MockFCMCommand.help, flags: MockFCMCommand.flags, switches: MockFCMCommand.switches, run: MockFCMCommand.run),
     Command(name: "bench", summary: "end-to-end benchmark: database, transport, worker, latency, faults, memory",
             help: BenchCommand.help, flags: BenchCommand.flags, switches: BenchCommand.switches, run: BenchCommand.run),
 ]
 
 let usage = """
-    pgpush — Apple push notifications from a PostgreSQL table
+    pgpush — push notifications (APNs, FCM) from a PostgreSQL table
 
     Usage: pgpush <command> [flags]      (pgpush <command> --help for each command's flags)
 

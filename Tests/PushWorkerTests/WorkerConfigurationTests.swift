@@ -52,6 +52,26 @@ import Testing
         #expect(configuration.apps[1].ratePerConnection == 50)
     }
 
+    /// An app with only a service-account file serves FCM alone (no bundle id needed); with
+    /// APNs credentials too it serves both.
+    @Test func fcmSettingsMakeAnFCMAppAloneOrBesideAPNs() throws {
+        let alone = try WorkerConfiguration.load(flags: [:], environment: [
+            "PGPUSH_FCM_CREDENTIALS_FILE": "/keys/fcm.json", "PGPUSH_FCM_PROJECT_ID": "shop-prod",
+            "DATABASE_URL": "postgres://x",
+        ])
+        #expect(alone.apps.count == 1 && alone.apps[0].authentication == nil)
+        #expect(alone.apps[0].fcm == AppConfiguration.FCM(credentialsFile: "/keys/fcm.json", projectID: "shop-prod"))
+        let both = try WorkerConfiguration.load(flags: ["fcm-credentials-file": "/keys/fcm.json"], environment: [
+            "PGPUSH_TOPIC": "com.example.shop", "PGPUSH_CERT_FILE": "/certs/shop.p12", "DATABASE_URL": "postgres://x",
+        ])
+        #expect(both.apps[0].authentication == .certificate(file: "/certs/shop.p12", password: nil))
+        #expect(both.apps[0].fcm?.credentialsFile == "/keys/fcm.json" && both.apps[0].fcm?.url == nil)
+        let file = try WorkerConfiguration.apps(fromFile: Data("""
+            {"apps": [{"name": "android", "fcm_credentials_file": "/keys/a.json", "fcm_url": "https://127.0.0.1:2198"}]}
+            """.utf8))
+        #expect(file.first?.fcm == AppConfiguration.FCM(credentialsFile: "/keys/a.json", url: "https://127.0.0.1:2198"))
+    }
+
     @Test(arguments: [
         (["PGPUSH_TOPIC": "com.example"], "no credentials"),
         (["PGPUSH_TEAM_ID": "T", "PGPUSH_KEY_FILE": "/k.p8", "PGPUSH_TOPIC": "x"], "needs all of"),
@@ -61,7 +81,9 @@ import Testing
         (["PGPUSH_CERT_FILE": "/c.p12", "PGPUSH_TOPIC": "x", "PGPUSH_APNS_URL": "http://127.0.0.1:2197"], "https://"),
         (["PGPUSH_CERT_FILE": "/c.p12", "PGPUSH_TOPIC": "x", "PGPUSH_CONNECTIONS": "0"], "between 1 and 64"),
         (["PGPUSH_CERT_FILE": "/c.p12", "PGPUSH_TOPIC": "x", "PGPUSH_RATE_PER_CONNECTION": "fast"], "whole number"),
-        ([:], "no APNs app configured"),
+        ([:], "no app configured"),
+        (["PGPUSH_FCM_PROJECT_ID": "p"], "need PGPUSH_FCM_CREDENTIALS_FILE"),
+        (["PGPUSH_FCM_CREDENTIALS_FILE": "/fcm.json", "PGPUSH_FCM_URL": "http://127.0.0.1:2198"], "https://"),
         (["PGPUSH_CONFIG": "/nonexistent/pgpush.json"], "cannot read"),
     ])
     func badSettingsAreRefusedByName(environment: [String: String], message: String) {

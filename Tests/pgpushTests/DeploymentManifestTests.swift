@@ -13,9 +13,10 @@ import Testing
         "DATABASE_URL", "PGPUSH_APNS_ENV", "PGPUSH_APNS_URL", "PGPUSH_CA_FILE", "PGPUSH_TEAM_ID", "PGPUSH_KEY_ID",
         "PGPUSH_KEY_FILE", "PGPUSH_CERT_FILE", "PGPUSH_CERT_PASSWORD", "PGPUSH_TOPIC", "PGPUSH_CONNECTIONS",
         "PGPUSH_RATE_PER_CONNECTION", "PGPUSH_CONFIG", "PGPUSH_APP", "PGPUSH_LEASE_SECONDS", "PGPUSH_DRAIN_SECONDS",
-        "PGPUSH_WORKER_ID", "PGPUSH_PRUNE_AFTER_DAYS", "PGPUSH_METRICS_ADDR",
+        "PGPUSH_WORKER_ID", "PGPUSH_PRUNE_AFTER_DAYS", "PGPUSH_METRICS_ADDR", "PGPUSH_FCM_CREDENTIALS_FILE",
+        "PGPUSH_FCM_PROJECT_ID", "PGPUSH_FCM_URL",
     ]
-    static let commands: Set<String> = ["migrate", "run", "doctor", "prune", "enqueue", "status", "demo", "mock-apns"]
+    static let commands: Set<String> = ["migrate", "run", "doctor", "prune", "enqueue", "status", "demo", "mock-apns", "mock-fcm"]
 
     /// Debian's python3-yaml, installed by .ci/run and deploy/local/install-dependencies.sh.
     static let pythonWithYAML = FileManager.default.isExecutableFile(atPath: python)

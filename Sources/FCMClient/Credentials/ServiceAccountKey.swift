@@ -12,7 +12,7 @@ public struct ServiceAccountKey: Sendable, CustomStringConvertible {
     public let privateKeyID: String
     /// Where the assertion is POSTed for an access token.
     public let tokenURI: URL
-    let privateKey: RS256PrivateKey
+    package let privateKey: RS256PrivateKey
 
     /// Reads and checks the file at `path`.
     public init(contentsOfFile path: String) throws(ServiceAccountKeyError) {
