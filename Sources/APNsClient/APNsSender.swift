@@ -36,6 +36,10 @@ package struct APNsSender: NotificationSender {
 
     package var statistics: SenderStatistics { client.statistics }
 
+    package var reasons: Set<String> {
+        Set(APNsReason.allCases.map(\.rawValue)).union(ValidationFailure.Reason.allCases.map(\.rawValue))
+    }
+
     package var wrongSetup: (reason: String, why: String) {
         ("LikelyEnvironmentMismatch", "most recent answers are BadDeviceToken: tokens may belong to the other APNs environment")
     }

@@ -27,6 +27,15 @@ import PGPushCore
 /// - An answer past the access token's check (anything but 401 and 403) proves the app's
 ///   credentials, 5xx excepted: a front end in trouble says nothing about them.
 package enum FCMPolicy {
+    /// The reasons FCM's answers and pgpush's FCM refusals give (`last_reason`): FCM's error
+    /// codes, the status names of its answers, the access token's, and `FCMMessageError`'s.
+    package static let reasons: Set<String> = [
+        "UNREGISTERED", "INVALID_ARGUMENT", "SENDER_ID_MISMATCH", "QUOTA_EXCEEDED", "UNAVAILABLE", "INTERNAL",
+        "THIRD_PARTY_AUTH_ERROR", "APNS_AUTH_ERROR", "UNSPECIFIED_ERROR", "UNAUTHENTICATED", "PERMISSION_DENIED",
+        "NOT_FOUND", "RESOURCE_EXHAUSTED", "AccessTokenRefused", "AccessTokenUnavailable", "BadDeviceToken", "BadChannelId",
+        "InvalidPayload", "PayloadTooLarge",
+    ]
+
     /// Google's advice for a 429 without `Retry-After`: back off, starting at a minute.
     static let quotaBackoffFloor: Duration = .seconds(60)
 

@@ -128,6 +128,8 @@ package final class FCMSender: NotificationSender {
         return snapshot
     }
 
+    package var reasons: Set<String> { FCMPolicy.reasons }
+
     package var wrongSetup: (reason: String, why: String) {
         ("LikelySenderIDMismatch", "most recent answers are SENDER_ID_MISMATCH: the tokens belong to another Firebase "
             + "project than \(configuration.projectID); check PGPUSH_FCM_CREDENTIALS_FILE and PGPUSH_FCM_PROJECT_ID")

@@ -23,6 +23,9 @@ package protocol NotificationSender: Sendable {
     /// How many connections the sender keeps (claim sizing).
     var connections: Int { get }
     var statistics: SenderStatistics { get }
+    /// Every `last_reason` its service's answers and its own refusals can give: metric label
+    /// values as they are (any other reason counts as "other").
+    var reasons: Set<String> { get }
     /// What `app_health` says when most of the app's recent answers hint at a wrong setup
     /// (`Delivery.hintsWrongSetup`): a reason name and what to check.
     var wrongSetup: (reason: String, why: String) { get }

@@ -86,12 +86,12 @@ extension Worker {
                 listenUnlessEveryAppPolls()
                 if !result.expiredIDs.isEmpty {
                     log.info("expired_before_send", ["app": app.name, "count": result.expiredIDs.count])
-                    metrics.recordExpiredAtClaim(app: app.name, count: result.expiredIDs.count)
+                    metrics.recordExpiredAtClaim(app: app.name, service: route.service, count: result.expiredIDs.count)
                 }
                 if !result.knownInvalidIDs.isEmpty {
                     log.info("known_invalid_tokens_skipped", ["app": app.name, "count": result.knownInvalidIDs.count,
                                                                "why": "APNs answered Unregistered or ExpiredToken for them before"])
-                    metrics.recordKnownInvalid(app: app.name, count: result.knownInvalidIDs.count)
+                    metrics.recordKnownInvalid(app: app.name, service: route.service, count: result.knownInvalidIDs.count)
                 }
                 inFlight.add(result.claimed, route: route)
                 for row in result.claimed {

@@ -53,7 +53,7 @@ extension Worker {
         } catch {
             let outcome = OutcomeDecider(retry: app.retry).rejected(row, error)
             writer.add(outcome)
-            metrics.recordOutcome(app: app.name, outcome)
+            metrics.recordOutcome(app: app.name, service: route.service, outcome)
             counters.withLock { $0.failed += 1 }
             log.info("notification_rejected", ["id": row.id, "app": app.name, "reason": error.reason, "detail": error.detail])
             return
@@ -73,7 +73,7 @@ extension Worker {
         }
         let outcome = random.withLock { OutcomeDecider(retry: app.retry).decide(row, delivery, using: &$0) }
         put(outcome, route: route)
-        metrics.recordOutcome(app: app.name, outcome)
+        metrics.recordOutcome(app: app.name, service: route.service, outcome)
         record(delivery, outcome: outcome, row: row, scope: scope, route: route, sender: sender)
     }
 
@@ -149,7 +149,7 @@ extension Worker {
     }
 
     func reportHealth(_ route: Route, topic: String? = nil, healthy: Bool, reason: String?) {
-        metrics.recordHealth(app: route.app, topic: topic, healthy: healthy)
+        metrics.recordHealth(app: route.app, service: route.service, topic: topic, healthy: healthy)
         Task { [self] in
             do {
                 try await maintenance.run { queue in

@@ -76,7 +76,9 @@ public final class Worker: Sendable {
             ClaimLoopSignals(pollInterval: configuration.pollInterval, largestClaim: Self.largestClaim)
         }
         health = routes.mapValues { _ in AppHealth() }
-        let metrics = WorkerMetrics(apps: configuration.apps.map(\.name))
+        let metrics = WorkerMetrics(apps: configuration.apps.map(\.name),
+                                    services: Dictionary(grouping: routes.keys, by: \.app).mapValues { $0.map(\.service) },
+                                    reasons: senders.reduce(into: Set<String>()) { $0.formUnion($1.reasons) })
         self.metrics = metrics
         metricsServer = try configuration.metricsAddress.map { address throws(ConfigurationError) in
             try MetricsServer(address: address) { [routes] path in Self.route(path, metrics: metrics, senders: routes) }
@@ -90,17 +92,8 @@ public final class Worker: Sendable {
     private static func route(_ path: String, metrics: WorkerMetrics, senders: [Route: any NotificationSender]) -> MetricsServer.Response {
         switch path {
         case "/metrics":
-            var connections: [String: (live: Int, rateLimiterWaits: Int, requests: Int)] = [:]
-            var failures: [String: [ConnectionFailure.Cause: Int]] = [:]
-            for (route, sender) in senders {
-                let statistics = sender.statistics
-                let sum = connections[route.app] ?? (0, 0, 0)
-                connections[route.app] = (sum.live + statistics.liveConnections, sum.rateLimiterWaits + statistics.rateLimiterWaits,
-                                          sum.requests + statistics.requestsSent)
-                failures[route.app, default: [:]].merge(statistics.connectionFailuresByCause, uniquingKeysWith: +)
-            }
             return MetricsServer.Response(status: 200, contentType: "text/plain; version=0.0.4; charset=utf-8",
-                                          body: metrics.render(connections: connections, connectionFailures: failures))
+                                          body: metrics.render(senders: senders.mapValues(\.statistics)))
         case "/healthz":
             return MetricsServer.Response(status: 200, body: "ok\n")
         case "/readyz":

@@ -5,8 +5,8 @@ import PGPushCore
 import PushQueue
 import PushTransport
 
-/// What the worker counts for Prometheus: outcomes by app and reason, send
-/// latency, queue depth as last seen, app and topic health. Written from many
+/// What the worker counts for Prometheus: outcomes by app, service and reason, send
+/// latency, queue depth as last seen, app, service and topic health. Written from many
 /// tasks; read per scrape.
 ///
 /// Every label value comes from a bounded set, so that no tenant-made string can
@@ -20,13 +20,16 @@ final class WorkerMetrics: Sendable {
 
     struct OutcomeKey: Hashable {
         var app: String
+        /// "" for the figures the database counts without a service (`recordFinishedInDatabase`).
+        var service: String = ""
         var outcome: String
         var reason: String
     }
 
     struct HealthKey: Hashable {
         var app: String
-        /// "" for the whole app.
+        var service: String
+        /// "" for the whole app's sending to the service.
         var topic: String
     }
 
@@ -35,21 +38,19 @@ final class WorkerMetrics: Sendable {
     /// series per row.
     static let topicsPerApp = 16
 
-    /// Reasons that are label values as they are: APNs's documented reasons,
-    /// pgpush's validation reasons, the causes of a request without an answer (as
-    /// the `last_reason` column spells them), and the claim's own.
-    static let knownReasons: Set<String> = {
-        var reasons: Set<String> = ["", "KnownInvalidToken"]
-        reasons.formUnion(APNsReason.allCases.map(\.rawValue))
-        reasons.formUnion(ValidationFailure.Reason.allCases.map(\.rawValue))
+    /// Reasons that are label values as they are, whatever the service: the causes of a
+    /// request without an answer (as the `last_reason` column spells them) and the claim's
+    /// own. Each sender adds the reasons its service documents (`NotificationSender.reasons`).
+    static let sharedReasons: Set<String> = {
+        var reasons: Set<String> = ["", "KnownInvalidToken", "OutcomeRefused"]
         reasons.formUnion(DeliveryFailure.Cause.allCases.map { $0.rawValue.prefix(1).uppercased() + $0.rawValue.dropFirst() })
         return reasons
     }()
 
     /// The label value for a reason: itself when known, `HTTPnnn` for an answer
-    /// without a reason, "other" for anything else (an undocumented APNs string, a
-    /// GOAWAY's debug data).
-    static func reasonLabel(_ reason: String?) -> String {
+    /// without a reason, "other" for anything else (an undocumented string, a GOAWAY's
+    /// debug data).
+    func reasonLabel(_ reason: String?) -> String {
         let reason = reason ?? ""
         if knownReasons.contains(reason) { return reason }
         if reason.count == 7, reason.hasPrefix("HTTP"), reason.dropFirst(4).allSatisfy(\.isASCII), Int(reason.dropFirst(4)) != nil {
@@ -77,6 +78,7 @@ final class WorkerMetrics: Sendable {
     }
 
     private let state: Locked<State>
+    private let knownReasons: Set<String>
     /// The apps this worker serves: their health series exist from the start, healthy,
     /// and their queue series from the first queue read on, at zero when the view has no
     /// row for them, so that an empty queue reads 0 rather than vanishing (and an alert on
@@ -85,14 +87,21 @@ final class WorkerMetrics: Sendable {
     /// with 19,999 rows due).
     private let apps: [String]
 
-    init(apps: [String]) {
+    /// `services`: the services each app is served for; `reasons`: the reasons the senders'
+    /// services give, label values as they are.
+    init(apps: [String], services: [String: [Service]] = [:], reasons: Set<String> = []) {
         self.apps = apps.sorted()
+        knownReasons = Self.sharedReasons.union(reasons)
         var initial = State()
-        for app in apps { initial.health[HealthKey(app: app, topic: "")] = true }
+        for app in apps {
+            for service in services[app] ?? [.apns] {
+                initial.health[HealthKey(app: app, service: service.rawValue, topic: "")] = true
+            }
+        }
         state = Locked(initial)
     }
 
-    func recordOutcome(app: String, _ outcome: Outcome) {
+    func recordOutcome(app: String, service: Service = .apns, _ outcome: Outcome) {
         let name: String
         switch outcome.disposition {
         case .delivered: name = "delivered"
@@ -100,26 +109,27 @@ final class WorkerMetrics: Sendable {
         case .expired: name = "expired"
         case .retry(_, let counts): name = counts ? "retried" : "requeued"
         }
-        let key = OutcomeKey(app: app, outcome: name, reason: Self.reasonLabel(outcome.reason))
+        let key = OutcomeKey(app: app, service: service.rawValue, outcome: name, reason: reasonLabel(outcome.reason))
         state.withLock { $0.outcomes[key, default: 0] += 1 }
     }
 
     /// Rows the claim finished as `KnownInvalidToken`, counted like failed outcomes with that reason.
-    func recordKnownInvalid(app: String, count: Int) {
-        let key = OutcomeKey(app: app, outcome: "failed", reason: "KnownInvalidToken")
+    func recordKnownInvalid(app: String, service: Service = .apns, count: Int) {
+        let key = OutcomeKey(app: app, service: service.rawValue, outcome: "failed", reason: "KnownInvalidToken")
         state.withLock { $0.outcomes[key, default: 0] += count }
     }
 
     /// Rows the claim found past their expiration and finished as `expired` without a request.
-    func recordExpiredAtClaim(app: String, count: Int) {
-        let key = OutcomeKey(app: app, outcome: "expired", reason: "")
+    func recordExpiredAtClaim(app: String, service: Service = .apns, count: Int) {
+        let key = OutcomeKey(app: app, service: service.rawValue, outcome: "expired", reason: "")
         state.withLock { $0.outcomes[key, default: 0] += count }
     }
 
-    /// What the worker wrote to `app_health`: the app (topic nil) or one topic paused or healthy.
-    func recordHealth(app: String, topic: String?, healthy: Bool) {
+    /// What the worker wrote to `app_health`: the app's sending to a service (topic nil) or
+    /// one topic paused or healthy.
+    func recordHealth(app: String, service: Service = .apns, topic: String?, healthy: Bool) {
         state.withLock { state in
-            let key = HealthKey(app: app, topic: topic ?? "")
+            let key = HealthKey(app: app, service: service.rawValue, topic: topic ?? "")
             let isOverflow = state.health[key] == nil && !key.topic.isEmpty
                 && state.health.keys.count(where: { $0.app == app && !$0.topic.isEmpty && $0.topic != "other" }) >= Self.topicsPerApp
             guard isOverflow, let topic else {
@@ -131,7 +141,7 @@ final class WorkerMetrics: Sendable {
             } else {
                 state.pausedOverflowTopics[app, default: []].insert(topic)
             }
-            state.health[HealthKey(app: app, topic: "other")] = state.pausedOverflowTopics[app]?.isEmpty ?? true
+            state.health[HealthKey(app: app, service: service.rawValue, topic: "other")] = state.pausedOverflowTopics[app]?.isEmpty ?? true
         }
     }
 
@@ -178,17 +188,20 @@ final class WorkerMetrics: Sendable {
     }
 
     /// Prometheus text format (version 0.0.4).
-    /// `connectionFailures`: per app, connection failures by cause (`SenderStatistics.connectionFailuresByCause`).
-    func render(connections: [String: (live: Int, rateLimiterWaits: Int, requests: Int)],
-                connectionFailures: [String: [ConnectionFailure.Cause: Int]] = [:]) -> String {
+    /// `senders`: per app and service, its senders' figures (`SenderStatistics`).
+    func render(senders: [Route: SenderStatistics] = [:]) -> String {
         let snapshot = state.withLock { $0 }
         var text = ""
-        text += "# HELP pgpush_notifications_total Notifications finished or rescheduled by this worker, by outcome and reason.\n"
+        text += "# HELP pgpush_notifications_total Notifications finished or rescheduled by this worker, by app, service, "
+            + "outcome and reason.\n"
         text += "# TYPE pgpush_notifications_total counter\n"
-        for (key, count) in snapshot.outcomes.sorted(by: { ($0.key.app, $0.key.outcome, $0.key.reason) < ($1.key.app, $1.key.outcome, $1.key.reason) }) {
-            text += "pgpush_notifications_total{app=\(Self.label(key.app)),outcome=\(Self.label(key.outcome)),reason=\(Self.label(key.reason))} \(count)\n"
+        for (key, count) in snapshot.outcomes.sorted(by: {
+            ($0.key.app, $0.key.service, $0.key.outcome, $0.key.reason) < ($1.key.app, $1.key.service, $1.key.outcome, $1.key.reason)
+        }) {
+            text += "pgpush_notifications_total{app=\(Self.label(key.app)),service=\(Self.label(key.service)),"
+                + "outcome=\(Self.label(key.outcome)),reason=\(Self.label(key.reason))} \(count)\n"
         }
-        text += "# HELP pgpush_send_latency_seconds From handing a request to the APNs client to its result.\n"
+        text += "# HELP pgpush_send_latency_seconds From handing a request to the service's sender to its result.\n"
         text += "# TYPE pgpush_send_latency_seconds histogram\n"
         var cumulative = 0
         for (index, bound) in Self.latencyBuckets.enumerated() {
@@ -246,34 +259,42 @@ final class WorkerMetrics: Sendable {
                 text += "pgpush_queue_finished_total{app=\(Self.label(app)),status=\(Self.label(status))} \(count)\n"
             }
         }
-        text += "# HELP pgpush_app_healthy 1 while this worker can send for the app (topic \"\") or the topic, 0 while paused.\n"
+        text += "# HELP pgpush_app_healthy 1 while this worker can send for the app and service (topic \"\") or the "
+            + "topic, 0 while paused.\n"
         text += "# TYPE pgpush_app_healthy gauge\n"
-        for (key, healthy) in snapshot.health.sorted(by: { ($0.key.app, $0.key.topic) < ($1.key.app, $1.key.topic) }) {
-            text += "pgpush_app_healthy{app=\(Self.label(key.app)),topic=\(Self.label(key.topic))} \(healthy ? 1 : 0)\n"
+        for (key, healthy) in snapshot.health.sorted(by: {
+            ($0.key.app, $0.key.service, $0.key.topic) < ($1.key.app, $1.key.service, $1.key.topic)
+        }) {
+            text += "pgpush_app_healthy{app=\(Self.label(key.app)),service=\(Self.label(key.service)),topic=\(Self.label(key.topic))} "
+                + "\(healthy ? 1 : 0)\n"
         }
-        text += "# HELP pgpush_apns_connections Live HTTP/2 connections to APNs, per app.\n# TYPE pgpush_apns_connections gauge\n"
-        for (app, value) in connections.sorted(by: { $0.key < $1.key }) {
-            text += "pgpush_apns_connections{app=\(Self.label(app))} \(value.live)\n"
+        // The connection series kept their names from the APNs-only releases; the service label says which.
+        let routes = senders.sorted { ($0.key.app, $0.key.service) < ($1.key.app, $1.key.service) }
+        let labels = { (route: Route) in "app=\(Self.label(route.app)),service=\(Self.label(route.service.rawValue))" }
+        text += "# HELP pgpush_apns_connections Live HTTP/2 connections, per app and service.\n# TYPE pgpush_apns_connections gauge\n"
+        for (route, statistics) in routes {
+            text += "pgpush_apns_connections{\(labels(route))} \(statistics.liveConnections)\n"
         }
-        text += "# HELP pgpush_apns_requests_total HTTP/2 requests written, resends included.\n# TYPE pgpush_apns_requests_total counter\n"
-        for (app, value) in connections.sorted(by: { $0.key < $1.key }) {
-            text += "pgpush_apns_requests_total{app=\(Self.label(app))} \(value.requests)\n"
+        text += "# HELP pgpush_apns_requests_total HTTP/2 requests written, resends included, per app and service.\n"
+            + "# TYPE pgpush_apns_requests_total counter\n"
+        for (route, statistics) in routes {
+            text += "pgpush_apns_requests_total{\(labels(route))} \(statistics.requestsSent)\n"
         }
-        // Every cause of every served app from the start, at zero: an alert on a rate sees the first failure.
-        text += "# HELP pgpush_apns_connection_failures_total Connections to APNs that could not be opened, or that ended "
+        // Every cause of every served route from the start, at zero: an alert on a rate sees the first failure.
+        text += "# HELP pgpush_apns_connection_failures_total Connections that could not be opened, or that ended "
             + "on a protocol or I/O error, by cause (dns, tcp_connect, timeout, tls_certificate, tls_handshake, alpn, "
             + "protocol_error, io_error); the log line apns_connection_failed says why.\n"
         text += "# TYPE pgpush_apns_connection_failures_total counter\n"
-        for app in Set(apps).union(connectionFailures.keys).sorted() {
+        for (route, statistics) in routes {
             for cause in ConnectionFailure.Cause.allCases.sorted() {
-                let count = connectionFailures[app]?[cause] ?? 0
-                text += "pgpush_apns_connection_failures_total{app=\(Self.label(app)),cause=\(Self.label(cause.rawValue))} \(count)\n"
+                let count = statistics.connectionFailuresByCause[cause] ?? 0
+                text += "pgpush_apns_connection_failures_total{\(labels(route)),cause=\(Self.label(cause.rawValue))} \(count)\n"
             }
         }
         text += "# HELP pgpush_rate_limiter_waits_total Sends that waited for the per-connection rate limit.\n"
         text += "# TYPE pgpush_rate_limiter_waits_total counter\n"
-        for (app, value) in connections.sorted(by: { $0.key < $1.key }) {
-            text += "pgpush_rate_limiter_waits_total{app=\(Self.label(app))} \(value.rateLimiterWaits)\n"
+        for (route, statistics) in routes {
+            text += "pgpush_rate_limiter_waits_total{\(labels(route))} \(statistics.rateLimiterWaits)\n"
         }
         return text
     }

@@ -7,6 +7,7 @@ import PGPushTestSupport
 import Postgres
 @testable import PushQueue
 @testable import PushWorker
+import PushTransport
 import Testing
 
 @Suite struct MetricsEndpointTests {
@@ -44,11 +45,11 @@ import Testing
         if let dump = ProcessInfo.processInfo.environment["PGPUSH_METRICS_DUMP"], !dump.isEmpty {
             try text.write(toFile: dump, atomically: true, encoding: .utf8)
         }
-        #expect(text.contains(#"pgpush_notifications_total{app="default",outcome="delivered",reason=""} 9"#))
-        #expect(text.contains(#"pgpush_notifications_total{app="default",outcome="failed",reason="Unregistered"} 1"#))
+        #expect(text.contains(#"pgpush_notifications_total{app="default",service="apns",outcome="delivered",reason=""} 9"#))
+        #expect(text.contains(#"pgpush_notifications_total{app="default",service="apns",outcome="failed",reason="Unregistered"} 1"#))
         #expect(text.contains(#"pgpush_send_latency_seconds_count 10"#))
-        #expect(text.contains(#"pgpush_apns_connections{app="default"}"#))
-        #expect(text.contains(#"pgpush_app_healthy{app="default",topic=""} 1"#))
+        #expect(text.contains(#"pgpush_apns_connections{app="default",service="apns"}"#))
+        #expect(text.contains(#"pgpush_app_healthy{app="default",service="apns",topic=""} 1"#))
         #expect(text.contains(#"pgpush_queue_oldest_due_seconds{app="default"}"#))
         #expect(try await get(port, "/nope").0 == 404)
         worker.stop()
@@ -57,12 +58,14 @@ import Testing
 
     @Test func connectionFailuresAreCountedPerAppAndCauseFromZero() {
         let metrics = WorkerMetrics(apps: ["a"])
-        let text = metrics.render(connections: [:], connectionFailures: ["a": [.tlsCertificate: 3, .dns: 1]])
+        var statistics = SenderStatistics()
+        statistics.connectionFailuresByCause = [.tlsCertificate: 3, .dns: 1]
+        let text = metrics.render(senders: [Route(app: "a", service: .apns): statistics])
         #expect(text.contains("# TYPE pgpush_apns_connection_failures_total counter\n"))
-        #expect(text.contains(#"pgpush_apns_connection_failures_total{app="a",cause="tls_certificate"} 3"#))
-        #expect(text.contains(#"pgpush_apns_connection_failures_total{app="a",cause="dns"} 1"#))
+        #expect(text.contains(#"pgpush_apns_connection_failures_total{app="a",service="apns",cause="tls_certificate"} 3"#))
+        #expect(text.contains(#"pgpush_apns_connection_failures_total{app="a",service="apns",cause="dns"} 1"#))
         for cause in ["alpn", "io_error", "protocol_error", "tcp_connect", "timeout", "tls_handshake"] {
-            #expect(text.contains("pgpush_apns_connection_failures_total{app=\"a\",cause=\"\(cause)\"} 0\n"))
+            #expect(text.contains("pgpush_apns_connection_failures_total{app=\"a\",service=\"apns\",cause=\"\(cause)\"} 0\n"))
         }
     }
 
@@ -71,15 +74,15 @@ import Testing
     /// served app with no row reads 0, and the figures' age is shown.
     @Test func queueGaugesAreAbsentUntilReadThenServedAppsReadZero() {
         let metrics = WorkerMetrics(apps: ["b", "a"])
-        let text = metrics.render(connections: [:])
+        let text = metrics.render()
         #expect(!text.contains("pgpush_queue_due{"), "\(text)")
         #expect(!text.contains("pgpush_queue_sending{") && !text.contains("pgpush_queue_oldest_due_seconds{"))
         #expect(!text.contains("\npgpush_unserved_due ") && !text.contains("\npgpush_queue_depth_age_seconds "))
         for app in ["a", "b"] {
-            #expect(text.contains("pgpush_app_healthy{app=\"\(app)\",topic=\"\"} 1\n"))
+            #expect(text.contains("pgpush_app_healthy{app=\"\(app)\",service=\"apns\",topic=\"\"} 1\n"))
         }
         metrics.recordQueueDepth([:], unserved: (due: 0, apps: 0))
-        let read = metrics.render(connections: [:])
+        let read = metrics.render()
         for app in ["a", "b"] {
             #expect(read.contains("pgpush_queue_due{app=\"\(app)\"} 0\n"))
             #expect(read.contains("pgpush_queue_sending{app=\"\(app)\"} 0\n"))
@@ -94,48 +97,49 @@ import Testing
             "x": QueueDepth(due: 7, sending: 0, oldestDueSeconds: 30),
             "y": QueueDepth(due: 1, sending: 2, oldestDueSeconds: 90),
         ], unserved: (due: 8, apps: 2))
-        let after = metrics.render(connections: [:])
+        let after = metrics.render()
         #expect(after.contains(#"pgpush_queue_due{app="a"} 5"#))
         #expect(after.contains(#"pgpush_queue_due{app="b"} 0"#))
         #expect(after.contains(#"pgpush_queue_due{app="other"} 8"#))
         #expect(after.contains(#"pgpush_queue_sending{app="other"} 2"#))
         #expect(after.contains(#"pgpush_queue_oldest_due_seconds{app="other"} 90.0"#))
         #expect(!after.contains(#"app="x""#) && !after.contains(#"app="y""#))
-        #expect(after.contains(#"pgpush_app_healthy{app="a",topic=""} 0"#))
+        #expect(after.contains(#"pgpush_app_healthy{app="a",service="apns",topic=""} 0"#))
         #expect(after.contains("pgpush_unserved_due 8\n") && after.contains("pgpush_unserved_apps 2\n"))
-        #expect(after.contains(#"pgpush_notifications_total{app="b",outcome="expired",reason=""} 3"#))
+        #expect(after.contains(#"pgpush_notifications_total{app="b",service="apns",outcome="expired",reason=""} 3"#))
     }
 
     @Test func reasonLabelsAreOnlyKnownReasons() {
-        #expect(WorkerMetrics.reasonLabel(nil) == "")
-        #expect(WorkerMetrics.reasonLabel("Unregistered") == "Unregistered")
-        #expect(WorkerMetrics.reasonLabel("InvalidPayload") == "InvalidPayload")
-        #expect(WorkerMetrics.reasonLabel("ConnectionLost") == "ConnectionLost")
-        #expect(WorkerMetrics.reasonLabel("KnownInvalidToken") == "KnownInvalidToken")
-        #expect(WorkerMetrics.reasonLabel("HTTP502") == "HTTP502")
-        #expect(WorkerMetrics.reasonLabel("HTTP5020") == "other")
-        #expect(WorkerMetrics.reasonLabel("NotAnAPNsReason") == "other")
-        #expect(WorkerMetrics.reasonLabel("Unregistered\"} 1\nfake 2") == "other")
+        let labels = WorkerMetrics(apps: ["a"], reasons: ["Unregistered", "InvalidPayload"])
+        #expect(labels.reasonLabel(nil) == "")
+        #expect(labels.reasonLabel("Unregistered") == "Unregistered")
+        #expect(labels.reasonLabel("InvalidPayload") == "InvalidPayload")
+        #expect(labels.reasonLabel("ConnectionLost") == "ConnectionLost")
+        #expect(labels.reasonLabel("KnownInvalidToken") == "KnownInvalidToken")
+        #expect(labels.reasonLabel("HTTP502") == "HTTP502")
+        #expect(labels.reasonLabel("HTTP5020") == "other")
+        #expect(labels.reasonLabel("NotAnAPNsReason") == "other")
+        #expect(labels.reasonLabel("Unregistered\"} 1\nfake 2") == "other")
         let metrics = WorkerMetrics(apps: ["a"])
         metrics.recordOutcome(app: "a", Outcome(id: 1, claimCount: 1, disposition: .failed, httpStatus: 400, reason: "tenant-made text"))
-        #expect(metrics.render(connections: [:]).contains(#"pgpush_notifications_total{app="a",outcome="failed",reason="other"} 1"#))
+        #expect(metrics.render().contains(#"pgpush_notifications_total{app="a",service="apns",outcome="failed",reason="other"} 1"#))
     }
 
     @Test func topicHealthSeriesAreCappedPerApp() {
         let metrics = WorkerMetrics(apps: ["a"])
         let topics = (0..<(WorkerMetrics.topicsPerApp + 4)).map { "com.example.t\($0)" }
         for topic in topics { metrics.recordHealth(app: "a", topic: topic, healthy: false) }
-        var text = metrics.render(connections: [:])
-        let series = text.split(separator: "\n").filter { $0.hasPrefix("pgpush_app_healthy{app=\"a\",topic=\"com.") }
+        var text = metrics.render()
+        let series = text.split(separator: "\n").filter { $0.hasPrefix("pgpush_app_healthy{app=\"a\",service=\"apns\",topic=\"com.") }
         #expect(series.count == WorkerMetrics.topicsPerApp)
-        #expect(text.contains(#"pgpush_app_healthy{app="a",topic="other"} 0"#))
+        #expect(text.contains(#"pgpush_app_healthy{app="a",service="apns",topic="other"} 0"#))
         // "other" reads healthy only once every folded topic resumed.
         for topic in topics.suffix(3) { metrics.recordHealth(app: "a", topic: topic, healthy: true) }
-        #expect(metrics.render(connections: [:]).contains(#"pgpush_app_healthy{app="a",topic="other"} 0"#))
+        #expect(metrics.render().contains(#"pgpush_app_healthy{app="a",service="apns",topic="other"} 0"#))
         metrics.recordHealth(app: "a", topic: topics[WorkerMetrics.topicsPerApp], healthy: true)
-        text = metrics.render(connections: [:])
-        #expect(text.contains(#"pgpush_app_healthy{app="a",topic="other"} 1"#))
-        #expect(text.contains(#"pgpush_app_healthy{app="a",topic="com.example.t0"} 0"#))
+        text = metrics.render()
+        #expect(text.contains(#"pgpush_app_healthy{app="a",service="apns",topic="other"} 1"#))
+        #expect(text.contains(#"pgpush_app_healthy{app="a",service="apns",topic="com.example.t0"} 0"#))
     }
 
     /// Cancelled rows never reach a worker's outcomes: the heartbeat counts them, and
@@ -164,7 +168,7 @@ import Testing
         let metrics = WorkerMetrics(apps: ["default", "idle"])
         metrics.recordFinishedInDatabase(finished.counts)
         metrics.recordFinishedInDatabase(finished.counts)
-        let text = metrics.render(connections: [:])
+        let text = metrics.render()
         #expect(text.contains(#"pgpush_queue_finished_total{app="default",status="cancelled"} 4"#))
         #expect(text.contains(#"pgpush_queue_finished_total{app="default",status="expired"} 2"#))
         #expect(text.contains(#"pgpush_queue_finished_total{app="idle",status="cancelled"} 0"#))
