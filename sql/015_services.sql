@@ -47,6 +47,25 @@ BEGIN
 END
 $$;
 
+-- What a worker sends: each app and service it holds credentials for, as
+-- 'app/service' (a worker of the previous version leaves it null: its apps'
+-- APNs rows). Rows of a service no live worker sends for wait, and
+-- unserved_apps says so, per app and service.
+ALTER TABLE pgpush.workers ADD COLUMN IF NOT EXISTS services text[];
+CREATE OR REPLACE VIEW pgpush.unserved_apps AS
+SELECT n.app, count(*) AS due, coalesce(extract(epoch FROM now() - min(n.send_after)), 0) AS oldest_due_seconds,
+       n.service
+  FROM pgpush.notifications n
+ WHERE n.status = 'queued' AND n.send_after <= now()
+   AND NOT EXISTS (SELECT 1 FROM pgpush.workers w
+                    WHERE w.heartbeat_at >= now() - interval '30 seconds'
+                      AND (n.app || '/' || n.service = ANY (w.services)
+                           OR (w.services IS NULL AND n.service = 'apns' AND n.app = ANY (w.apps))))
+ GROUP BY n.app, n.service;
+COMMENT ON VIEW pgpush.unserved_apps IS
+    'Apps and services with due notifications that no live worker sends for (heartbeat in the last 30 s): '
+    'no worker runs, or none holds credentials for that service.';
+
 -- Health per app and service (and, for APNs, topic).
 DROP INDEX IF EXISTS pgpush.app_health_app_topic;
 CREATE UNIQUE INDEX IF NOT EXISTS app_health_app_service_topic ON pgpush.app_health (app, service, coalesce(topic, ''));

@@ -1828,7 +1828,8 @@ CREATE TABLE pgpush.workers (
     sent bigint DEFAULT 0 NOT NULL,
     delivered bigint DEFAULT 0 NOT NULL,
     failed bigint DEFAULT 0 NOT NULL,
-    retried bigint DEFAULT 0 NOT NULL
+    retried bigint DEFAULT 0 NOT NULL,
+    services text[]
 );
 
 
@@ -1846,19 +1847,20 @@ COMMENT ON TABLE pgpush.workers IS 'Live pgpush worker processes, with heartbeat
 CREATE VIEW pgpush.unserved_apps AS
  SELECT n.app,
     count(*) AS due,
-    COALESCE(EXTRACT(epoch FROM (now() - min(n.send_after))), (0)::numeric) AS oldest_due_seconds
+    COALESCE(EXTRACT(epoch FROM (now() - min(n.send_after))), (0)::numeric) AS oldest_due_seconds,
+    n.service
    FROM pgpush.notifications n
   WHERE ((n.status = 'queued'::text) AND (n.send_after <= now()) AND (NOT (EXISTS ( SELECT 1
            FROM pgpush.workers w
-          WHERE ((w.heartbeat_at >= (now() - '00:00:30'::interval)) AND (n.app = ANY (w.apps)))))))
-  GROUP BY n.app;
+          WHERE ((w.heartbeat_at >= (now() - '00:00:30'::interval)) AND ((((n.app || '/'::text) || n.service) = ANY (w.services)) OR ((w.services IS NULL) AND (n.service = 'apns'::text) AND (n.app = ANY (w.apps)))))))))
+  GROUP BY n.app, n.service;
 
 
 --
 -- Name: VIEW unserved_apps; Type: COMMENT; Schema: pgpush; Owner: -
 --
 
-COMMENT ON VIEW pgpush.unserved_apps IS 'Apps with due notifications that no live worker serves (heartbeat in the last 30 s).';
+COMMENT ON VIEW pgpush.unserved_apps IS 'Apps and services with due notifications that no live worker sends for (heartbeat in the last 30 s): no worker runs, or none holds credentials for that service.';
 
 
 --

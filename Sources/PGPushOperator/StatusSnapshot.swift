@@ -64,7 +64,9 @@ public struct StatusSnapshot: Sendable, Equatable, Codable {
 
     public struct AppState: Sendable, Equatable, Codable {
         public var app: String
-        /// nil: the whole app; else the one apns-topic this row is about.
+        /// apns, fcm, …: the service this row is about.
+        public var service: String = "apns"
+        /// nil: the app's whole sending to the service; else the one apns-topic this row is about.
         public var topic: String? = nil
         public var healthy: Bool
         public var reason: String?
@@ -73,7 +75,30 @@ public struct StatusSnapshot: Sendable, Equatable, Codable {
 
         // "workerId" so snake_case conversion gives worker_id both ways.
         private enum CodingKeys: String, CodingKey {
-            case app, topic, healthy, reason, since, workerID = "workerId"
+            case app, service, topic, healthy, reason, since, workerID = "workerId"
+        }
+
+        public init(app: String, service: String = "apns", topic: String? = nil, healthy: Bool, reason: String?, since: String,
+                    workerID: String?) {
+            self.app = app
+            self.service = service
+            self.topic = topic
+            self.healthy = healthy
+            self.reason = reason
+            self.since = since
+            self.workerID = workerID
+        }
+
+        /// A snapshot written before services (0.4.0) has no `service`: its rows are APNs's.
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            self.init(app: try container.decode(String.self, forKey: .app),
+                      service: try container.decodeIfPresent(String.self, forKey: .service) ?? "apns",
+                      topic: try container.decodeIfPresent(String.self, forKey: .topic),
+                      healthy: try container.decode(Bool.self, forKey: .healthy),
+                      reason: try container.decodeIfPresent(String.self, forKey: .reason),
+                      since: try container.decode(String.self, forKey: .since),
+                      workerID: try container.decodeIfPresent(String.self, forKey: .workerID))
         }
 
         public func encode(to encoder: any Encoder) throws {
@@ -102,8 +127,29 @@ public struct StatusSnapshot: Sendable, Equatable, Codable {
 
     public struct UnservedApp: Sendable, Equatable, Codable {
         public var app: String
+        public var service: String = "apns"
         public var due: Int
         public var oldestDueSeconds: Double
+
+        private enum CodingKeys: String, CodingKey {
+            case app, service, due, oldestDueSeconds
+        }
+
+        public init(app: String, service: String = "apns", due: Int, oldestDueSeconds: Double) {
+            self.app = app
+            self.service = service
+            self.due = due
+            self.oldestDueSeconds = oldestDueSeconds
+        }
+
+        /// A snapshot written before services (0.4.0) has no `service`: its rows are APNs's.
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            self.init(app: try container.decode(String.self, forKey: .app),
+                      service: try container.decodeIfPresent(String.self, forKey: .service) ?? "apns",
+                      due: try container.decode(Int.self, forKey: .due),
+                      oldestDueSeconds: try container.decode(Double.self, forKey: .oldestDueSeconds))
+        }
     }
 
     /// Age of the oldest row due now over every app shown (0 when none is waiting).
@@ -187,11 +233,13 @@ public struct StatusSnapshot: Sendable, Equatable, Codable {
         }
 
         let appRows = try connection.query("""
-            SELECT app, healthy, reason, to_char(since AT TIME ZONE 'UTC', '\(iso)'), worker_id, topic FROM pgpush.app_health
-             WHERE $1::text IS NULL OR app = $1 ORDER BY app, topic NULLS FIRST
+            SELECT app, healthy, reason, to_char(since AT TIME ZONE 'UTC', '\(iso)'), worker_id, topic, service
+              FROM pgpush.app_health
+             WHERE $1::text IS NULL OR app = $1 ORDER BY app, service, topic NULLS FIRST
             """, filter)
         let apps = (0..<appRows.rowCount).map { row in
-            AppState(app: appRows.string(row, 0) ?? "", topic: appRows.string(row, 5), healthy: appRows.bool(row, 1) ?? false,
+            AppState(app: appRows.string(row, 0) ?? "", service: appRows.string(row, 6) ?? "apns", topic: appRows.string(row, 5),
+                     healthy: appRows.bool(row, 1) ?? false,
                      reason: appRows.string(row, 2), since: appRows.string(row, 3) ?? "", workerID: appRows.string(row, 4))
         }
 
@@ -200,10 +248,11 @@ public struct StatusSnapshot: Sendable, Equatable, Codable {
         var unserved: [UnservedApp] = []
         if try connection.query("SELECT has_table_privilege('pgpush.unserved_apps', 'SELECT')").bool(0, 0) == true {
             let rows = try connection.query("""
-                SELECT app, due, oldest_due_seconds FROM pgpush.unserved_apps WHERE $1::text IS NULL OR app = $1 ORDER BY app
+                SELECT app, due, oldest_due_seconds, service FROM pgpush.unserved_apps WHERE $1::text IS NULL OR app = $1
+                 ORDER BY app, service
                 """, filter)
             unserved = (0..<rows.rowCount).map { row in
-                UnservedApp(app: rows.string(row, 0) ?? "", due: rows.int(row, 1) ?? 0,
+                UnservedApp(app: rows.string(row, 0) ?? "", service: rows.string(row, 3) ?? "apns", due: rows.int(row, 1) ?? 0,
                             oldestDueSeconds: rounded(rows.double(row, 2) ?? 0))
             }
         }

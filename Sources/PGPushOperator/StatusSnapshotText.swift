@@ -38,16 +38,19 @@ extension StatusSnapshot {
         }
         sections.append("Workers (pgpush.worker_health)\n" + workerTable.rendered())
 
-        var appTable = TextTable(headers: ["app", "topic", "healthy", "reason", "since (UTC)", "seen by"])
+        var appTable = TextTable(headers: ["app", "service", "topic", "healthy", "reason", "since (UTC)", "seen by"])
         for row in apps {
-            appTable.append([row.app, row.topic ?? "(all)", row.healthy ? "yes" : "NO", row.reason ?? "", row.since,
+            appTable.append([row.app, row.service, row.topic ?? "(all)", row.healthy ? "yes" : "NO", row.reason ?? "", row.since,
                              row.workerID ?? ""])
         }
         sections.append("Apps (pgpush.app_health)\n" + appTable.rendered())
         if !unservedApps.isEmpty {
-            var unservedTable = TextTable(headers: ["app", "due", "oldest due"])
-            for row in unservedApps { unservedTable.append([row.app, "\(row.due)", Self.age(row.oldestDueSeconds)]) }
-            sections.append("Apps no live worker serves: their rows wait (pgpush.unserved_apps)\n" + unservedTable.rendered())
+            var unservedTable = TextTable(headers: ["app", "service", "due", "oldest due"])
+            for row in unservedApps {
+                unservedTable.append([row.app, row.service, "\(row.due)", Self.age(row.oldestDueSeconds)])
+            }
+            sections.append("Apps and services no live worker sends for (none runs, or none has credentials for the "
+                            + "service): their rows wait (pgpush.unserved_apps)\n" + unservedTable.rendered())
         }
         return sections.joined(separator: "\n\n")
     }

@@ -8,14 +8,18 @@ public struct WorkerRecord: Sendable, Equatable {
     public var pid: Int32
     public var version: String
     public var apps: [String]
+    /// Each app and service it sends for, `app/service` (`pgpush.workers.services`).
+    public var services: [String]
     public var connections: Int
 
-    public init(id: String, host: String, pid: Int32, version: String, apps: [String], connections: Int) {
+    public init(id: String, host: String, pid: Int32, version: String, apps: [String], services: [String]? = nil,
+                connections: Int) {
         self.id = id
         self.host = host
         self.pid = pid
         self.version = version
         self.apps = apps
+        self.services = services ?? apps.map { "\($0)/\(Service.apns.rawValue)" }
         self.connections = connections
     }
 }
@@ -32,10 +36,11 @@ public struct WorkerCounters: Sendable, Equatable {
 extension NotificationQueue {
     public func register(_ worker: WorkerRecord) throws {
         try connection.query("""
-            INSERT INTO pgpush.workers (id, host, pid, version, apps, connections)
-            VALUES ($1, $2, $3, $4, $5, $6)
-            ON CONFLICT (id) DO UPDATE SET heartbeat_at = now(), apps = EXCLUDED.apps, connections = EXCLUDED.connections
-            """, [worker.id, worker.host, worker.pid, worker.version, worker.apps, worker.connections])
+            INSERT INTO pgpush.workers (id, host, pid, version, apps, connections, services)
+            VALUES ($1, $2, $3, $4, $5, $6, $7)
+            ON CONFLICT (id) DO UPDATE SET heartbeat_at = now(), apps = EXCLUDED.apps, connections = EXCLUDED.connections,
+                                           services = EXCLUDED.services
+            """, [worker.id, worker.host, worker.pid, worker.version, worker.apps, worker.connections, worker.services])
     }
 
     /// Publishes the counters; false when the worker has no row to update (an operator

@@ -10,7 +10,8 @@ extension Worker {
     var record: WorkerRecord {
         WorkerRecord(
             id: configuration.workerID, host: ProcessInfo.processInfo.hostName, pid: getpid(), version: PGPushVersion.current,
-            apps: configuration.apps.map(\.name), connections: configuration.apps.reduce(0) { $0 + $1.connections })
+            apps: configuration.apps.map(\.name), services: senders.keys.map(\.description).sorted(),
+            connections: senders.values.reduce(0) { $0 + $1.connections })
     }
 
     func register() async throws {

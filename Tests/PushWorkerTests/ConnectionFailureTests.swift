@@ -150,7 +150,7 @@ struct ConnectionFailureTests {
         let running = Task { try await worker.run() }
         defer { worker.stop() }
 
-        let series = #"pgpush_apns_connection_failures_total{app="expired",cause="tls_certificate"}"#
+        let series = #"pgpush_apns_connection_failures_total{app="expired",service="apns",cause="tls_certificate"}"#
         // Both connections fail, and keep failing with backoff: several failures, one line.
         let (held, scrape) = try await Self.scrape(metricsPort) { (Self.value($0, series) ?? 0) >= 3 }
         #expect(held, "\(scrape)")
@@ -164,7 +164,7 @@ struct ConnectionFailureTests {
         #expect(line.contains(#"certificate_subject="CN=expired.test""#), "\(line)")
         #expect(line.contains("certificate_not_after=\(notAfter.formatted(.iso8601))"), "\(line)")
         // Every cause has its series from the start, at zero until it happens.
-        #expect(Self.value(scrape, #"pgpush_apns_connection_failures_total{app="expired",cause="dns"}"#) == 0, "\(scrape)")
+        #expect(Self.value(scrape, #"pgpush_apns_connection_failures_total{app="expired",service="apns",cause="dns"}"#) == 0, "\(scrape)")
         #expect(scrape.contains("# TYPE pgpush_apns_connection_failures_total counter"), "\(scrape)")
         // Nothing was sent, nothing ended: the rows wait for a connection.
         let rows = try Self.statuses(database, app: "expired")
@@ -203,8 +203,8 @@ struct ConnectionFailureTests {
         let running = Task { try await worker.run() }
         defer { worker.stop() }
 
-        let dns = #"pgpush_apns_connection_failures_total{app="nohost",cause="dns"}"#
-        let alpn = #"pgpush_apns_connection_failures_total{app="noalpn",cause="alpn"}"#
+        let dns = #"pgpush_apns_connection_failures_total{app="nohost",service="apns",cause="dns"}"#
+        let alpn = #"pgpush_apns_connection_failures_total{app="noalpn",service="apns",cause="alpn"}"#
         let (held, scrape) = try await Self.scrape(metricsPort) { (Self.value($0, dns) ?? 0) >= 2 && (Self.value($0, alpn) ?? 0) >= 2 }
         #expect(held, "\(scrape)")
         let noHost = Self.lines(log, "apns_connection_failed", app: "nohost")
@@ -217,8 +217,8 @@ struct ConnectionFailureTests {
         #expect(noALPN.first?.contains(" endpoint=127.0.0.1:\(alpnPort) ") == true, "\(noALPN)")
         #expect(noALPN.first?.contains(" alpn_selected=none") == true, "\(noALPN)")
         // No cross-talk: each app counts only its own cause.
-        #expect(Self.value(scrape, #"pgpush_apns_connection_failures_total{app="nohost",cause="alpn"}"#) == 0, "\(scrape)")
-        #expect(Self.value(scrape, #"pgpush_apns_connection_failures_total{app="noalpn",cause="dns"}"#) == 0, "\(scrape)")
+        #expect(Self.value(scrape, #"pgpush_apns_connection_failures_total{app="nohost",service="apns",cause="alpn"}"#) == 0, "\(scrape)")
+        #expect(Self.value(scrape, #"pgpush_apns_connection_failures_total{app="noalpn",service="apns",cause="dns"}"#) == 0, "\(scrape)")
         for app in ["nohost", "noalpn"] {
             let rows = try Self.statuses(database, app: app)
             #expect(try Self.finishedRows(database, app: app) == 0, "\(rows)")
@@ -264,7 +264,7 @@ struct ConnectionFailureTests {
             }
         }
         defer { garbage.cancel() }
-        let series = #"pgpush_apns_connection_failures_total{app="garbage",cause="protocol_error"}"#
+        let series = #"pgpush_apns_connection_failures_total{app="garbage",service="apns",cause="protocol_error"}"#
         let (held, scrape) = try await Self.scrape(metricsPort) { (Self.value($0, series) ?? 0) >= 1 }
         garbage.cancel()
         #expect(held, "\(scrape)\n\(log.withLock { $0 })")
