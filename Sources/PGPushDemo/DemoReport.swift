@@ -1,4 +1,5 @@
 import Foundation
+import FCMSimulator
 import PGPushOperator
 
 /// The text `pgpush demo` prints after the run: what happened to every row, the
@@ -112,6 +113,23 @@ public struct DemoReport: Sendable {
             \(reasons.rendered())
 
             \(connections.rendered())
+            """ + fcmSimulator()
+    }
+
+    private func fcmSimulator() -> String {
+        guard let report = result.fcm else { return "" }
+        var errors = TextTable(headers: ["FCM error", "answers"])
+        for (code, count) in report.errors.sorted(by: { $0.key < $1.key }) { errors.append([code, "\(count)"]) }
+        return """
+
+
+            == The FCM simulator saw ==
+
+              access tokens requested: \(report.tokenRequests)   issued: \(report.tokensIssued) (one per app, shared by its connections)
+              messages:send requests: \(report.sends)   delivered: \(report.delivered)
+              (SELECT id, device_token, channel_id, status, message_id FROM pgpush.notifications WHERE service = 'fcm';)
+
+            \(errors.rendered())
             """
     }
 

@@ -1,4 +1,5 @@
 import APNsSimulator
+import FCMSimulator
 import PGPushOperator
 
 /// One demo row as it ended, beside how it should have.
@@ -26,6 +27,8 @@ public struct DemoResult: Sendable {
     /// The monitoring views right after the last row finished (nil when it never did).
     public var snapshot: StatusSnapshot?
     public var simulator: SimulatorReport
+    /// What the FCM simulator saw, when the scenario had FCM rows.
+    public var fcm: FCMSimulatorReport?
     public var elapsedSeconds: Double
     public var interrupted: Bool
     public var ratePerConnection: Int

@@ -1,5 +1,6 @@
 import APNsSimulator
 import Foundation
+import FCMSimulator
 import Locking
 import PGPushCore
 import PGPushOperator
@@ -97,11 +98,29 @@ public final class DemoRun: Sendable {
         defer { simulator.stop() }
         narrate("APNs simulator listening on \(simulator.baseURL ?? "?") (fresh p8 key and TLS CA in \(directory))")
 
+        // The same app reaches Android through FCM: a fresh service account the FCM simulator trusts.
+        var fcmSimulator: FCMSimulator?
+        var fcm: AppConfiguration.FCM?
+        var caFile = simulator.caCertificatePath
+        if scenario.usesFCM {
+            let started = try Self.startFCM(in: directory, unregistered: scenario.unregisteredFCMTokens)
+            fcmSimulator = started.simulator
+            fcm = started.settings
+            // One trust file for both simulators, as PGPUSH_CA_FILE is one setting for every service.
+            caFile = directory + "/simulators-ca.pem"
+            let bundle = try [simulator.caCertificatePath, started.simulator.caCertificatePath].compactMap { $0 }
+                .map { try String(contentsOfFile: $0, encoding: .utf8) }.joined(separator: "\n")
+            try bundle.write(toFile: caFile ?? "", atomically: true, encoding: .utf8)
+            narrate("FCM simulator listening on \(started.simulator.baseURL ?? "?") (fresh service account for project "
+                    + "\(Self.fcmProject))")
+        }
+        defer { fcmSimulator?.stop() }
+
         let database = try PostgresConnection(conninfo: options.conninfo)
         var channel: String?
         let app = AppConfiguration(
             name: options.app, bundleID: options.bundleID, environment: .development, apnsURL: simulator.baseURL,
-            caFile: simulator.caCertificatePath, authentication: .token(teamID: Self.teamID, keyID: Self.keyID, keyFile: keyFile),
+            caFile: caFile, authentication: .token(teamID: Self.teamID, keyID: Self.keyID, keyFile: keyFile), fcm: fcm,
             connections: options.connections, ratePerConnection: options.ratePerConnection)
         var channels: ChannelManagement?
         if scenario.usesChannel {
@@ -174,8 +193,35 @@ public final class DemoRun: Sendable {
             narrate("deleted broadcast channel \(channel) (pgpush.channels keeps it, marked deleted)")
         }
         let rows = try Self.rows(labels.keys.sorted(), labels: labels, on: database)
-        return DemoResult(rows: rows, snapshot: snapshot, simulator: simulator.report(), elapsedSeconds: elapsed(),
-                          interrupted: wasStopped, ratePerConnection: options.ratePerConnection, channel: deletedChannel)
+        return DemoResult(rows: rows, snapshot: snapshot, simulator: simulator.report(), fcm: fcmSimulator?.report(),
+                          elapsedSeconds: elapsed(), interrupted: wasStopped, ratePerConnection: options.ratePerConnection,
+                          channel: deletedChannel)
+    }
+
+    /// The demo's Firebase project.
+    static let fcmProject = "pgpush-demo"
+
+    /// The FCM simulator with a fresh service account, and the app's FCM settings for it.
+    private static func startFCM(in directory: String,
+                                 unregistered: [String]) throws -> (simulator: FCMSimulator, settings: AppConfiguration.FCM) {
+        let key = try RS256PrivateKey.generate()
+        let email = "pgpush-demo@\(fcmProject).iam.gserviceaccount.com"
+        let keyID = "0d3e0d3e0d3e0d3e0d3e0d3e0d3e0d3e0d3e0d3e"
+        var configuration = FCMSimulatorConfiguration(projectID: fcmProject, clientEmail: email, privateKeyID: keyID,
+                                                      publicKey: try key.publicKey())
+        for token in unregistered { configuration.tokenFates[token] = .unregistered }
+        let simulator = FCMSimulator(configuration: configuration)
+        let port = try simulator.start()
+        let file = directory + "/service-account.json"
+        let fields: [String: String] = [
+            "type": "service_account", "project_id": fcmProject, "private_key_id": keyID, "private_key": try key.pkcs8PEM(),
+            "client_email": email, "token_uri": "https://127.0.0.1:\(port)/token",
+        ]
+        let data = try JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys])
+        guard FileManager.default.createFile(atPath: file, contents: data, attributes: [.posixPermissions: 0o600]) else {
+            throw DemoError("could not write the demo's service account file")
+        }
+        return (simulator, AppConfiguration.FCM(credentialsFile: file, url: "https://127.0.0.1:\(port)"))
     }
 
     /// Enqueues each waiting batch whose predecessor's rows have all ended; returns the rest.
@@ -198,13 +244,17 @@ public final class DemoRun: Sendable {
         let arguments = """
             payload => $2::jsonb, app => $3, push_type => $4, collapse_id => $5,
             expires_at => now() + $6::float8 * interval '1 second',
-            send_after => coalesce(now() + $7::float8 * interval '1 second', now())
+            send_after => coalesce(now() + $7::float8 * interval '1 second', now()), service => $8
             """
         let payload = batch.payload.replacingOccurrences(of: DemoScenario.channelPlaceholder, with: channel ?? "")
         let rest: [(any PostgresParameter)?] = [payload, options.app, batch.pushType, batch.collapseID,
-                                                batch.expiresIn, batch.sendAfter]
+                                                batch.expiresIn, batch.sendAfter, batch.service]
         let result: PostgresResult
-        if batch.toChannel {
+        if let topic = batch.topic {
+            result = try database.query("""
+                SELECT pgpush.enqueue(channel_id => $1, payload => $2::jsonb, app => $3, service => $4)
+                """, [topic, payload, options.app, batch.service])
+        } else if batch.toChannel {
             guard let channel else { throw DemoError("a channel batch without a channel") }
             // Priority 5: score updates need not wake the device, and do not count against
             // the activity's budget of priority-10 updates. A broadcast has no collapse id.

@@ -33,11 +33,17 @@ public struct DemoScenario: Sendable {
         public var after: String?
         /// One row to the broadcast channel the demo creates (`tokens` is then empty).
         public var toChannel = false
+        /// `apns` or `fcm`: the service the rows go to.
+        public var service = "apns"
+        /// An FCM topic the row goes to (`tokens` is then empty).
+        public var topic: String?
         public var expectation: Expectation
 
         public init(label: String, tokens: [String], pushType: String = "alert", payload: String,
                     collapseID: String? = nil, expiresIn: Double? = nil, sendAfter: Double? = nil, after: String? = nil,
-                    toChannel: Bool = false, expectation: Expectation) {
+                    toChannel: Bool = false, service: String = "apns", topic: String? = nil, expectation: Expectation) {
+            self.service = service
+            self.topic = topic
             self.label = label
             self.tokens = tokens
             self.pushType = pushType
@@ -50,7 +56,7 @@ public struct DemoScenario: Sendable {
             self.expectation = expectation
         }
 
-        public var rowCount: Int { toChannel ? 1 : tokens.count }
+        public var rowCount: Int { toChannel || topic != nil ? 1 : tokens.count }
     }
 
     /// Stands for the demo's channel id in payloads (`input-push-channel` of the start).
@@ -58,10 +64,14 @@ public struct DemoScenario: Sendable {
 
     public var batches: [Batch]
     public var faults: FaultPlan
+    /// FCM registration tokens the FCM simulator answers `UNREGISTERED`.
+    public var unregisteredFCMTokens: [String] = []
 
     public var notificationCount: Int { batches.reduce(0) { $0 + $1.rowCount } }
     /// Whether a batch goes to a channel: the demo then creates one first and deletes it at the end.
     public var usesChannel: Bool { batches.contains(where: \.toChannel) }
+    /// Whether a batch goes to FCM: the demo then starts the FCM simulator and gives the app a service account.
+    public var usesFCM: Bool { batches.contains { $0.service == "fcm" } }
 
     /// The realistic mix the demo shows: plain alerts (a few of them hit random 503s and
     /// are retried), background, VoIP and push-to-talk pushes, a 160-digit token, an
@@ -69,8 +79,10 @@ public struct DemoScenario: Sendable {
     /// a row already expired and one scheduled `scheduledDelay` seconds later; with `liveActivity`,
     /// a Live Activity started on a device (subscribed to a broadcast channel) and two
     /// updates broadcast to that channel.
+    /// With `android`, the same app reaches Android devices through FCM: alerts and a data
+    /// message to registration tokens, one to a topic, and an uninstalled app's token.
     public static func standard(alerts: Int = 200, background: Int = 20, voip: Int = 4, scheduledDelay: Double = 3,
-                                randomServerErrors: Double = 0.03, liveActivity: Bool = true,
+                                randomServerErrors: Double = 0.03, liveActivity: Bool = true, android: Int = 12,
                                 seed: UInt64 = UInt64.random(in: 1...UInt64.max)) -> DemoScenario {
         var random = SeededRandomNumberGenerator(seed: seed)
         func token(digits: Int = 64) -> String {
@@ -141,6 +153,22 @@ public struct DemoScenario: Sendable {
             ]
         }
 
+        var uninstalled: [String] = []
+        if android > 0 {
+            func registrationToken() -> String { "demo-" + token(digits: 22) + ":APA91b" + token(digits: 120) }
+            let gone = registrationToken()
+            uninstalled = [gone]
+            batches += [
+                Batch(label: "Android alert (FCM)", tokens: (0..<android).map { _ in registrationToken() },
+                      payload: #"{"notification":{"title":"Demo","body":"Your order has shipped"},"data":{"order":"42"}}"#,
+                      collapseID: "order", service: "fcm", expectation: delivered),
+                Batch(label: "Android data message to topic news (FCM)", tokens: [],
+                      payload: #"{"data":{"headline":"Lyon 2-0 Porto"}}"#, service: "fcm", topic: "news", expectation: delivered),
+                Batch(label: "Android app uninstalled (FCM)", tokens: [gone], payload: #"{"notification":{"title":"Anyone?"}}"#,
+                      service: "fcm", expectation: Expectation(status: "failed", attempts: 1, reason: "UNREGISTERED")),
+            ]
+        }
+
         var faults = FaultPlan()
         faults.seed = seed
         faults.unregisteredTokens = [unregistered]
@@ -155,6 +183,8 @@ public struct DemoScenario: Sendable {
         }
         faults.latencyMilliseconds = 2
         faults.latencyJitterMilliseconds = 8
-        return DemoScenario(batches: batches, faults: faults)
+        var scenario = DemoScenario(batches: batches, faults: faults)
+        scenario.unregisteredFCMTokens = uninstalled
+        return scenario
     }
 }

@@ -24,7 +24,7 @@ import Testing
         #expect(result.unexpected.isEmpty, "\(result.unexpected)")
         #expect(result.succeeded)
         let statuses = Dictionary(grouping: result.rows, by: \.status).mapValues(\.count)
-        #expect(statuses == ["delivered": scenario.notificationCount - 5, "failed": 4, "expired": 1])
+        #expect(statuses == ["delivered": scenario.notificationCount - 6, "failed": 5, "expired": 1])
         #expect(result.rows.first { $0.label == "503 on every attempt" }?.lastStatus == 503)
         #expect(result.rows.first { $0.label == "unregistered token" }?.lastReason == "Unregistered")
         #expect(result.rows.first { $0.label == "the unregistered token again" }?.lastReason == "KnownInvalidToken")
@@ -32,16 +32,25 @@ import Testing
         // The views were read while the worker still served the app, limited to it.
         let snapshot = try #require(result.snapshot)
         #expect(snapshot.app == "demo")
-        #expect(snapshot.workers.count == 1 && snapshot.workers.first?.delivered == scenario.notificationCount - 5)
-        #expect(snapshot.invalidTokens.map(\.app) == ["demo"] && snapshot.invalidTokens.map(\.tokens) == [1])
+        #expect(snapshot.workers.count == 1 && snapshot.workers.first?.delivered == scenario.notificationCount - 6)
+        // APNs's unregistered token and the uninstalled Android app's.
+        #expect(snapshot.invalidTokens.map(\.app) == ["demo"] && snapshot.invalidTokens.map(\.tokens) == [2])
         #expect(snapshot.errors.contains { $0.reason == "BadBackgroundPayload" && $0.status == nil })
         #expect(snapshot.queue.isEmpty)
 
-        // Sent: every row but the expired one, the bad payload and the known-invalid token, plus each retry,
-        // plus the channel's creation and deletion.
+        // Sent to APNs: every APNs row but the expired one, the bad payload and the known-invalid token, plus
+        // each retry, plus the channel's creation and deletion.
+        let android = result.rows.filter { $0.label.hasSuffix("(FCM)") }
+        #expect(android.count == 14)
         let retries = result.rows.reduce(0) { $0 + max($1.attempts - 1, 0) }
         #expect(result.simulator.managementRequests == 2)
-        #expect(result.simulator.totalRequests == scenario.notificationCount - 3 + retries + 2)
+        #expect(result.simulator.totalRequests == scenario.notificationCount - android.count - 3 + retries + 2)
+        // Sent to FCM: every Android row once, with one access token for all of them.
+        let fcm = try #require(result.fcm)
+        #expect(fcm.sends == android.count && fcm.delivered == android.count - 1 && fcm.errors == ["UNREGISTERED": 1])
+        #expect(fcm.tokensIssued == 1)
+        #expect(android.first { $0.label == "Android app uninstalled (FCM)" }?.lastReason == "UNREGISTERED")
+        #expect(DemoReport(result: result, app: "demo", psqlCommand: nil).rendered().contains("== The FCM simulator saw =="))
         #expect(result.simulator.maxRequestsPerConnectionPerSecond <= options.ratePerConnection)
         #expect(result.simulator.duplicateAcceptedAPNsIDs == 0)
 
