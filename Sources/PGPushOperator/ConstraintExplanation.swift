@@ -23,7 +23,8 @@ public enum ConstraintExplanation {
         "notifications_topic_empty": "the topic is empty (leave it out to derive it from the app's bundle id)",
         "notifications_payload_not_object": "the payload must be a JSON object ({…})",
         "notifications_payload_too_large":
-            "the payload is over the size limit of its push type (4096 bytes, 5120 for voip and for a broadcast to a channel)",
+            "the payload is over the size limit of its push type (4096 bytes; APNs: 5120 for voip and for a broadcast to a "
+            + "channel; FCM: 2048 to a topic)",
         "notifications_collapse_id_too_long": "the collapse id must be 1 to 64 bytes",
         "notifications_idempotency_key_empty": "the idempotency key is empty",
         "notifications_idempotency": "the app already has a notification with this idempotency key",
@@ -53,6 +54,15 @@ public enum ConstraintExplanation {
         "notifications_liveactivity_start_needs_attributes":
             "a Live Activity start needs \"attributes-type\" and an \"attributes\" object in its aps dictionary",
         "notifications_liveactivity_start_needs_alert": "a Live Activity start needs an \"alert\" in its aps dictionary",
+        // sql/015_services.sql
+        "notifications_service_unknown": "the service must be apns or fcm",
+        "notifications_fcm_token_printable_ascii":
+            "an FCM registration token is 1 to 4096 printable ASCII characters without spaces",
+        "notifications_fcm_topic_name": "an FCM topic name is 1 to 900 characters of A-Z, a-z, 0-9 and -_.~%",
+        "notifications_fcm_payload_members":
+            "an FCM payload is the message without its target: only notification, data, android, apns, webpush and fcm_options",
+        "notifications_fcm_data_strings": "FCM data is an object whose values are all strings",
+        "notifications_fcm_android_object": "an FCM payload's android member is an object",
     ]
 
     /// A sentence for a database error an enqueue caused, or nil when it is not about the row

@@ -9,6 +9,8 @@ public struct EnqueueRequest: Sendable, Equatable {
     public var tokens: [String]
     public var payload: String
     public var app: String?
+    /// `apns` (nil) or `fcm`.
+    public var service: String?
     public var pushType: String?
     public var priority: Int?
     public var topic: String?
@@ -38,12 +40,13 @@ public struct EnqueueRequest: Sendable, Equatable {
         case (.some(let json), nil):
             payload = json
         case (nil, .some(let alert)):
-            payload = Self.alertPayload(alert)
+            payload = flags["service"] == "fcm" ? Self.fcmAlertPayload(alert) : Self.alertPayload(alert)
         case (nil, nil):
             throw EnqueueUsageError("give the notification: --alert TEXT, or --payload JSON")
         }
         self.tokens = tokens
         app = flags["app"]
+        service = flags["service"]
         pushType = flags["push-type"]
         topic = flags["topic"]
         collapseID = flags["collapse-id"]
@@ -62,6 +65,13 @@ public struct EnqueueRequest: Sendable, Equatable {
     public static func alertPayload(_ text: String) -> String {
         let aps: [String: [String: String]] = ["aps": ["alert": text]]
         let data = (try? JSONSerialization.data(withJSONObject: aps, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// `{"notification":{"body":TEXT}}`: the FCM message a text makes.
+    public static func fcmAlertPayload(_ text: String) -> String {
+        let message: [String: [String: String]] = ["notification": ["body": text]]
+        let data = (try? JSONSerialization.data(withJSONObject: message, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
         return String(decoding: data, as: UTF8.self)
     }
 
@@ -106,13 +116,13 @@ public struct EnqueueRequest: Sendable, Equatable {
         let arguments = """
             payload => $2::jsonb, app => coalesce($3, 'default'), push_type => coalesce($4, 'alert'),
             priority => $5::integer, topic => $6, collapse_id => $7, expires_at => $8::timestamptz,
-            send_after => coalesce($9::timestamptz, now()), idempotency_key => $10
+            send_after => coalesce($9::timestamptz, now()), idempotency_key => $10, service => coalesce($11, 'apns')
             """
         let timestamps = ISO8601DateFormatter()
         timestamps.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         let rest: [(any PostgresParameter)?] = [
             payload, app, pushType, priority, topic, collapseID,
-            expiresAt.map(timestamps.string(from:)), sendAfter.map(timestamps.string(from:)), idempotencyKey,
+            expiresAt.map(timestamps.string(from:)), sendAfter.map(timestamps.string(from:)), idempotencyKey, service,
         ]
         let result: PostgresResult
         if tokens.count == 1 {

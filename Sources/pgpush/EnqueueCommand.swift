@@ -11,10 +11,13 @@ enum EnqueueCommand {
         rejected row is explained in words (exit code 2).
 
         Flags:
-          --token HEX              the device token (hex digits, even length, up to 400)
+          --token TOKEN            the device token (APNs: hex digits, even length, up to 400; FCM: the
+                                   registration token)
           --tokens-file FILE       one token per line (blank lines and # comments skipped);
                                    - reads standard input; one payload goes to every token
-          --alert TEXT             the notification text: payload {"aps":{"alert":TEXT}}, or
+          --service SERVICE        apns (default) or fcm
+          --alert TEXT             the notification text: payload {"aps":{"alert":TEXT}}
+                                   (FCM: {"notification":{"body":TEXT}}), or
           --payload JSON           the whole payload, a JSON object
           --app NAME               which configured app sends it (default: default)
           --push-type TYPE         alert (default), background, voip, complication, fileprovider, mdm,
@@ -37,13 +40,14 @@ enum EnqueueCommand {
         Examples:
           pgpush enqueue --token 6f1c…9ab0 --alert "Your order has shipped"
           pgpush enqueue --token 6f1c…9ab0 --push-type background --payload '{"aps":{"content-available":1}}'
+          pgpush enqueue --service fcm --token "fGx3…:APA91b…" --alert "Your order has shipped"
           pgpush enqueue --tokens-file tokens.txt --alert "Flash sale" --expires-at +2h --collapse-id sale
           psql -Atc "SELECT token FROM devices" | pgpush enqueue --tokens-file - --alert "Hello" --app shop
         """
 
     static let flags: Set<String> = [
         "help", "database-url", "token", "tokens-file", "alert", "payload", "app", "push-type", "priority", "topic",
-        "collapse-id", "expires-at", "send-after", "idempotency-key",
+        "collapse-id", "expires-at", "send-after", "idempotency-key", "service",
     ]
 
     static func run(_ arguments: Arguments) throws -> Int32 {

@@ -109,3 +109,19 @@ import Testing
                                                             sqlState: "42501", constraint: nil)) == nil)
     }
 }
+
+@Suite struct FCMEnqueueTests {
+    /// `pgpush enqueue --service fcm` inserts an FCM row; its text becomes FCM's notification,
+    /// and a rule of FCM's is explained in words.
+    @Test func anFCMRowFromTheCommandLine() throws {
+        let connection = try PostgresConnection(conninfo: try TestDatabase.migrated())
+        let request = try EnqueueRequest(flags: ["service": "fcm", "token": "fGx3:APA91bMixedCase", "alert": "Hi there"])
+        #expect(request.payload == #"{"notification":{"body":"Hi there"}}"#)
+        let ids = try request.enqueue(on: connection)
+        let row = try connection.query("SELECT service, device_token, payload::text FROM pgpush.notifications WHERE id = $1", [ids.first])
+        #expect(row.string(0, 0) == "fcm" && row.string(0, 1) == "fGx3:APA91bMixedCase")
+        let bad = try EnqueueRequest(flags: ["service": "fcm", "token": "t", "payload": #"{"aps":{"alert":"x"}}"#])
+        let error = try #require(throws: PostgresError.self) { try bad.enqueue(on: connection) }
+        #expect(ConstraintExplanation.explain(error)?.contains("only notification, data, android") == true)
+    }
+}
