@@ -130,19 +130,7 @@ public final class APNsClient: Sendable {
             // that waited through a renewal never carries the token that was refused.
             let wireRequest = APNsWireRequest.make(for: request, authority: configuration.endpoint.authority,
                                                    providerToken: token, timeout: configuration.requestTimeout)
-            let outcome: Result<HTTP2Response, RequestFailure>
-            do throws(RequestFailure) {
-                outcome = .success(try await lease.connection.send(wireRequest))
-            } catch {
-                outcome = .failure(error)
-            }
-            recorder.update {
-                $0.requestsSent += 1
-                if let rateWait {
-                    $0.rateLimiterWaits += 1
-                    $0.rateLimiterWaitTime += rateWait
-                }
-            }
+            let outcome = await pool.send(wireRequest, on: lease, rateWait: rateWait)
 
             let result: Delivery
             switch outcome {
@@ -150,7 +138,6 @@ public final class APNsClient: Sendable {
                 result = answered(response, request: request, resends: resends.total, since: started)
                 let throttled = if case .throttled = result.verdict { true } else { false }
                 pool.finish(lease, answered: true, throttled: throttled)
-                recorder.update { $0.answersByStatus[response.status, default: 0] += 1 }
             case .failure(let failure):
                 pool.finish(lease, answered: false, throttled: false)
                 result = failed(pool.deliveryFailure(failure), request: request, resends: resends.total, since: started,

@@ -177,22 +177,8 @@ package final class FCMSender: NotificationSender {
                 headers: [HeaderField("authorization", "Bearer \(token)", neverIndex: true),
                           HeaderField("content-type", "application/json; charset=utf-8")],
                 body: message.body, timeout: configuration.requestTimeout)
-            let outcome: Result<HTTP2Response, RequestFailure>
-            do throws(RequestFailure) {
-                outcome = .success(try await lease.connection.send(request))
-            } catch {
-                outcome = .failure(error)
-            }
-            recorder.update {
-                $0.requestsSent += 1
-                if let rateWait {
-                    $0.rateLimiterWaits += 1
-                    $0.rateLimiterWaitTime += rateWait
-                }
-            }
-            switch outcome {
+            switch await pool.send(request, on: lease, rateWait: rateWait) {
             case .success(let response):
-                recorder.update { $0.answersByStatus[response.status, default: 0] += 1 }
                 if FCMPolicy.refusesAccessToken(status: response.status, body: response.body) {
                     pool.finish(lease, answered: true, throttled: false)
                     switch await tokens.refused(token) {

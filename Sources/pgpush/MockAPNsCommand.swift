@@ -1,5 +1,4 @@
 import APNsSimulator
-import Dispatch
 import Foundation
 import PushCrypto
 import PushWorker
@@ -95,26 +94,10 @@ enum MockAPNsCommand {
         let trust = simulator.caCertificatePath.map { "CA: \($0)" } ?? "certificate: \(arguments.value("cert") ?? "")"
         StandardStreams.writeOutput("mock-apns listening on \(address) (\(trust))\n")
 
-        let finished = DispatchSemaphore(value: 0)
-        let queue = DispatchQueue(label: "mock-apns.signals")
-        var sources: [any DispatchSourceSignal] = []
-        for signalNumber in [SIGTERM, SIGINT, SIGUSR1] {
-            signal(signalNumber, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: queue)
-            source.setEventHandler {
-                if signalNumber == SIGUSR1 {
-                    writeReport(simulator, to: reportPath)
-                } else {
-                    finished.signal()  // the final report is written after the server has stopped
-                }
-            }
-            source.resume()
-            sources.append(source)
-        }
-        finished.wait()
+        StopSignals.wait(label: "mock-apns.signals") { writeReport(simulator, to: reportPath) }
+        // The final report is written after the server has stopped.
         simulator.stop()
         writeReport(simulator, to: reportPath)
-        sources.forEach { $0.cancel() }
         return 0
     }
 

@@ -1,4 +1,3 @@
-import Dispatch
 import FCMClient
 import FCMSimulator
 import Foundation
@@ -107,22 +106,9 @@ enum MockFCMCommand {
         StandardStreams.writeOutput("mock-fcm listening on \(address) (CA: \(caPath), credentials: \(credentials))\n")
 
         let reportPath = arguments.value("report")
-        let finished = DispatchSemaphore(value: 0)
-        let queue = DispatchQueue(label: "mock-fcm.signals")
-        var sources: [any DispatchSourceSignal] = []
-        for signalNumber in [SIGTERM, SIGINT, SIGUSR1] {
-            signal(signalNumber, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: queue)
-            source.setEventHandler {
-                if signalNumber == SIGUSR1 { writeReport(simulator, to: reportPath) } else { finished.signal() }
-            }
-            source.resume()
-            sources.append(source)
-        }
-        finished.wait()
+        StopSignals.wait(label: "mock-fcm.signals") { writeReport(simulator, to: reportPath) }
         simulator.stop()
         writeReport(simulator, to: reportPath)
-        sources.forEach { $0.cancel() }
         return 0
     }
 

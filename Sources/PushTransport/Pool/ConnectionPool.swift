@@ -219,6 +219,27 @@ package final class ConnectionPool: Sendable {
         }
     }
 
+    /// Writes `request` on the leased connection and waits for its answer; counts the request
+    /// (and its wait for the rate, if it had one) in the sender's statistics.
+    package func send(_ request: HTTP2Request, on lease: ConnectionLease,
+                      rateWait: Duration?) async -> Result<HTTP2Response, RequestFailure> {
+        let outcome: Result<HTTP2Response, RequestFailure>
+        do throws(RequestFailure) {
+            outcome = .success(try await lease.connection.send(request))
+        } catch {
+            outcome = .failure(error)
+        }
+        statistics.update {
+            $0.requestsSent += 1
+            if let rateWait {
+                $0.rateLimiterWaits += 1
+                $0.rateLimiterWaitTime += rateWait
+            }
+            if case .success(let response) = outcome { $0.answersByStatus[response.status, default: 0] += 1 }
+        }
+        return outcome
+    }
+
     /// A request's failure on one of this pool's connections, in the senders' words: the
     /// cause, whether the service may have processed it, and the GOAWAY's reason if one
     /// ended the connection. A connection this pool closed while shutting down is the
