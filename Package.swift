@@ -55,7 +55,7 @@ let package = Package(
         ]),
         // `pgpush bench`: scenarios and measurement, run against separate simulator and worker processes.
         .target(name: "PGPushBench", dependencies: [
-            "PGPushCore", "Postgres", "EmbeddedPostgres", "PushQueue", "APNsClient", "APNsSimulator", "PushWorker", "PushCrypto",
+            "PGPushCore", "Postgres", "EmbeddedPostgres", "PushQueue", "APNsClient", "APNsSimulator", "FCMSimulator", "PushWorker", "PushCrypto",
             "Locking", "Spawn",
         ]),
         .executableTarget(name: "pgpush", dependencies: [

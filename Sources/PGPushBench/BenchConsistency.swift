@@ -45,6 +45,12 @@ public enum BenchConsistency {
                    "uncapped: the simulator saw \(uncapped.simulatorRequests) requests for \(uncapped.rows) rows")
             expect(uncapped.duplicateAcceptedAPNsIDs == 0, "uncapped: \(uncapped.duplicateAcceptedAPNsIDs) duplicates")
         }
+        if let fcm = report.fcm {
+            costs("fcm", insert: fcm.insertCost, inserted: fcm.rows, delivery: fcm.deliveryCost, finished: fcm.finished)
+            expect(fcm.finished == fcm.rows, "fcm: \(fcm.finished) of \(fcm.rows) rows finished")
+            expect(fcm.statuses == ["delivered": fcm.rows], "fcm: final statuses \(fcm.statuses)")
+            expect(fcm.simulatorRequests == fcm.rows, "fcm: the simulator saw \(fcm.simulatorRequests) sends for \(fcm.rows) rows")
+        }
         for capped in report.capped {
             expect(capped.perConnection.count == capped.connections,
                    "capped \(capped.connections): \(capped.perConnection.count) connections sent requests")

@@ -1,7 +1,7 @@
 /// What `pgpush bench` runs and how big; every field has a flag.
 public struct BenchOptions: Sendable, Codable, Equatable {
     public enum Scenario: String, Sendable, Codable, CaseIterable {
-        case database, transport, uncapped, capped, latency, steady, scale, faults, broadcast, memory, history
+        case database, transport, uncapped, fcm, capped, latency, steady, scale, faults, broadcast, memory, history
     }
 
     public var scenarios: [Scenario] = Scenario.allCases

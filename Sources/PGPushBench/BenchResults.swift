@@ -252,6 +252,8 @@ public struct BenchReport: Sendable, Codable {
     public var databaseCeiling: DatabaseCeilingResult?
     public var transportCeiling: TransportCeilingResult?
     public var uncapped: DrainResult?
+    /// The same drain as `uncapped`, with FCM rows, to the FCM simulator (`pgpush mock-fcm`).
+    public var fcm: DrainResult?
     public var uncappedRatioOfLowerCeiling: Double?
     /// 1 / (1/database + 1/transport): the rate if the two ceilings' CPU costs simply add up,
     /// which they do when the worker, the simulator and PostgreSQL share the same cores.

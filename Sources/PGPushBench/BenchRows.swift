@@ -1,4 +1,5 @@
 import Foundation
+import PGPushCore
 import Postgres
 
 /// Rows for the scenarios: unique hex tokens, one payload of a chosen size.
@@ -18,6 +19,12 @@ public enum BenchRows {
 
     public static func token(_ number: Int) -> String { String(format: "%064x", number) }
 
+    /// An FCM data message of exactly `bytes` bytes (at least its empty form's size).
+    public static func fcmPayload(bytes: Int) -> String {
+        let frame = #"{"data":{"k":""}}"#
+        return #"{"data":{"k":""# + String(repeating: "x", count: max(0, bytes - frame.utf8.count)) + #""}}"#
+    }
+
     /// `count` broadcast channel ids (base64 of "bench-channel-N").
     public static func channels(_ count: Int) -> [String] {
         (1...max(count, 1)).map { Data("bench-channel-\($0)".utf8).base64EncodedString() }
@@ -27,13 +34,23 @@ public enum BenchRows {
     /// ANALYZEs the table unless told not to (the insert phase is measured without it).
     /// With `broadcastEvery` n > 0, every n-th row is a Live Activity update (priority 5) to
     /// one of `channels` in turn instead of an alert to a token.
+    /// `service` `.fcm`: FCM rows to registration tokens `bench-token:N`, with an FCM data payload.
     public static func fill(_ connection: PostgresConnection, count: Int, payloadBytes: Int, firstToken: Int = 1,
-                            broadcastEvery: Int = 0, channels: [String] = [],
+                            broadcastEvery: Int = 0, channels: [String] = [], service: Service = .apns,
                             analyze: Bool = true, progress: (Int) -> Void = { _ in }) throws {
         let batch = 50_000
         var done = 0
         while done < count {
             let size = min(batch, count - done)
+            if service == .fcm {
+                try connection.query("""
+                    INSERT INTO pgpush.notifications (service, device_token, payload)
+                    SELECT 'fcm', 'bench-token:' || g, $1::jsonb FROM generate_series($2::bigint, $3::bigint) AS g
+                    """, [fcmPayload(bytes: payloadBytes), firstToken + done, firstToken + done + size - 1])
+                done += size
+                progress(done)
+                continue
+            }
             if broadcastEvery > 0 {
                 try connection.query("""
                     INSERT INTO pgpush.notifications (device_token, channel_id, push_type, priority, payload)

@@ -74,6 +74,23 @@ extension BenchReport {
             }
             costRows(uncapped.insertCost, uncapped.deliveryCost)
         }
+        if let fcm {
+            row("FCM end to end (\(fcm.connections) conn., mock-fcm)",
+                String(format: "%.0f/s  (steady ", fcm.perSecond) + rate(fcm.steadyPerSecond)
+                + String(format: "; %d rows in %.2f s)", fcm.finished, fcm.seconds))
+            row("  worker CPU per notification", String(format: "%.1f µs  (user %.2f s + sys %.2f s)",
+                                                        fcm.workerCPUMicrosecondsPerNotification,
+                                                        fcm.worker.userSeconds, fcm.worker.systemSeconds)
+                + (uncapped.map { String(format: "; APNs in the same run %.1f µs", $0.workerCPUMicrosecondsPerNotification) } ?? ""))
+            row("  worker peak RSS", megabytes(fcm.worker.peakResidentBytes))
+            row("  CPU per notification, whole machine",
+                String(format: "%.1f µs = worker %.1f + simulator %.1f + PostgreSQL and the rest %.1f",
+                       fcm.machineCPUMicrosecondsPerNotification, fcm.workerCPUMicrosecondsPerNotification,
+                       fcm.simulatorCPUMicrosecondsPerNotification,
+                       fcm.machineCPUMicrosecondsPerNotification - fcm.workerCPUMicrosecondsPerNotification
+                           - fcm.simulatorCPUMicrosecondsPerNotification))
+            costRows(fcm.insertCost, fcm.deliveryCost)
+        }
         for capped in capped {
             row("capped \(capped.cap)/s × \(capped.connections) conn., \(capped.seconds) s",
                 String(format: "per conn. steady mean %.1f/s, lowest %.1f/s; max in 1 s %d; total %.0f/s",

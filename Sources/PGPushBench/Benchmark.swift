@@ -63,6 +63,16 @@ public final class Benchmark {
                             outcome.result.workerCPUMicrosecondsPerNotification,
                             Double(outcome.result.worker.peakResidentBytes) / 1_048_576))
         }
+        if chosen.contains(.fcm) {
+            progress("fcm: \(options.rows) FCM rows, \(options.connections) connections, no cap, to mock-fcm")
+            let outcome = try DrainRun(name: "fcm", rows: options.rows, connections: options.connections, ratePerConnection: 0,
+                                       service: .fcm).run(in: context)
+            database.discard(outcome.conninfo)
+            report.fcm = outcome.result
+            progress(String(format: "fcm: %.0f/s, worker %.1f µs CPU/notification, %.1f MB peak",
+                            outcome.result.perSecond, outcome.result.workerCPUMicrosecondsPerNotification,
+                            Double(outcome.result.worker.peakResidentBytes) / 1_048_576))
+        }
         if chosen.contains(.capped) {
             for connections in options.cappedConnections {
                 progress("capped: \(connections) connection(s) at \(options.cap)/s for \(options.cappedSeconds) s")

@@ -1,5 +1,6 @@
 import APNsSimulator
 import Foundation
+import PGPushCore
 import Postgres
 
 /// A worker process against the simulator process: drains a pre-filled backlog
@@ -17,6 +18,8 @@ struct DrainRun {
     /// Every n-th row a broadcast to one of `channels` (which the simulator knows); 0: none.
     var broadcastEvery = 0
     var channels: [String] = []
+    /// The service of every row (and of the simulator the worker sends to).
+    var service: Service = .apns
 
     struct Outcome {
         var result: DrainResult
@@ -35,7 +38,7 @@ struct DrainRun {
         context.progress("\(name): inserting \(rows) rows")
         let beforeFill = try meter.snapshot()
         try BenchRows.fill(connection, count: rows, payloadBytes: context.options.payloadBytes, broadcastEvery: broadcastEvery,
-                           channels: channels, analyze: false) { done in
+                           channels: channels, service: service, analyze: false) { done in
             if done % 200_000 == 0 || done == rows { context.progress("\(name): \(done) rows inserted") }
         }
         let afterFill = try meter.snapshot()
@@ -43,7 +46,8 @@ struct DrainRun {
         let simulator = try SimulatorProcess(executable: context.executable, credentials: context.credentials,
                                              directory: context.directory, name: name, logRequests: logRequests,
                                              extraArguments: simulatorArguments
-                                                 + (channels.isEmpty ? [] : ["--channels", channels.joined(separator: ",")]))
+                                                 + (channels.isEmpty ? [] : ["--channels", channels.joined(separator: ",")]),
+                                             service: service)
         let beforeRun = try meter.snapshot()
         let started = Date()
         let machineAtStart = MachineCPU.now()
@@ -91,7 +95,19 @@ struct DrainRun {
         for process in processes { process.process.signal(SIGTERM) }
         var usages: [ProcessUsage] = []
         for process in processes { usages.append(try process.stop(signalled: true)) }
-        let (report, simulatorUsage) = try simulator.stop()
+        let figures: SimulatorFigures
+        let simulatorUsage: ProcessUsage
+        if service == .fcm {
+            let (report, usage) = try simulator.stopFCM()
+            figures = SimulatorFigures(requests: report.sends, statuses: report.errors.merging(["200": report.delivered]) { $0 + $1 })
+            simulatorUsage = usage
+        } else {
+            let (report, usage) = try simulator.stop()
+            figures = SimulatorFigures(requests: report.totalRequests, statuses: report.statusCounts, goAwaysSent: report.goAwaysSent,
+                                       duplicates: report.duplicateAcceptedAPNsIDs,
+                                       broadcasts: report.broadcastsByChannel.values.reduce(0, +))
+            simulatorUsage = usage
+        }
         try meter.waitForOtherSessions()
         let afterRun = try meter.snapshot()
         let usage = ProcessUsage(userSeconds: usages.map(\.userSeconds).reduce(0, +),
@@ -127,13 +143,23 @@ struct DrainRun {
             rows: rows, connections: connections, ratePerConnection: ratePerConnection, seconds: seconds, finished: finished,
             perSecond: Double(finished) / seconds, steadyPerSecond: try BenchRows.steadyRate(connection), statuses: statuses, failureReasons: failureReasons,
             deliveryErrors: errors, worker: usage,
-            workerCPUMicrosecondsPerNotification: usage.cpuSeconds * 1e6 / Double(max(report.totalRequests, 1)),
-            simulatorRequests: report.totalRequests, simulatorStatuses: report.statusCounts, goAwaysSent: report.goAwaysSent,
-            duplicateAcceptedAPNsIDs: report.duplicateAcceptedAPNsIDs, simulatorCPUSeconds: simulatorUsage.cpuSeconds,
+            workerCPUMicrosecondsPerNotification: usage.cpuSeconds * 1e6 / Double(max(figures.requests, 1)),
+            simulatorRequests: figures.requests, simulatorStatuses: figures.statuses, goAwaysSent: figures.goAwaysSent,
+            duplicateAcceptedAPNsIDs: figures.duplicates, simulatorCPUSeconds: simulatorUsage.cpuSeconds,
             machineBusyCPUs: machineBusy, secondHalfPerSecond: secondHalf, workers: workers, perWorker: usages,
             insertCost: CostMeter.cost(from: beforeFill, to: afterFill, notifications: rows, countObserver: true),
             deliveryCost: CostMeter.cost(from: beforeRun, to: afterRun, notifications: finished))
-        if !channels.isEmpty { result.simulatorBroadcasts = report.broadcastsByChannel.values.reduce(0, +) }
+        if !channels.isEmpty { result.simulatorBroadcasts = figures.broadcasts }
         return Outcome(result: result, simulator: simulator, conninfo: conninfo)
+    }
+
+    /// What either simulator counted that a drain reports: requests, answers by status
+    /// (FCM: delivered as "200", errors by code), and APNs's GOAWAYs, duplicates, broadcasts.
+    struct SimulatorFigures {
+        var requests: Int
+        var statuses: [String: Int]
+        var goAwaysSent = 0
+        var duplicates = 0
+        var broadcasts = 0
     }
 }

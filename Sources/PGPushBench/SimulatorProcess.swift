@@ -1,15 +1,20 @@
 import APNsSimulator
+import FCMSimulator
 import Foundation
+import PGPushCore
 import Spawn
 
-/// `pgpush mock-apns` in its own process, so its CPU does not count as the worker's
-/// and the two talk over a real socket with TLS.
+/// `pgpush mock-apns` (or `pgpush mock-fcm`) in its own process, so its CPU does not count as
+/// the worker's and the two talk over a real socket with TLS.
 public final class SimulatorProcess: Sendable {
     public let process: ChildProcess
+    public let service: Service
     public let baseURL: String
     public let caFile: String
     public let reportPath: String
     public let logPath: String?
+    /// FCM: the service-account file the simulator wrote, which the worker signs with.
+    public let fcmCredentialsFile: String?
 
     /// The simulator stands for APNs, which answers from machines of its own. On two cores
     /// shared with the worker and PostgreSQL it would otherwise wait its turn behind the
@@ -22,13 +27,23 @@ public final class SimulatorProcess: Sendable {
     /// Starts the simulator on a free port and waits for its "listening" line.
     /// `extraArguments` are mock-apns flags (faults).
     public init(executable: String, credentials: BenchCredentials, directory: String, name: String,
-                logRequests: Bool, extraArguments: [String] = []) throws {
+                logRequests: Bool, extraArguments: [String] = [], service: Service = .apns) throws {
+        self.service = service
         caFile = directory + "/\(name)-ca.pem"
         reportPath = directory + "/\(name)-report.json"
-        logPath = logRequests ? directory + "/\(name)-requests.jsonl" : nil
-        var arguments = ["mock-apns", "--port", "0", "--p8", credentials.keyFile, "--team-id", BenchCredentials.teamID,
+        logPath = logRequests && service == .apns ? directory + "/\(name)-requests.jsonl" : nil
+        var arguments: [String]
+        if service == .fcm {
+            let credentialsFile = directory + "/\(name)-service-account.json"
+            fcmCredentialsFile = credentialsFile
+            arguments = ["mock-fcm", "--port", "0", "--credentials-out", credentialsFile, "--project", "pgpush-bench",
+                         "--ca-out", caFile, "--report", reportPath]
+        } else {
+            fcmCredentialsFile = nil
+            arguments = ["mock-apns", "--port", "0", "--p8", credentials.keyFile, "--team-id", BenchCredentials.teamID,
                          "--key-id", BenchCredentials.keyID, "--bundle-id", BenchCredentials.bundleID,
                          "--ca-out", caFile, "--report", reportPath]
+        }
         if let logPath { arguments += ["--log", logPath] }
         arguments += extraArguments
         var command = executable
@@ -38,18 +53,30 @@ public final class SimulatorProcess: Sendable {
         }
         process = try ChildProcess.spawn(command, arguments, environment: ProcessInfo.processInfo.environment,
                                          outputPath: directory + "/\(name)-simulator.out")
-        let line = try process.waitForLine(startingWith: "mock-apns listening on ", timeout: .seconds(30))
-        let rest = line.dropFirst("mock-apns listening on ".count)
+        let ready = "\(arguments.first { $0.hasPrefix("mock-") } ?? "mock-apns") listening on "
+        let line = try process.waitForLine(startingWith: ready, timeout: .seconds(30))
+        let rest = line.dropFirst(ready.count)
         baseURL = String(rest.prefix { $0 != " " })
     }
 
     /// SIGTERM; the simulator writes its report and log, then exits.
     public func stop() throws -> (report: SimulatorReport, usage: ProcessUsage) {
+        let (data, usage) = try stopForReport()
+        return (try JSONDecoder().decode(SimulatorReport.self, from: data), usage)
+    }
+
+    /// `stop()` for the FCM simulator.
+    public func stopFCM() throws -> (report: FCMSimulatorReport, usage: ProcessUsage) {
+        let (data, usage) = try stopForReport()
+        return (try JSONDecoder().decode(FCMSimulatorReport.self, from: data), usage)
+    }
+
+    private func stopForReport() throws -> (Data, ProcessUsage) {
         let (_, usage) = process.stop(signal: SIGTERM)
         guard let data = FileManager.default.contents(atPath: reportPath) else {
             throw BenchError("the simulator wrote no report at \(reportPath):\n\(process.lastLines())")
         }
-        return (try JSONDecoder().decode(SimulatorReport.self, from: data), usage)
+        return (data, usage)
     }
 
     /// The request log's entries (needs `logRequests`), in file order.

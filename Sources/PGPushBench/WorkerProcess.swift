@@ -13,12 +13,17 @@ public final class WorkerProcess: Sendable {
         var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("PGPUSH_") && $0.key != "DATABASE_URL" }
         environment["DATABASE_URL"] = databaseURL
         if let listenDatabaseURL { environment["PGPUSH_LISTEN_DATABASE_URL"] = listenDatabaseURL }
-        environment["PGPUSH_APNS_URL"] = simulator.baseURL
         environment["PGPUSH_CA_FILE"] = simulator.caFile
-        environment["PGPUSH_TEAM_ID"] = BenchCredentials.teamID
-        environment["PGPUSH_KEY_ID"] = BenchCredentials.keyID
-        environment["PGPUSH_KEY_FILE"] = credentials.keyFile
-        environment["PGPUSH_TOPIC"] = BenchCredentials.bundleID
+        if let fcmCredentials = simulator.fcmCredentialsFile {
+            environment["PGPUSH_FCM_URL"] = simulator.baseURL
+            environment["PGPUSH_FCM_CREDENTIALS_FILE"] = fcmCredentials
+        } else {
+            environment["PGPUSH_APNS_URL"] = simulator.baseURL
+            environment["PGPUSH_TEAM_ID"] = BenchCredentials.teamID
+            environment["PGPUSH_KEY_ID"] = BenchCredentials.keyID
+            environment["PGPUSH_KEY_FILE"] = credentials.keyFile
+            environment["PGPUSH_TOPIC"] = BenchCredentials.bundleID
+        }
         environment["PGPUSH_CONNECTIONS"] = String(connections)
         environment["PGPUSH_RATE_PER_CONNECTION"] = String(ratePerConnection)
         environment["PGPUSH_DRAIN_SECONDS"] = "10"

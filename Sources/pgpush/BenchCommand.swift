@@ -20,6 +20,7 @@ enum BenchCommand {
           database   claim + outcome write for --rows rows, no HTTP (the database ceiling)
           transport  --transport-requests HTTP/2 requests to the simulator, no database, uncapped
           uncapped   a worker drains a backlog of --rows rows with no cap; rate, CPU, memory
+          fcm        the same drain with FCM rows, to pgpush mock-fcm: rate, CPU, memory beside APNs's
           capped     --cap per connection under a backlog, for each of --capped-connections,
                      --capped-seconds each: steady rate per connection and busiest 1 s window
           latency    --latency-rate rows/s, one per transaction, for --latency-seconds:
@@ -47,7 +48,7 @@ enum BenchCommand {
           --scenarios LIST           e.g. database,transport,uncapped
           --rows N                   (default 200000)
           --transport-requests N     (default 200000)
-          --connections N            HTTP/2 connections for transport, uncapped, latency, faults (default 4)
+          --connections N            HTTP/2 connections for transport, uncapped, fcm, latency, faults (default 4)
           --payload-bytes N          payload size (default 128)
           --cap N                    per-connection cap for the capped runs (default 100)
           --capped-connections LIST  (default 1,50)
