@@ -1845,15 +1845,20 @@ COMMENT ON TABLE pgpush.workers IS 'Live pgpush worker processes, with heartbeat
 --
 
 CREATE VIEW pgpush.unserved_apps AS
- SELECT n.app,
-    count(*) AS due,
-    COALESCE(EXTRACT(epoch FROM (now() - min(n.send_after))), (0)::numeric) AS oldest_due_seconds,
-    n.service
-   FROM pgpush.notifications n
-  WHERE ((n.status = 'queued'::text) AND (n.send_after <= now()) AND (NOT (EXISTS ( SELECT 1
+ SELECT d.app,
+    d.due,
+    d.oldest_due_seconds,
+    d.service
+   FROM ( SELECT n.app,
+            n.service,
+            count(*) AS due,
+            COALESCE(EXTRACT(epoch FROM (now() - min(n.send_after))), (0)::numeric) AS oldest_due_seconds
+           FROM pgpush.notifications n
+          WHERE ((n.status = 'queued'::text) AND (n.send_after <= now()))
+          GROUP BY n.app, n.service) d
+  WHERE (NOT (EXISTS ( SELECT 1
            FROM pgpush.workers w
-          WHERE ((w.heartbeat_at >= (now() - '00:00:30'::interval)) AND ((((n.app || '/'::text) || n.service) = ANY (w.services)) OR ((w.services IS NULL) AND (n.service = 'apns'::text) AND (n.app = ANY (w.apps)))))))))
-  GROUP BY n.app, n.service;
+          WHERE ((w.heartbeat_at >= (now() - '00:00:30'::interval)) AND ((((d.app || '/'::text) || d.service) = ANY (w.services)) OR ((w.services IS NULL) AND (d.service = 'apns'::text) AND (d.app = ANY (w.apps))))))));
 
 
 --

@@ -186,8 +186,10 @@ final class AppHealth: Sendable {
         return state.withLock { state in
             state.app = Gate(phase: .healthy)
             guard !state.mismatch.isSuspected else { return false }
-            state.flagged = state.flagged.filter { now - $0.value.seen < Self.flagInterval }
-            guard state.flagged.isEmpty else { return false }
+            if !state.flagged.isEmpty {
+                state.flagged = state.flagged.filter { now - $0.value.seen < Self.flagInterval }
+                guard state.flagged.isEmpty else { return false }
+            }
             defer { state.reportedHealthy = true }
             return !state.reportedHealthy
         }

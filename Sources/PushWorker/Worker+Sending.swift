@@ -123,15 +123,14 @@ extension Worker {
             reportHealth(route, healthy: false, reason: flag)
             return
         }
-        switch delivery.verdict {
-        case .paused(.requestScope, let reason) where scope != nil:
-            let scope = scope ?? ""
+        switch (delivery.verdict, scope) {
+        case (.paused(.requestScope, let reason), let scope?):
             if let pause = appHealth.reportProblem(scope: scope) {
                 log.error("scope_paused", ["app": app, "service": route.service.rawValue, "scope": scope, "reason": reason,
                                            "retry_in": pause])
                 reportHealth(route, topic: scope, healthy: false, reason: reason)
             }
-        case .paused(_, let reason):
+        case (.paused(_, let reason), _):
             if let scope { _ = appHealth.scopeAnswered(scope, accepted: false) }
             if let pause = appHealth.reportProblem() {
                 log.error("app_paused", ["app": app, "service": route.service.rawValue, "reason": reason, "retry_in": pause])

@@ -157,6 +157,32 @@ import Testing
                                      [Self.fcmToken + "x"]).bool(0, 0) == true)
     }
 
+    /// Rows of a service no live worker sends for are listed by app and service; a worker of
+    /// the previous version (no `services`) serves its apps' APNs rows.
+    @Test func unservedRowsAreListedPerService() throws {
+        let connection = try PostgresConnection(conninfo: try TestDatabase.migrated())
+        let queue = NotificationQueue(connection: connection, workerID: "apns-only")
+        try connection.query("INSERT INTO pgpush.notifications (device_token, payload) VALUES ($1, '{\"aps\":{}}')", [Self.apnsToken])
+        try connection.query("INSERT INTO pgpush.notifications (service, device_token, payload) VALUES ('fcm', $1, $2)",
+                             [Self.fcmToken, Self.message])
+        func unserved() throws -> [String] {
+            let rows = try connection.query("SELECT app || '/' || service || '=' || due FROM pgpush.unserved_apps ORDER BY 1")
+            return (0..<rows.rowCount).compactMap { rows.string($0, 0) }
+        }
+        #expect(try unserved() == ["default/apns=1", "default/fcm=1"])
+        try queue.register(WorkerRecord(id: "apns-only", host: "h", pid: 1, version: "t", apps: ["default"], connections: 4))
+        #expect(try unserved() == ["default/fcm=1"])
+        try connection.query("""
+            INSERT INTO pgpush.workers (id, host, pid, version, apps, connections) VALUES ('old', 'h', 2, '0.4.0', '{shop}', 4)
+            """)
+        try connection.query("INSERT INTO pgpush.notifications (app, device_token, payload) VALUES ('shop', $1, '{\"aps\":{}}')",
+                             [Self.apnsToken])
+        #expect(try unserved() == ["default/fcm=1"])
+        try queue.register(WorkerRecord(id: "apns-only", host: "h", pid: 1, version: "t", apps: ["default"],
+                                        services: ["default/apns", "default/fcm"], connections: 8))
+        #expect(try unserved().isEmpty)
+    }
+
     @Test func healthIsKeptPerAppAndService() throws {
         let connection = try PostgresConnection(conninfo: try TestDatabase.migrated())
         let registry = NotificationQueue(connection: connection, workerID: "w1")
