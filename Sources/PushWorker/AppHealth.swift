@@ -182,11 +182,12 @@ final class AppHealth: Sendable {
     /// "healthy" (first one, or after a problem). While a wrong setup is suspected, or a
     /// flag was seen in the last minute, the app stays reported unhealthy.
     func reportSuccess() -> Bool {
-        let now = self.now()
-        return state.withLock { state in
+        state.withLock { state in
             state.app = Gate(phase: .healthy)
             guard !state.mismatch.isSuspected else { return false }
             if !state.flagged.isEmpty {
+                // Read the clock only here: every delivered row comes through this.
+                let now = self.now()
                 state.flagged = state.flagged.filter { now - $0.value.seen < Self.flagInterval }
                 guard state.flagged.isEmpty else { return false }
             }
