@@ -25,7 +25,7 @@ public final class NotificationQueue {
 
     // MARK: Claim
 
-    /// Claims up to `limit` due rows of `app`, oldest first, skipping rows
+    /// Claims up to `limit` due rows of `app` for `service`, oldest first, skipping rows
     /// other workers hold. Rows past `expires_at` become `expired` instead.
     ///
     /// With `skipKnownInvalidTokens`, a row whose token `pgpush.invalid_tokens` lists as

@@ -89,8 +89,10 @@ extension Worker {
                     metrics.recordExpiredAtClaim(app: app.name, service: route.service, count: result.expiredIDs.count)
                 }
                 if !result.knownInvalidIDs.isEmpty {
-                    log.info("known_invalid_tokens_skipped", ["app": app.name, "count": result.knownInvalidIDs.count,
-                                                               "why": "APNs answered Unregistered or ExpiredToken for them before"])
+                    log.info("known_invalid_tokens_skipped", [
+                        "app": app.name, "service": route.service.rawValue, "count": result.knownInvalidIDs.count,
+                        "why": "the service said before that these tokens are gone (APNs Unregistered or ExpiredToken, FCM UNREGISTERED)",
+                    ])
                     metrics.recordKnownInvalid(app: app.name, service: route.service, count: result.knownInvalidIDs.count)
                 }
                 inFlight.add(result.claimed, route: route)

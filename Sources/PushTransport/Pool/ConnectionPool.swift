@@ -2,7 +2,7 @@ import HTTP2TLS
 import PGPushCore
 import Locking
 
-/// Keeps an app's HTTP/2 connections to APNs open and hands them out to requests.
+/// Keeps one app's HTTP/2 connections to one service open and hands them out to requests.
 ///
 /// Each slot has a keeper task that connects, waits until the connection stops taking
 /// requests (GOAWAY, close, or retired after an auth error), and connects again: at once
