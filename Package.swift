@@ -50,8 +50,8 @@ let package = Package(
         .target(name: "PGPushOperator", dependencies: ["Postgres", "APNsClient"]),
         // `pgpush demo`: a scenario run against the simulator with a worker in the same process.
         .target(name: "PGPushDemo", dependencies: [
-            "PGPushCore", "Postgres", "PushQueue", "PushWorker", "APNsSimulator", "FCMSimulator", "PushCrypto", "PGPushOperator",
-            "Locking",
+            "PGPushCore", "Postgres", "PushQueue", "PushTransport", "PushWorker", "APNsSimulator", "FCMSimulator", "PushCrypto",
+            "PGPushOperator", "Locking",
         ]),
         // `pgpush bench`: scenarios and measurement, run against separate simulator and worker processes.
         .target(name: "PGPushBench", dependencies: [

@@ -9,6 +9,7 @@ import PushCrypto
 import PushQueue
 import PushWorker
 import Synchronization
+import PushTransport
 
 /// Settings of one demo run; the defaults are what `pgpush demo` uses.
 public struct DemoOptions: Sendable {
@@ -18,7 +19,7 @@ public struct DemoOptions: Sendable {
     public var bundleID = "com.example.demo"
     /// Two connections at 100/s: slow enough that the rate limit shows in the simulator's report.
     public var connections = 2
-    public var ratePerConnection = 100
+    public var ratePerConnection = RateCap.standardPerConnection
     /// Retries in fractions of a second instead of the production 1–5 s, so the demo ends in seconds.
     public var retry = DemoOptions.fastRetries
     public var timeout: Duration = .seconds(120)

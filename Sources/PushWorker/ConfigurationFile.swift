@@ -1,6 +1,7 @@
 import Foundation
 import PGPushCore
 import Postgres
+import PushTransport
 
 /// A setting is missing or wrong; the message names it.
 public struct ConfigurationError: Error, CustomStringConvertible, Sendable, Equatable {
@@ -148,7 +149,7 @@ struct FileApp: Decodable {
         guard (1...64).contains(connections) else {
             throw ConfigurationError("\(label): PGPUSH_CONNECTIONS must be between 1 and 64, got \(connections)")
         }
-        let rate = ratePerConnection ?? 100
+        let rate = ratePerConnection ?? RateCap.standardPerConnection
         guard rate >= 0 else { throw ConfigurationError("\(label): PGPUSH_RATE_PER_CONNECTION must be ≥ 0") }
         if let apnsUrl, !apnsUrl.hasPrefix("https://") {
             throw ConfigurationError("\(label): PGPUSH_APNS_URL must start with https:// (TLS is always on), got \"\(apnsUrl)\"")

@@ -41,7 +41,7 @@ public enum SenderFactory {
         configuration.extraCAFile = app.caFile
         configuration.tlsKeyLog = keyLog
         configuration.connections = app.connections
-        configuration.ratePerConnection = app.ratePerConnection == 0 ? nil : app.ratePerConnection
+        configuration.ratePerConnection = RateCap.perConnection(app.ratePerConnection)
         do {
             return try FCMSender(configuration: configuration)
         } catch {
@@ -68,7 +68,7 @@ public enum SenderFactory {
         configuration.extraCAFile = app.caFile
         configuration.tlsKeyLog = keyLog
         configuration.connections = app.connections
-        configuration.ratePerConnection = app.ratePerConnection == 0 ? nil : app.ratePerConnection
+        configuration.ratePerConnection = RateCap.perConnection(app.ratePerConnection)
         do {
             return try APNsClient(configuration: configuration)
         } catch {

@@ -1,6 +1,7 @@
 import Foundation
 import PGPushCore
 import Postgres
+import PushTransport
 
 /// One app a worker serves: for each service it has credentials for, where to send and as
 /// whom; how fast and how rows are retried.
@@ -58,9 +59,10 @@ public struct AppConfiguration: Sendable, Equatable {
     /// `"skip_known_invalid_tokens"` in the file; default true.
     public var skipKnownInvalidTokens: Bool
 
-    public init(name: String, bundleID: String, environment: Environment = .production, apnsURL: String? = nil,
+    package init(name: String, bundleID: String, environment: Environment = .production, apnsURL: String? = nil,
                 caFile: String? = nil, authentication: Authentication?, fcm: FCM? = nil, connections: Int = 4,
-                ratePerConnection: Int = 100, retry: RetryConfiguration = .default, skipKnownInvalidTokens: Bool = true) {
+                ratePerConnection: Int = RateCap.standardPerConnection, retry: RetryConfiguration = .default,
+                skipKnownInvalidTokens: Bool = true) {
         self.name = name
         self.bundleID = bundleID
         self.environment = environment

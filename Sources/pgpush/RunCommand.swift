@@ -36,7 +36,7 @@ enum RunCommand {
           --fcm-project-id ID       [PGPUSH_FCM_PROJECT_ID] default: the key file's project_id
           --fcm-url URL             [PGPUSH_FCM_URL] default https://fcm.googleapis.com (the simulator's URL in tests)
           --connections N           [PGPUSH_CONNECTIONS] HTTP/2 connections per app and service (default 4)
-          --rate-per-connection N   [PGPUSH_RATE_PER_CONNECTION] requests/second per connection (default 100)
+          --rate-per-connection N   [PGPUSH_RATE_PER_CONNECTION] requests/second per connection (default \(RateCap.standardPerConnection))
           --retry-server-errors N   [PGPUSH_RETRY_SERVER_ERRORS] retries after a 5xx or no answer, 0–20 (default 3)
           --retry-delay-min-seconds S, --retry-delay-max-seconds S
                                     [PGPUSH_RETRY_DELAY_MIN_SECONDS, PGPUSH_RETRY_DELAY_MAX_SECONDS] the wait before

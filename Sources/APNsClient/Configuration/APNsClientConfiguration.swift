@@ -23,7 +23,7 @@ public struct APNsClientConfiguration: Sendable {
     /// that APNs never counts more in a second. A connection whose answers are more than
     /// 10% 429 TooManyRequests runs at half this rate for a while (see
     /// `TooManyRequestsThrottle`); an uncapped one does not.
-    public var ratePerConnection: Int? = 100
+    public var ratePerConnection: Int? = RateCap.standardPerConnection
     /// From writing a request to its answer; also how long `send` waits for a connection.
     public var requestTimeout: Duration = .seconds(10)
     /// TCP connect plus TLS handshake.
@@ -41,10 +41,7 @@ public struct APNsClientConfiguration: Sendable {
     }
 
     /// The cap as the rate limiter takes it: nil when unlimited.
-    public var effectiveRatePerConnection: Int? {
-        guard let ratePerConnection, ratePerConnection > 0 else { return nil }
-        return ratePerConnection
-    }
+    public var effectiveRatePerConnection: Int? { RateCap.perConnection(ratePerConnection) }
 
     public func validate() throws(APNsClientConfigurationError) {
         let trimmedApp = appName.trimmingCharacters(in: .whitespaces)
