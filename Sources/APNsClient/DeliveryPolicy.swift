@@ -98,16 +98,12 @@ package enum DeliveryPolicy {
 
     /// The verdict on no answer.
     package static func verdict(failure: DeliveryFailure, topicIsExplicit: Bool = false) -> Verdict {
-        switch failure.cause {
-        case .invalidRequest: return .failed(listsTarget: false)
-        case .credentials: return .paused(.service, reason: pauseReason(failure.reasonText))
-        default: break
-        }
+        if failure.cause == .credentials { return .paused(.service, reason: pauseReason(failure.reasonText)) }
         if let goAwayReason = failure.serviceReason, let reason = APNsReason(rawValue: goAwayReason) {
             let said = verdict(of: reason, topicIsExplicit: topicIsExplicit)
             if case .paused = said, reason != .expiredProviderToken, reason != .tooManyProviderTokenUpdates { return said }
         }
-        return failure.processing == .notProcessed ? .notProcessed : .serverTrouble(notBefore: nil)
+        return .noAnswer(failure)
     }
 
     /// Apple's reasons, row by row.

@@ -221,11 +221,7 @@ package final class FCMSender: NotificationSender {
         recorder.update {
             if failure.processing == .notProcessed { $0.failuresNotProcessed += 1 } else { $0.failuresMayHaveBeenProcessed += 1 }
         }
-        let verdict: Verdict = switch failure.cause {
-        case .invalidRequest: .failed(listsTarget: false)
-        default: failure.processing == .notProcessed ? .notProcessed : .serverTrouble(notBefore: nil)
-        }
-        return Delivery(verdict: verdict, reason: failure.reasonText, failure: failure, resends: resends,
+        return Delivery(verdict: .noAnswer(failure), reason: failure.reasonText, failure: failure, resends: resends,
                         latency: started.duration(to: clock.now))
     }
 

@@ -43,7 +43,7 @@ package enum RetryRules {
                 return next(after: .serverTrouble(notBefore: nil), history: history, retry: configuration, using: &random)
             }
             return .retry(after: randomDuration(in: requeueDelay, using: &random), counted: false)
-        case .delivered, .failed, .paused, .released:
+        case .delivered, .failed, .paused:
             return nil
         }
     }

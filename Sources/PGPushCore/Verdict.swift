@@ -23,9 +23,16 @@ package enum Verdict: Equatable, Sendable {
     /// The fault is not the row's: it goes back to the queue uncounted and `scope` pauses
     /// with back-off. `reason` is what `app_health` shows: what to check.
     case paused(PauseScope, reason: String)
-    /// Nothing was decided: the row is not the one the answer is about (a probe elsewhere
-    /// paused its scope) or the worker is stopping. Back to the queue at once, uncounted.
-    case released
+
+    /// The verdict on a request that got no answer, for every service: a request the HTTP/2
+    /// layer would not encode fails; any other is sent again, uncounted when it certainly
+    /// never reached the service, else under the 5xx rule. A service's policy first takes
+    /// what it reads into a failure of its own (APNs: a GOAWAY's reason, a provider token
+    /// that cannot be signed).
+    package static func noAnswer(_ failure: DeliveryFailure) -> Verdict {
+        if failure.cause == .invalidRequest { return .failed(listsTarget: false) }
+        return failure.processing == .notProcessed ? .notProcessed : .serverTrouble(notBefore: nil)
+    }
 }
 
 /// What a pause holds back.

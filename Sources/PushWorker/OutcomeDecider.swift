@@ -30,8 +30,6 @@ struct OutcomeDecider {
             if listsTarget { outcome.appleTimestamp = delivery.targetInvalidSince }
         case .paused:
             outcome.disposition = .retry(after: RetryRules.pausedRowDelay, countsAsAttempt: false)
-        case .released:
-            return .released(row)
         case .serverTrouble, .throttled, .notProcessed:
             switch RetryRules.next(after: delivery.verdict, history: history, retry: retry, using: &random) {
             case .retry(let delay, let counted)?:

@@ -7,7 +7,7 @@ import Testing
 struct DeliveryPolicyTests {
     /// A verdict's kind, for tables.
     enum Kind: String, CaseIterable {
-        case delivered, notProcessed, serverTrouble, throttled, failed, failedListed, pausedApp, pausedTopic, released
+        case delivered, notProcessed, serverTrouble, throttled, failed, failedListed, pausedApp, pausedTopic
     }
 
     static func kind(_ verdict: Verdict) -> Kind {
@@ -19,7 +19,6 @@ struct DeliveryPolicyTests {
         case .failed(let listed): listed ? .failedListed : .failed
         case .paused(.service, _): .pausedApp
         case .paused(.requestScope, _): .pausedTopic
-        case .released: .released
         }
     }
 

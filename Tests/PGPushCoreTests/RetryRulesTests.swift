@@ -106,7 +106,7 @@ struct RetryRulesTests {
 
     @Test func verdictsWithoutAnotherChanceHaveNoRetry() {
         for verdict: Verdict in [.delivered, .failed(listsTarget: true), .failed(listsTarget: false),
-                                 .paused(.service, reason: "x"), .paused(.requestScope, reason: "x"), .released] {
+                                 .paused(.service, reason: "x"), .paused(.requestScope, reason: "x")] {
             #expect(Self.action(verdict, attempts: 1) == nil)
         }
     }
