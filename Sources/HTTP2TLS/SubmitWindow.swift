@@ -1,3 +1,5 @@
+import PGPushCore
+
 /// At most `limit` requests in any one-second window as the *server* receives them.
 ///
 /// Counting requests when this side submits them is not enough: a request can reach the
@@ -33,8 +35,8 @@ struct SubmitWindow {
         var counted: UInt64
     }
 
-    /// A second and 0.2 ms: see the type's comment.
-    static let window: UInt64 = 1_000_200_000
+    /// The cap's window and 0.2 ms: see the type's comment.
+    static let window = MonotonicClock.nanoseconds(RateCap.window + .microseconds(200))
     static let lagAllowance: UInt64 = 25_000_000
 
     private let limit: Int

@@ -9,7 +9,6 @@ import PushCrypto
 import PushQueue
 import PushWorker
 import Synchronization
-import PushTransport
 
 /// Settings of one demo run; the defaults are what `pgpush demo` uses.
 public struct DemoOptions: Sendable {

@@ -1,7 +1,6 @@
 import Foundation
 import PGPushCore
 import Postgres
-import PushTransport
 
 /// A setting is missing or wrong; the message names it.
 public struct ConfigurationError: Error, CustomStringConvertible, Sendable, Equatable {

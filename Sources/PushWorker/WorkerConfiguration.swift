@@ -1,7 +1,6 @@
 import Foundation
 import PGPushCore
 import Postgres
-import PushTransport
 
 /// One app a worker serves: for each service it has credentials for, where to send and as
 /// whom; how fast and how rows are retried.

@@ -2,9 +2,10 @@ import Dispatch
 import Foundation
 import HTTP2TLS
 import Locking
+import PGPushCore
+import PushTransport
 import PushWorker
 import Synchronization
-import PushTransport
 
 enum RunCommand {
     static let help = """

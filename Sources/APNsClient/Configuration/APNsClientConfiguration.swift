@@ -1,5 +1,6 @@
 import Foundation
 import HTTP2TLS
+import PGPushCore
 import PushTransport
 
 /// Everything one app's APNs client needs; checked as a whole by `validate()` (and by

@@ -1,3 +1,5 @@
+import PGPushCore
+
 /// One connection's send rate: at most N requests in any window of a second,
 /// and, within it, starts paced evenly, one every window/N.
 ///
@@ -13,14 +15,14 @@
 /// sleeper woken late, a busy loop) are made up by the next ones, up to `catchUp`
 /// intervals behind; the rate does not sag with every delay. Starts never run ahead of
 /// the schedule, so a backlog leaves evenly spaced. The hard cap, as the server counts,
-/// is the transport's `SubmitWindow` (1.0002 s); this pacer's window is longer, 1.004 s
+/// is the transport's `SubmitWindow` (`RateCap.window` + 0.2 ms); this pacer's window is longer, + 4 ms
 /// (99.6% of the cap; the target is 99%), so that a request the transport held back
 /// (it counts a request late when its answer is late) and the ones a window after it
 /// get back onto the schedule by about 4 ms a window instead of carrying the delay on.
 package struct ConnectionRate: Sendable {
     package typealias Instant = ContinuousClock.Instant
 
-    package static let window: Duration = .milliseconds(1004)
+    package static let window: Duration = RateCap.window + .milliseconds(4)
     /// How far behind its schedule a connection may catch up, in intervals: 120 ms at the
     /// default cap, the length of the longer stalls seen on a busy two-core machine.
     package static let catchUp = 12
