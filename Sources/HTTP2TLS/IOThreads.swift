@@ -4,9 +4,10 @@ import Locking
 /// Every I/O thread of the process (HTTP/2 clients, the simulator's servers), so that
 /// the process can stop and join them all before it exits.
 ///
-/// They use OpenSSL, and `exit` runs OpenSSL's atexit cleanup, which frees what a thread
-/// still in OpenSSL (a read, a write, its thread-exit cleanup) is using: a worker once
-/// died with SIGSEGV after `worker_stopped`. A loop stopped from its own thread (the last
+/// They use OpenSSL: unless `OpenSSLExit` turned it off first, `exit` runs OpenSSL's atexit
+/// cleanup, which frees what a thread still in OpenSSL (a read, a write, its thread-exit
+/// cleanup) is using: a worker once died with SIGSEGV after `worker_stopped`. Joined, they
+/// also end their connections themselves. A loop stopped from its own thread (the last
 /// reference to a client dropped there) cannot join itself, and detaching it would leave
 /// it running unseen; it stays here until `stopAndJoinAll` joins it.
 public enum IOThreads {

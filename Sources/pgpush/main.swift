@@ -98,8 +98,10 @@ func printError(_ message: String) {
     StandardStreams.writeError(message + "\n")
 }
 
+// First, before anything uses OpenSSL: no thread can outlive its global state.
+OpenSSLExit.leaveCleanupToTheKernel()
 StandardStreams.ignoreBrokenPipes()
 let status = runCommand(Array(CommandLine.arguments.dropFirst()))
-// exit runs OpenSSL's atexit cleanup: no I/O thread may still be using OpenSSL by then.
+// Connections are closed by their own threads, not cut off by the exit.
 IOThreads.stopAndJoinAll()
 exit(status)
