@@ -17,8 +17,8 @@ import PushTransport
 /// Many `send`s may run at once; each waits its turn for a free stream and the connection's
 /// rate, so a caller with a backlog simply awaits. The worker should hand over no more than
 /// it can afford to wait for: connections × rate per second.
-public final class APNsClient: Sendable {
-    public let configuration: APNsClientConfiguration
+package final class APNsClient: Sendable {
+    package let configuration: APNsClientConfiguration
     private let pool: ConnectionPool
     private let transport: HTTP2Client
     private let recorder = StatisticsRecorder()
@@ -27,7 +27,7 @@ public final class APNsClient: Sendable {
     /// Checks the configuration, builds the TLS context (system trust store plus the extra
     /// CA file; the client certificate for certificate auth) and the I/O thread. No
     /// connection is opened until `start()` or the first `send`.
-    public init(configuration: APNsClientConfiguration) throws(APNsClientConfigurationError) {
+    package init(configuration: APNsClientConfiguration) throws(APNsClientConfigurationError) {
         try configuration.validate()
         self.configuration = configuration
         let tls: ClientTLSContext
@@ -74,17 +74,17 @@ public final class APNsClient: Sendable {
 
     /// Opens the connections; returns once each has connected or failed its first attempt
     /// (failed ones keep retrying with backoff in the background).
-    public func start() async {
+    package func start() async {
         await pool.start()
     }
 
     /// Stops taking requests (new `send`s return `clientShutDown`), lets requests in flight
     /// finish for up to `timeout`, then closes every connection.
-    public func shutdown(timeout: Duration = .seconds(10)) async {
+    package func shutdown(timeout: Duration = .seconds(10)) async {
         await pool.shutdown(timeout: timeout)
     }
 
-    public var statistics: SenderStatistics {
+    package var statistics: SenderStatistics {
         var snapshot = recorder.snapshot
         snapshot.liveConnections = pool.liveConnections
         snapshot.throttledConnections = pool.throttledConnections
@@ -92,15 +92,15 @@ public final class APNsClient: Sendable {
     }
 
     /// The last connect error (for `pgpush doctor` and logs), nil if none happened.
-    public var lastConnectError: String? { pool.lastConnectError }
+    package var lastConnectError: String? { pool.lastConnectError }
 
     /// The last connect failure with its particulars, nil if none happened.
-    public var lastConnectFailure: ConnectionFailure? { pool.lastConnectFailure }
+    package var lastConnectFailure: ConnectionFailure? { pool.lastConnectFailure }
 
     /// `observer` is told of every failure to connect and every connection that ends on a
     /// protocol or I/O error, as it happens, on the task that saw it (keep it quick). One
     /// observer per client; a later call replaces it.
-    public func onConnectionFailure(_ observer: @escaping @Sendable (ConnectionFailure) -> Void) {
+    package func onConnectionFailure(_ observer: @escaping @Sendable (ConnectionFailure) -> Void) {
         pool.onConnectionFailure(observer)
     }
 

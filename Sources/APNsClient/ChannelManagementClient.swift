@@ -14,16 +14,16 @@ import PushCrypto
 /// `GET /1/apps/<bundle id>/all-channels`. 429 and 5xx are retried as `DeliveryPolicy`
 /// retries a push, except that a create is retried only after a 429: after a 5xx or a lost
 /// answer it may have been carried out, and a second one would make a second channel.
-public final class ChannelManagementClient: Sendable {
-    public let endpoint: APNsEndpoint
-    public let bundleID: String
+package final class ChannelManagementClient: Sendable {
+    package let endpoint: APNsEndpoint
+    package let bundleID: String
     private let authentication: APNsAuthentication
     private let tls: ClientTLSContext
     private let retry: RetryConfiguration
     private let client: HTTP2Client
     private let connection = Locked<HTTP2ClientConnection?>(nil)
 
-    public init(endpoint: APNsEndpoint, bundleID: String, authentication: APNsAuthentication, extraCAFile: String? = nil,
+    package init(endpoint: APNsEndpoint, bundleID: String, authentication: APNsAuthentication, extraCAFile: String? = nil,
                 retry: RetryConfiguration = .default) throws(ChannelManagementError) {
         self.endpoint = endpoint
         self.bundleID = bundleID
@@ -41,7 +41,7 @@ public final class ChannelManagementClient: Sendable {
 
     deinit { client.shutdown() }
 
-    public func close() {
+    package func close() {
         connection.withLock { $0?.close() }
         client.shutdown()
     }
@@ -49,7 +49,7 @@ public final class ChannelManagementClient: Sendable {
     /// Creates a channel; returns its id. `storesMessages`: Apple's storage policy 1 (the most
     /// recent message is kept for devices offline at the time), else 0 (nothing stored: every
     /// broadcast is then sent with expiration 0, for a higher publishing budget).
-    public func create(storesMessages: Bool) async throws(ChannelManagementError) -> String {
+    package func create(storesMessages: Bool) async throws(ChannelManagementError) -> String {
         let body = #"{"message-storage-policy":\#(storesMessages ? 1 : 0),"push-type":"LiveActivity"}"#
         let answer = try await exchange("POST", path: channelsPath, body: Array(body.utf8), expecting: 201, repeatable: false)
         guard let id = answer.headers.value(of: "apns-channel-id"), !id.isEmpty else {
@@ -59,7 +59,7 @@ public final class ChannelManagementClient: Sendable {
     }
 
     /// The channel's storage policy (0 or 1).
-    public func read(channelID: String) async throws(ChannelManagementError) -> Int {
+    package func read(channelID: String) async throws(ChannelManagementError) -> Int {
         let answer = try await exchange("GET", path: channelsPath, channelID: channelID, expecting: 200)
         let object = try? JSONSerialization.jsonObject(with: Data(answer.body)) as? [String: Any]
         guard let policy = object?["message-storage-policy"] as? Int else {
@@ -68,12 +68,12 @@ public final class ChannelManagementClient: Sendable {
         return policy
     }
 
-    public func delete(channelID: String) async throws(ChannelManagementError) {
+    package func delete(channelID: String) async throws(ChannelManagementError) {
         _ = try await exchange("DELETE", path: channelsPath, channelID: channelID, expecting: 204)
     }
 
     /// Every live channel of the app in this environment.
-    public func list() async throws(ChannelManagementError) -> [String] {
+    package func list() async throws(ChannelManagementError) -> [String] {
         let answer = try await exchange("GET", path: "/1/apps/\(bundleID)/all-channels", expecting: 200)
         let object = try? JSONSerialization.jsonObject(with: Data(answer.body)) as? [String: Any]
         guard let channels = object?["channels"] as? [String] else {

@@ -2,14 +2,14 @@ import PGPushCore
 
 /// A channel management request that did not succeed, said in words: what APNs answered,
 /// what it means, and what to do about it.
-public struct ChannelManagementError: Error, Sendable, Equatable, CustomStringConvertible {
+package struct ChannelManagementError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The HTTP status, nil when no answer came.
-    public let status: Int?
+    package let status: Int?
     /// APNs's reason, when its answer had one.
-    public let reason: String?
-    public let description: String
+    package let reason: String?
+    package let description: String
 
-    public init(status: Int?, reason: String?, detail: String) {
+    package init(status: Int?, reason: String?, detail: String) {
         self.status = status
         self.reason = reason
         description = detail

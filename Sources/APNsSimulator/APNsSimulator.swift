@@ -13,8 +13,8 @@ import PushCrypto
 /// let report = simulator.report()
 /// simulator.stop()
 /// ```
-public final class APNsSimulator: Sendable {
-    public let configuration: SimulatorConfiguration
+package final class APNsSimulator: Sendable {
+    package let configuration: SimulatorConfiguration
     private let handler: SimulatorHandler
     private let running = Locked<Running?>(nil)
 
@@ -27,7 +27,7 @@ public final class APNsSimulator: Sendable {
     }
 
     /// Checks the fault plan and opens the log file; the server starts in `start()`.
-    public init(configuration: SimulatorConfiguration) throws(SimulatorError) {
+    package init(configuration: SimulatorConfiguration) throws(SimulatorError) {
         do { try configuration.faults.validate() } catch { throw .invalidFaults(error) }
         guard configuration.maxConcurrentStreams >= 1 else {
             throw .invalidConfiguration("max concurrent streams must be at least 1")
@@ -46,7 +46,7 @@ public final class APNsSimulator: Sendable {
 
     /// Starts listening and returns the bound port. A simulator starts once.
     @discardableResult
-    public func start() throws(SimulatorError) -> Int {
+    package func start() throws(SimulatorError) -> Int {
         try running.withLock { (running) throws(SimulatorError) -> Int in
             guard running == nil else { throw .alreadyStarted }
             let started = try Self.prepareCertificate(configuration)
@@ -76,39 +76,39 @@ public final class APNsSimulator: Sendable {
     }
 
     /// The bound port while running.
-    public var port: Int? { running.withLock { $0?.server.port } }
+    package var port: Int? { running.withLock { $0?.server.port } }
 
     /// The PEM file of the generated CA (nil with `.files` certificates).
-    public var caCertificatePath: String? { running.withLock { $0?.caCertificatePath } }
+    package var caCertificatePath: String? { running.withLock { $0?.caCertificatePath } }
 
     /// The generated CA, e.g. to issue client certificates in tests (nil with `.files`).
-    public var certificateAuthority: SelfSignedAuthority? { running.withLock { $0?.authority } }
+    package var certificateAuthority: SelfSignedAuthority? { running.withLock { $0?.authority } }
 
     /// `https://host:port` for `PGPUSH_APNS_URL`; a wildcard bind address becomes 127.0.0.1.
-    public var baseURL: String? {
+    package var baseURL: String? {
         guard let port else { return nil }
         let host = ["0.0.0.0", "::", ""].contains(configuration.host) ? "127.0.0.1" : configuration.host
         return host.contains(":") ? "https://[\(host)]:\(port)" : "https://\(host):\(port)"
     }
 
     /// Transport counters (connections, streams, the most concurrent streams on one connection).
-    public var serverStatistics: ServerStatistics? { running.withLock { $0?.server.statistics } }
+    package var serverStatistics: ServerStatistics? { running.withLock { $0?.server.statistics } }
 
     /// What was received and answered so far (also after `stop()`).
-    public func report() -> SimulatorReport {
+    package func report() -> SimulatorReport {
         handler.flushLog()
         return handler.report
     }
 
     /// Writes `report()` as JSON.
-    public func writeReport(toFile path: String) throws(SimulatorError) {
+    package func writeReport(toFile path: String) throws(SimulatorError) {
         do { try report().jsonData().write(to: URL(fileURLWithPath: path), options: .atomic) } catch {
             throw .cannotWriteFile(path: path)
         }
     }
 
     /// Closes every connection and the listener, flushes the log; idempotent.
-    public func stop() {
+    package func stop() {
         let stopped = running.withLock { running -> Running? in
             defer { running = nil }
             return running

@@ -6,14 +6,14 @@ import PGPushCore
 /// for the channel management API (`/1/apps/<bundle id>/channels` and `/all-channels`),
 /// as pure functions. APNs serves the management API on hosts and ports of its own; the
 /// simulator serves both on its one listener and tells them apart by path.
-public enum BroadcastRules {
-    public static let broadcastPathPrefix = "/4/broadcasts/apps/"
-    public static let managementPathPrefix = "/1/apps/"
+package enum BroadcastRules {
+    package static let broadcastPathPrefix = "/4/broadcasts/apps/"
+    package static let managementPathPrefix = "/1/apps/"
     /// Largest broadcast body APNs accepts.
-    public static let payloadLimit = Payload.broadcastLimit
+    package static let payloadLimit = Payload.broadcastLimit
 
     /// The routes this file answers; nil for any other path (the device endpoint's).
-    public enum Route: Equatable, Sendable {
+    package enum Route: Equatable, Sendable {
         case broadcast(bundleID: String)
         /// create (POST), read (GET) or delete (DELETE) one channel.
         case channel(method: String, bundleID: String)
@@ -21,7 +21,7 @@ public enum BroadcastRules {
         case allChannels(bundleID: String)
     }
 
-    public static func route(method: String, path: String) -> Result<Route, SimulatorAnswer>? {
+    package static func route(method: String, path: String) -> Result<Route, SimulatorAnswer>? {
         // Device pushes, nearly every request, leave at once and allocate nothing.
         guard path.hasPrefix(broadcastPathPrefix) || path.hasPrefix(managementPathPrefix) else { return nil }
         let pathOnly = path.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? path
@@ -48,14 +48,14 @@ public enum BroadcastRules {
     }
 
     /// What a broadcast that passed the route and credentials asks for.
-    public struct Broadcast: Equatable, Sendable {
-        public var channelID: String
-        public var expiration: Int64
+    package struct Broadcast: Equatable, Sendable {
+        package var channelID: String
+        package var expiration: Int64
     }
 
     /// Headers and body of a broadcast, in the order APNs reports them: channel, push type,
     /// priority, expiration, payload. Whether the channel exists is the registry's to say.
-    public static func checkBroadcast(headers: [HeaderField], body: [UInt8]) -> Result<Broadcast, SimulatorAnswer> {
+    package static func checkBroadcast(headers: [HeaderField], body: [UInt8]) -> Result<Broadcast, SimulatorAnswer> {
         let channelID: String
         switch checkChannelHeader(headers) {
         case .success(let id): channelID = id
@@ -79,7 +79,7 @@ public enum BroadcastRules {
     }
 
     /// The `apns-channel-id` header: present, and base64.
-    public static func checkChannelHeader(_ headers: [HeaderField]) -> Result<String, SimulatorAnswer> {
+    package static func checkChannelHeader(_ headers: [HeaderField]) -> Result<String, SimulatorAnswer> {
         guard let channelID = headers.value(of: "apns-channel-id"), !channelID.isEmpty else {
             return .failure(SimulatorAnswer(.missingChannelID))
         }
@@ -90,7 +90,7 @@ public enum BroadcastRules {
     }
 
     /// The body of a create request: `{"message-storage-policy": 0 or 1, "push-type": "LiveActivity"}`.
-    public static func checkCreateBody(_ body: [UInt8]) -> Result<Int, SimulatorAnswer> {
+    package static func checkCreateBody(_ body: [UInt8]) -> Result<Int, SimulatorAnswer> {
         guard let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else {
             return .failure(SimulatorAnswer(.badRequestPayload))
         }

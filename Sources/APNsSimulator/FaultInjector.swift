@@ -4,20 +4,20 @@ import PGPushCore
 /// Applies a `FaultPlan`, request by request. Pure and deterministic: the caller passes
 /// in what it knows (the request's number on its connection, its token) and gets a
 /// decision; all randomness comes from one seeded generator.
-public struct FaultInjector: Sendable {
-    public let plan: FaultPlan
+package struct FaultInjector: Sendable {
+    package let plan: FaultPlan
     private var random: SeededRandomNumberGenerator
     private var scriptPositions: [String: Int] = [:]
     private var channelScriptPositions: [String: Int] = [:]
     private var managementScriptPosition = 0
 
-    public init(plan: FaultPlan) {
+    package init(plan: FaultPlan) {
         self.plan = plan
         random = SeededRandomNumberGenerator(seed: plan.seed)
     }
 
     /// What happens to a request at the transport level, before its content is judged.
-    public enum TransportDecision: Sendable, Equatable {
+    package enum TransportDecision: Sendable, Equatable {
         case proceed
         /// Proceed, and send GOAWAY with this request as the last stream.
         case proceedThenGoAway
@@ -29,7 +29,7 @@ public struct FaultInjector: Sendable {
     }
 
     /// `number` counts requests on the connection from 1.
-    public mutating func transportDecision(requestNumber number: Int) -> TransportDecision {
+    package mutating func transportDecision(requestNumber number: Int) -> TransportDecision {
         if number == 1, let reason = plan.goAwayBeforeFirstStream { return .goAwayBeforeAnyStream(reason: reason) }
         if let limit = plan.dropAfterStreams, number > limit { return .drop }
         if let every = plan.refuseEveryNth, number % every == 0 { return .refuse }
@@ -40,7 +40,7 @@ public struct FaultInjector: Sendable {
 
     /// The injected answer for a valid request to `token`, or nil for the normal 200.
     /// A script step is consumed even when it is 200, so `[503, 503, 200]` plays out exactly.
-    public mutating func answer(forToken token: String, now: Date) -> ScriptedAnswer? {
+    package mutating func answer(forToken token: String, now: Date) -> ScriptedAnswer? {
         if plan.unregisteredTokens.contains(token) { return .answer(SimulatorAnswer(.unregistered, timestamp: now)) }
         if let script = plan.scripts[token] {
             let position = scriptPositions[token, default: 0]
@@ -59,7 +59,7 @@ public struct FaultInjector: Sendable {
     }
 
     /// The injected answer for a valid broadcast to `channelID`, or nil for the normal answer.
-    public mutating func answer(forChannel channelID: String, now: Date) -> ScriptedAnswer? {
+    package mutating func answer(forChannel channelID: String, now: Date) -> ScriptedAnswer? {
         guard let script = plan.channelScripts[channelID] else { return nil }
         let position = channelScriptPositions[channelID, default: 0]
         guard position < script.count else { return nil }
@@ -68,7 +68,7 @@ public struct FaultInjector: Sendable {
     }
 
     /// The injected answer for the next channel management request, or nil for the normal one.
-    public mutating func managementAnswer() -> ScriptedAnswer? {
+    package mutating func managementAnswer() -> ScriptedAnswer? {
         guard managementScriptPosition < plan.managementScript.count else { return nil }
         managementScriptPosition += 1
         return plan.managementScript[managementScriptPosition - 1]
@@ -76,13 +76,13 @@ public struct FaultInjector: Sendable {
 
     /// The injected answer for a request with this `apns-topic` header, or nil when the
     /// topic has none.
-    public func answer(forTopic topic: String?, now: Date) -> ScriptedAnswer? {
+    package func answer(forTopic topic: String?, now: Date) -> ScriptedAnswer? {
         guard let topic, let answer = plan.topicAnswers[topic] else { return nil }
         return Self.stamped(answer, now: now)
     }
 
     /// How long to wait before answering.
-    public mutating func latency() -> Duration {
+    package mutating func latency() -> Duration {
         var milliseconds = plan.latencyMilliseconds
         if plan.latencyJitterMilliseconds > 0 { milliseconds += Int.random(in: 0...plan.latencyJitterMilliseconds, using: &random) }
         return .milliseconds(milliseconds)

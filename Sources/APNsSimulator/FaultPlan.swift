@@ -23,67 +23,67 @@ import Foundation
 /// token gets normal answers. Connection counts (`goAwayAfterStreams`, `dropAfterStreams`,
 /// `refuseEveryNth`) are per connection; `staleProviderTokensAfterRequests` counts every
 /// request the simulator received, on all connections.
-public struct FaultPlan: Sendable, Equatable, Codable {
+package struct FaultPlan: Sendable, Equatable, Codable {
     /// Seeds every random choice (mix, refusals, jitter): the same seed and request
     /// order give the same answers.
-    public var seed: UInt64 = 0
+    package var seed: UInt64 = 0
     /// Answered 410 Unregistered with a timestamp.
-    public var unregisteredTokens: Set<String> = []
+    package var unregisteredTokens: Set<String> = []
     /// Broadcast channel id (exactly as sent, base64 is case-sensitive) → answers for its
     /// next broadcasts, in order, in place of the normal answer.
-    public var channelScripts: [String: [ScriptedAnswer]] = [:]
+    package var channelScripts: [String: [ScriptedAnswer]] = [:]
     /// Answers for the next channel management requests, in order.
-    public var managementScript: [ScriptedAnswer] = []
+    package var managementScript: [ScriptedAnswer] = []
     /// Token (lowercase hex) → answers for its next requests, in order.
-    public var scripts: [String: [ScriptedAnswer]] = [:]
+    package var scripts: [String: [ScriptedAnswer]] = [:]
     /// Answers drawn at random for otherwise valid requests; probabilities sum to at most 1.
-    public var statusMix: [MixEntry] = []
-    public var latencyMilliseconds: Int = 0
+    package var statusMix: [MixEntry] = []
+    package var latencyMilliseconds: Int = 0
     /// A uniform random extra delay in 0...this.
-    public var latencyJitterMilliseconds: Int = 0
+    package var latencyJitterMilliseconds: Int = 0
     /// After this many requests on a connection, GOAWAY (NO_ERROR, `{"reason":"Shutdown"}`)
     /// with the last of them as last_stream_id; later streams are refused.
-    public var goAwayAfterStreams: Int?
+    package var goAwayAfterStreams: Int?
     /// This many requests on a connection are answered; the next one closes the connection
     /// without GOAWAY and without an answer.
-    public var dropAfterStreams: Int?
+    package var dropAfterStreams: Int?
     /// Chance that a request is refused with RST_STREAM REFUSED_STREAM.
-    public var refuseProbability: Double = 0
+    package var refuseProbability: Double = 0
     /// Every Nth request on a connection is refused.
-    public var refuseEveryNth: Int?
+    package var refuseEveryNth: Int?
     /// The first request of every connection is not answered: the server sends GOAWAY
     /// (last_stream_id 0, NO_ERROR, `{"reason":"<this>"}`) and closes the connection, as
     /// APNs has been seen doing to a certificate meant for the other environment.
-    public var goAwayBeforeFirstStream: String?
+    package var goAwayBeforeFirstStream: String?
     /// Once this many requests have reached the simulator (all connections together),
     /// every provider token it had accepted until then is refused 403 ExpiredProviderToken
     /// for good, as APNs keeps refusing a JWT it once called expired. Tokens are compared
     /// by their exact compact text; one first accepted later is judged normally.
-    public var staleProviderTokensAfterRequests: Int?
+    package var staleProviderTokensAfterRequests: Int?
     /// Every provider token with a valid signature, key id and team is refused 403
     /// ExpiredProviderToken however recent its `iat`: a provider whose clock is an hour
     /// off, or whose key was revoked. Tokens failing those checks keep their own reason.
-    public var expireEveryProviderToken = false
+    package var expireEveryProviderToken = false
     /// `apns-topic` value → the answer for every request with exactly that header, given
     /// after the credential checks and instead of the content checks and other injected answers.
-    public var topicAnswers: [String: ScriptedAnswer] = [:]
+    package var topicAnswers: [String: ScriptedAnswer] = [:]
 
-    public struct MixEntry: Sendable, Equatable {
-        public var answer: ScriptedAnswer
-        public var probability: Double
+    package struct MixEntry: Sendable, Equatable {
+        package var answer: ScriptedAnswer
+        package var probability: Double
 
-        public init(answer: ScriptedAnswer, probability: Double) {
+        package init(answer: ScriptedAnswer, probability: Double) {
             self.answer = answer
             self.probability = probability
         }
     }
 
-    public init() {}
+    package init() {}
 
     static let maximumGoAwayReasonBytes = 1000
 
     /// Checks ranges; the simulator refuses to start with an invalid plan.
-    public func validate() throws(FaultPlanError) {
+    package func validate() throws(FaultPlanError) {
         for entry in statusMix where !(0...1).contains(entry.probability) || !entry.probability.isFinite {
             throw .invalidProbability("\(entry.answer): \(entry.probability) is not between 0 and 1")
         }
@@ -110,7 +110,7 @@ public struct FaultPlan: Sendable, Equatable, Codable {
     }
 
     /// Reads the JSON file form.
-    public static func load(path: String) throws(FaultPlanError) -> FaultPlan {
+    package static func load(path: String) throws(FaultPlanError) -> FaultPlan {
         let data: Data
         do { data = try Data(contentsOf: URL(fileURLWithPath: path)) } catch {
             throw .unreadableFile(path: path, detail: error.localizedDescription)
@@ -118,7 +118,7 @@ public struct FaultPlan: Sendable, Equatable, Codable {
         return try parse(data, source: path)
     }
 
-    public static func parse(_ data: Data, source: String = "fault JSON") throws(FaultPlanError) -> FaultPlan {
+    package static func parse(_ data: Data, source: String = "fault JSON") throws(FaultPlanError) -> FaultPlan {
         let plan: FaultPlan
         do { plan = try JSONDecoder().decode(FaultPlan.self, from: data) } catch let error as FaultPlanError {
             throw error
@@ -149,7 +149,7 @@ public struct FaultPlan: Sendable, Equatable, Codable {
         case channelScripts, managementScript
     }
 
-    public init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         seed = try container.decodeIfPresent(UInt64.self, forKey: .seed) ?? 0
         unregisteredTokens = Set((try container.decodeIfPresent([String].self, forKey: .unregisteredTokens) ?? []).map { $0.lowercased() })
@@ -174,7 +174,7 @@ public struct FaultPlan: Sendable, Equatable, Codable {
         managementScript = try container.decodeIfPresent([ScriptedAnswer].self, forKey: .managementScript) ?? []
     }
 
-    public func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(seed, forKey: .seed)
         try container.encode(unregisteredTokens.sorted(), forKey: .unregisteredTokens)
@@ -197,13 +197,13 @@ public struct FaultPlan: Sendable, Equatable, Codable {
 }
 
 /// A fault plan (file or flags) that cannot be used; names the offending setting.
-public enum FaultPlanError: Error, Sendable, Equatable, CustomStringConvertible {
+package enum FaultPlanError: Error, Sendable, Equatable, CustomStringConvertible {
     case invalidAnswer(String)
     case invalidProbability(String)
     case invalidSetting(String)
     case unreadableFile(path: String, detail: String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .invalidAnswer(let text):
             "\"\(text)\" is not an answer: use a status (503), an APNs reason (TooManyRequests), refuse or drop"

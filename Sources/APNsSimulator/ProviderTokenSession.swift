@@ -5,20 +5,20 @@ import PGPushCore
 /// connection uses and since when. A different valid JWT within 20 minutes of the
 /// previous one is refused with 429 TooManyProviderTokenUpdates; a repeated JWT is
 /// not verified again, only its age is checked.
-public struct ProviderTokenSession: Sendable {
+package struct ProviderTokenSession: Sendable {
     /// APNs accepts a new token on a connection at most this often.
-    public static let minimumUpdateInterval: TimeInterval = 20 * 60
+    package static let minimumUpdateInterval: TimeInterval = 20 * 60
 
-    public private(set) var current: VerifiedProviderToken?
-    public private(set) var adoptedAt: Date?
+    package private(set) var current: VerifiedProviderToken?
+    package private(set) var adoptedAt: Date?
 
-    public init() {}
+    package init() {}
 
     /// True once a request with a valid JWT was accepted on the connection.
-    public var isAuthenticated: Bool { current != nil }
+    package var isAuthenticated: Bool { current != nil }
 
     /// nil when the request's token is acceptable; otherwise the answer to give.
-    public mutating func check(authorization: String?, verifier: ProviderTokenVerifier, now: Date) -> SimulatorAnswer? {
+    package mutating func check(authorization: String?, verifier: ProviderTokenVerifier, now: Date) -> SimulatorAnswer? {
         if let current, let authorization, let token = ProviderTokenVerifier.bearerToken(in: authorization), token == current.token {
             return ProviderTokenVerifier.checkAge(of: current, now: now).map { SimulatorAnswer($0.reason) }
         }

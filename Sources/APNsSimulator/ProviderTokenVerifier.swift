@@ -5,26 +5,26 @@ import PushCrypto
 /// Checks one `authorization: bearer <JWT>` value the way APNs does:
 /// ES256 only, `kid` and `iss` must name the configured key and team, the raw r‖s
 /// signature must verify, and `iat` may be at most one hour old.
-public struct ProviderTokenVerifier: Sendable {
+package struct ProviderTokenVerifier: Sendable {
     /// APNs refuses tokens whose `iat` is older than this.
-    public static let maximumAge: TimeInterval = 3600
+    package static let maximumAge: TimeInterval = 3600
     /// Tolerated clock skew for an `iat` in the future; beyond it the token is invalid.
-    public static let futureTolerance: TimeInterval = 300
+    package static let futureTolerance: TimeInterval = 300
 
-    public let key: ProviderTokenKey
+    package let key: ProviderTokenKey
 
-    public init(key: ProviderTokenKey) {
+    package init(key: ProviderTokenKey) {
         self.key = key
     }
 
     /// The token when the `authorization` value holds a valid one, else the 403 reason.
-    public func verify(authorization: String?, now: Date) -> Result<VerifiedProviderToken, ProviderTokenRejection> {
+    package func verify(authorization: String?, now: Date) -> Result<VerifiedProviderToken, ProviderTokenRejection> {
         guard let authorization, !authorization.isEmpty else { return .failure(.init(.missingProviderToken)) }
         guard let token = Self.bearerToken(in: authorization) else { return .failure(.init(.invalidProviderToken)) }
         return verify(token: token, now: now)
     }
 
-    public func verify(token: String, now: Date) -> Result<VerifiedProviderToken, ProviderTokenRejection> {
+    package func verify(token: String, now: Date) -> Result<VerifiedProviderToken, ProviderTokenRejection> {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3,
               let headerBytes = Base64URL.decode(parts[0]), let claimBytes = Base64URL.decode(parts[1]),
@@ -47,7 +47,7 @@ public struct ProviderTokenVerifier: Sendable {
     }
 
     /// Age rule alone, for a token verified earlier on the same connection.
-    public static func checkAge(of token: VerifiedProviderToken, now: Date) -> ProviderTokenRejection? {
+    package static func checkAge(of token: VerifiedProviderToken, now: Date) -> ProviderTokenRejection? {
         let age = now.timeIntervalSince(token.issuedAt)
         if age > maximumAge { return ProviderTokenRejection(.expiredProviderToken) }
         if age < -futureTolerance { return ProviderTokenRejection(.invalidProviderToken) }
@@ -65,12 +65,12 @@ public struct ProviderTokenVerifier: Sendable {
 
 /// What the simulator checks a provider token (JWT) against: the team, the key id and
 /// the public half of the `.p8` key.
-public struct ProviderTokenKey: Sendable {
-    public var teamID: String
-    public var keyID: String
-    public var publicKey: ES256PublicKey
+package struct ProviderTokenKey: Sendable {
+    package var teamID: String
+    package var keyID: String
+    package var publicKey: ES256PublicKey
 
-    public init(teamID: String, keyID: String, publicKey: ES256PublicKey) {
+    package init(teamID: String, keyID: String, publicKey: ES256PublicKey) {
         self.teamID = teamID
         self.keyID = keyID
         self.publicKey = publicKey
@@ -78,17 +78,17 @@ public struct ProviderTokenKey: Sendable {
 }
 
 /// A provider token whose signature, key id and team checked out.
-public struct VerifiedProviderToken: Sendable, Equatable, CustomStringConvertible {
+package struct VerifiedProviderToken: Sendable, Equatable, CustomStringConvertible {
     /// The compact JWT text (secret: never logged).
-    public let token: String
-    public let issuedAt: Date
+    package let token: String
+    package let issuedAt: Date
 
     /// Leaves the token out: it is a credential.
-    public var description: String { "VerifiedProviderToken(issued at \(issuedAt))" }
+    package var description: String { "VerifiedProviderToken(issued at \(issuedAt))" }
 }
 
 /// Why a provider token was refused: always a 403 reason.
-public struct ProviderTokenRejection: Error, Sendable, Equatable {
-    public let reason: APNsReason
-    public init(_ reason: APNsReason) { self.reason = reason }
+package struct ProviderTokenRejection: Error, Sendable, Equatable {
+    package let reason: APNsReason
+    package init(_ reason: APNsReason) { self.reason = reason }
 }

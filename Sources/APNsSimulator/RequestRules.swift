@@ -6,12 +6,12 @@ import PGPushCore
 /// functions: route first (405, 404, 400 MissingDeviceToken), then — after the caller
 /// has checked authentication — headers, device token and payload. The per-type
 /// facts (topic suffixes, priorities, payload limits) come from `PushType`.
-public enum RequestRules {
-    public static let devicePathPrefix = "/3/device/"
-    public static let maximumCollapseIDBytes = 64
+package enum RequestRules {
+    package static let devicePathPrefix = "/3/device/"
+    package static let maximumCollapseIDBytes = 64
 
     /// The raw token text from `:path`, or the answer for a wrong method or path.
-    public static func checkRoute(method: String, path: String) -> Result<String, SimulatorAnswer> {
+    package static func checkRoute(method: String, path: String) -> Result<String, SimulatorAnswer> {
         guard method == "POST" else { return .failure(SimulatorAnswer(.methodNotAllowed)) }
         let pathOnly = path.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? path
         if pathOnly == "/3/device" || pathOnly == devicePathPrefix { return .failure(SimulatorAnswer(.missingDeviceToken)) }
@@ -22,7 +22,7 @@ public enum RequestRules {
     }
 
     /// Checks headers, token and payload of a request whose route and credentials passed.
-    public static func checkContent(rawToken: String, headers: [HeaderField], body: [UInt8],
+    package static func checkContent(rawToken: String, headers: [HeaderField], body: [UInt8],
                                     topics: TopicPolicy) -> Result<AcceptedRequest, SimulatorAnswer> {
         var seen = Set<String>()
         for field in headers {
@@ -77,7 +77,7 @@ public enum RequestRules {
     }
 
     /// 8-4-4-4-12 hex digits (APNs documents lowercase; either case is accepted here).
-    public static func isCanonicalUUID(_ text: String) -> Bool {
+    package static func isCanonicalUUID(_ text: String) -> Bool {
         let bytes = Array(text.utf8)
         guard bytes.count == 36 else { return false }
         for (index, byte) in bytes.enumerated() {
@@ -93,16 +93,16 @@ public enum RequestRules {
 }
 
 /// A request that passed every rule: what the simulator then answers and reports.
-public struct AcceptedRequest: Sendable, Equatable {
+package struct AcceptedRequest: Sendable, Equatable {
     /// Lowercase hex.
-    public var deviceToken: String
-    public var pushType: PushType
-    public var priority: APNsPriority
-    public var topic: String
+    package var deviceToken: String
+    package var pushType: PushType
+    package var priority: APNsPriority
+    package var topic: String
     /// As the client sent it; nil when absent (the simulator then makes one up).
-    public var apnsID: String?
-    public var expiration: Int64?
-    public var collapseID: String?
+    package var apnsID: String?
+    package var expiration: Int64?
+    package var collapseID: String?
 }
 
 /// What the server glue must do for one request, decided under the simulator's lock

@@ -7,12 +7,12 @@ import PGPushCore
 /// a reason name (`TooManyRequests`, status from the reason catalogue), `refuse`
 /// (RST_STREAM REFUSED_STREAM: not processed) or `drop` (the connection closes
 /// without an answer: outcome unknown to the client).
-public enum ScriptedAnswer: Sendable, Equatable, Codable, CustomStringConvertible {
+package enum ScriptedAnswer: Sendable, Equatable, Codable, CustomStringConvertible {
     case answer(SimulatorAnswer)
     case refuse
     case drop
 
-    public init(parsing text: String) throws(FaultPlanError) {
+    package init(parsing text: String) throws(FaultPlanError) {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         switch trimmed.lowercased() {
         case "refuse": self = .refuse
@@ -28,7 +28,7 @@ public enum ScriptedAnswer: Sendable, Equatable, Codable, CustomStringConvertibl
         }
     }
 
-    public init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         if let status = try? container.decode(Int.self) {
             self = try Self(parsing: String(status))
@@ -37,12 +37,12 @@ public enum ScriptedAnswer: Sendable, Equatable, Codable, CustomStringConvertibl
         }
     }
 
-    public func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         try container.encode(description)
     }
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .answer(let answer): answer.reason ?? String(answer.status)
         case .refuse: "refuse"

@@ -4,28 +4,28 @@ import PGPushCore
 /// The HTTP answer the simulator gives to one request: a status, and for errors the
 /// JSON reason (plus the invalidation time on a 410), as APNs sends them.
 /// A refusal is also the failure value of the rule checks, hence `Error`.
-public struct SimulatorAnswer: Error, Sendable, Equatable, CustomStringConvertible {
-    public var status: Int
+package struct SimulatorAnswer: Error, Sendable, Equatable, CustomStringConvertible {
+    package var status: Int
     /// nil on 200; otherwise usually an `APNsReason` raw value.
-    public var reason: String?
+    package var reason: String?
     /// Sent only with 410, in milliseconds since the epoch.
-    public var timestamp: Date?
+    package var timestamp: Date?
     /// Headers of a successful management answer (`apns-channel-id` of a new channel).
-    public var headers: [String: String] = [:]
+    package var headers: [String: String] = [:]
     /// A JSON body of a successful management answer (a channel, the list of channels).
-    public var content: [UInt8]?
+    package var content: [UInt8]?
 
-    public init(status: Int, reason: String?, timestamp: Date? = nil) {
+    package init(status: Int, reason: String?, timestamp: Date? = nil) {
         self.status = status
         self.reason = reason
         self.timestamp = timestamp
     }
 
-    public init(_ reason: APNsReason, timestamp: Date? = nil) {
+    package init(_ reason: APNsReason, timestamp: Date? = nil) {
         self.init(status: reason.status, reason: reason.rawValue, timestamp: timestamp)
     }
 
-    public static let accepted = SimulatorAnswer(status: 200, reason: nil)
+    package static let accepted = SimulatorAnswer(status: 200, reason: nil)
 
     /// A success carrying a JSON body.
     static func json(status: Int, _ object: [String: Any]) -> SimulatorAnswer {
@@ -35,7 +35,7 @@ public struct SimulatorAnswer: Error, Sendable, Equatable, CustomStringConvertib
     }
 
     /// The reason APNs gives with a bare status, for fault scripts that name only a status.
-    public static func typical(forStatus status: Int) -> SimulatorAnswer {
+    package static func typical(forStatus status: Int) -> SimulatorAnswer {
         switch status {
         case 200: return .accepted
         case 400: return SimulatorAnswer(.badDeviceToken)
@@ -52,13 +52,13 @@ public struct SimulatorAnswer: Error, Sendable, Equatable, CustomStringConvertib
     }
 
     /// The response body: empty on success, else `{"reason":…}` (and `"timestamp"` on 410).
-    public var body: [UInt8] {
+    package var body: [UInt8] {
         if let content { return content }
         if (200..<300).contains(status) && reason == nil { return [] }
         return APNsErrorBody(reason: reason, timestamp: status == 410 ? timestamp : nil).encoded()
     }
 
-    public var description: String {
+    package var description: String {
         reason.map { "\(status) \($0)" } ?? "\(status)"
     }
 }

@@ -1,9 +1,9 @@
 import Foundation
 
 /// How an `APNsSimulator` listens, authenticates and misbehaves.
-public struct SimulatorConfiguration: Sendable {
+package struct SimulatorConfiguration: Sendable {
     /// Where the server certificate comes from.
-    public enum ServerCertificate: Sendable, Equatable {
+    package enum ServerCertificate: Sendable, Equatable {
         /// A throwaway CA and a localhost certificate made at start-up. The CA's PEM is
         /// written to `caOutputPath`, or to a fresh temporary file when nil; either way
         /// `APNsSimulator.caCertificatePath` names it (for `PGPUSH_CA_FILE`).
@@ -13,7 +13,7 @@ public struct SimulatorConfiguration: Sendable {
     }
 
     /// How clients prove who they are.
-    public enum Authentication: Sendable {
+    package enum Authentication: Sendable {
         /// JWT provider tokens checked against this key. The connection allows one
         /// stream until the first valid JWT, as APNs does.
         case token(ProviderTokenKey)
@@ -25,35 +25,35 @@ public struct SimulatorConfiguration: Sendable {
 
     /// `development` adds `apns-unique-id` (a fresh UUID) to every answer, errors included,
     /// as the sandbox does; `production` never sends it.
-    public enum Environment: String, Sendable {
+    package enum Environment: String, Sendable {
         case production
         case development
     }
 
-    public var host = "127.0.0.1"
+    package var host = "127.0.0.1"
     /// 0 picks a free port.
-    public var port = 0
-    public var serverCertificate = ServerCertificate.generated(caOutputPath: nil)
-    public var authentication: Authentication
+    package var port = 0
+    package var serverCertificate = ServerCertificate.generated(caOutputPath: nil)
+    package var authentication: Authentication
     /// The app's bundle id: topics must be it plus the push type's suffix. nil accepts any topic.
-    public var bundleID: String?
+    package var bundleID: String?
     /// SETTINGS_MAX_CONCURRENT_STREAMS once a connection is authenticated.
-    public var maxConcurrentStreams = 1000
-    public var environment = Environment.development
-    public var faults = FaultPlan()
+    package var maxConcurrentStreams = 1000
+    package var environment = Environment.development
+    package var faults = FaultPlan()
     /// Broadcast capability of the app: false answers every broadcast and channel request
     /// 400 FeatureNotEnabled, as APNs does until it is enabled on developer.apple.com.
-    public var broadcastEnabled = true
+    package var broadcastEnabled = true
     /// Channels per app that create allows (APNs: 10,000 per app and environment).
-    public var channelLimit = 10_000
+    package var channelLimit = 10_000
     /// Channels that exist from the start: id → message storage policy (0 or 1).
-    public var channels: [String: Int] = [:]
+    package var channels: [String: Int] = [:]
     /// JSON-lines log of every request, when set.
-    public var logPath: String?
+    package var logPath: String?
     /// The wall clock for JWT ages and 410 timestamps (tests move it).
-    public var clock: @Sendable () -> Date = { Date() }
+    package var clock: @Sendable () -> Date = { Date() }
 
-    public init(authentication: Authentication) {
+    package init(authentication: Authentication) {
         self.authentication = authentication
     }
 }

@@ -2,7 +2,7 @@ import HTTP2TLS
 import PushCrypto
 
 /// Why the simulator could not start (or write its files). Never contains key material.
-public enum SimulatorError: Error, Sendable, CustomStringConvertible {
+package enum SimulatorError: Error, Sendable, CustomStringConvertible {
     case invalidFaults(FaultPlanError)
     case credentials(CredentialError)
     case server(ServerError)
@@ -10,7 +10,7 @@ public enum SimulatorError: Error, Sendable, CustomStringConvertible {
     case alreadyStarted
     case invalidConfiguration(String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .invalidFaults(let error): "fault plan: \(error)"
         case .credentials(let error): "certificate or key: \(error)"

@@ -2,46 +2,46 @@ import Foundation
 
 /// What the simulator received and answered, for tests and benchmarks. Encodes to
 /// the JSON that `pgpush mock-apns --report` writes.
-public struct SimulatorReport: Sendable, Equatable, Codable {
+package struct SimulatorReport: Sendable, Equatable, Codable {
     /// Every request stream that reached the simulator, including refused and dropped ones.
-    public var totalRequests = 0
+    package var totalRequests = 0
     /// Answered requests by status, e.g. `"200": 98`.
-    public var statusCounts: [String: Int] = [:]
+    package var statusCounts: [String: Int] = [:]
     /// Answered errors by reason, e.g. `"ServiceUnavailable": 2`.
-    public var reasonCounts: [String: Int] = [:]
+    package var reasonCounts: [String: Int] = [:]
     /// Streams certainly not processed: reset with REFUSED_STREAM, or left out by a GOAWAY
     /// whose last_stream_id is below them.
-    public var refusedStreams = 0
+    package var refusedStreams = 0
     /// Requests lost with their connection (dropped on purpose: outcome unknown to the client).
-    public var unansweredRequests = 0
-    public var goAwaysSent = 0
+    package var unansweredRequests = 0
+    package var goAwaysSent = 0
     /// GOAWAYs sent by their debug-data reason, e.g. `"Shutdown": 3`. Kept apart from
     /// `reasonCounts`, which counts answers: a GOAWAY answers no request.
-    public var goAwayReasons: [String: Int] = [:]
+    package var goAwayReasons: [String: Int] = [:]
     /// Connections that finished their TLS handshake, in total (open or not).
-    public var connectionsOpened = 0
-    public var connectionsDropped = 0
+    package var connectionsOpened = 0
+    package var connectionsDropped = 0
     /// `apns-id`s that arrived on more than one processed request (refused streams do
     /// not count: they were certainly not processed).
-    public var duplicateAPNsIDs = 0
+    package var duplicateAPNsIDs = 0
     /// `apns-id`s answered 200 more than once: a notification delivered twice.
-    public var duplicateAcceptedAPNsIDs = 0
+    package var duplicateAcceptedAPNsIDs = 0
     /// The most requests any one connection received within any one second.
-    public var maxRequestsPerConnectionPerSecond = 0
-    public var connections: [ConnectionReport] = []
+    package var maxRequestsPerConnectionPerSecond = 0
+    package var connections: [ConnectionReport] = []
     /// Broadcast requests received per channel id (whatever their answer).
-    public var broadcastsByChannel: [String: Int] = [:]
+    package var broadcastsByChannel: [String: Int] = [:]
     /// Channel management requests received (create, read, delete, list).
-    public var managementRequests = 0
+    package var managementRequests = 0
 
-    public init() {}
+    package init() {}
 
-    public func count(status: Int) -> Int { statusCounts[String(status)] ?? 0 }
-    public func count(reason: String) -> Int { reasonCounts[reason] ?? 0 }
-    public func count(goAwayReason reason: String) -> Int { goAwayReasons[reason] ?? 0 }
-    public func broadcasts(toChannel channelID: String) -> Int { broadcastsByChannel[channelID] ?? 0 }
+    package func count(status: Int) -> Int { statusCounts[String(status)] ?? 0 }
+    package func count(reason: String) -> Int { reasonCounts[reason] ?? 0 }
+    package func count(goAwayReason reason: String) -> Int { goAwayReasons[reason] ?? 0 }
+    package func broadcasts(toChannel channelID: String) -> Int { broadcastsByChannel[channelID] ?? 0 }
 
-    public func jsonData() -> Data {
+    package func jsonData() -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         return (try? encoder.encode(self)) ?? Data("{}".utf8)
@@ -49,16 +49,16 @@ public struct SimulatorReport: Sendable, Equatable, Codable {
 }
 
 /// One connection in a `SimulatorReport`.
-public struct ConnectionReport: Sendable, Equatable, Codable {
-    public var id: Int
-    public var requests: Int
+package struct ConnectionReport: Sendable, Equatable, Codable {
+    package var id: Int
+    package var requests: Int
     /// The most requests this connection received within any one second.
-    public var maxRequestsInOneSecond: Int
+    package var maxRequestsInOneSecond: Int
     /// Whether a valid JWT (or client certificate) was accepted on it.
-    public var authenticated: Bool
-    public var open: Bool
+    package var authenticated: Bool
+    package var open: Bool
 
-    public init(id: Int, requests: Int, maxRequestsInOneSecond: Int, authenticated: Bool, open: Bool) {
+    package init(id: Int, requests: Int, maxRequestsInOneSecond: Int, authenticated: Bool, open: Bool) {
         self.id = id
         self.requests = requests
         self.maxRequestsInOneSecond = maxRequestsInOneSecond

@@ -7,7 +7,7 @@ import PGPushCore
 /// configured app); the app's own topic with the wrong suffix for the push type is
 /// 400 BadTopic; on a certificate connection a topic the certificate does not cover,
 /// or a token-only push type, is 400 TopicDisallowed.
-public enum TopicPolicy: Sendable, Equatable {
+package enum TopicPolicy: Sendable, Equatable {
     /// Token authentication: `apns-topic` is required. With a bundle id it must be
     /// the bundle id plus the push type's suffix; without one any topic is accepted.
     case token(bundleID: String?)

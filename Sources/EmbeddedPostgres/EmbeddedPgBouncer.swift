@@ -9,27 +9,27 @@ import Spawn
 /// It listens on a Unix socket in its own folder only. PgBouncer refuses to run as
 /// root; it then runs as the cluster's OS user. Like the cluster, a watchdog stops it
 /// if this process dies without calling `stop()`.
-public final class EmbeddedPgBouncer: Sendable {
-    public let directory: String
-    public let port: Int
+package final class EmbeddedPgBouncer: Sendable {
+    package let directory: String
+    package let port: Int
     private let cluster: EmbeddedPostgres
     private let watchdogPID: Int32
 
     /// Where Debian installs it (package `pgbouncer`).
-    public static let binary = "/usr/sbin/pgbouncer"
-    public static var isInstalled: Bool { FileManager.default.isExecutableFile(atPath: binary) }
+    package static let binary = "/usr/sbin/pgbouncer"
+    package static var isInstalled: Bool { FileManager.default.isExecutableFile(atPath: binary) }
 
     private var authFile: String { directory + "/users.txt" }
     private var pidFile: String { directory + "/pgbouncer.pid" }
-    public var logFile: String { directory + "/pgbouncer.log" }
+    package var logFile: String { directory + "/pgbouncer.log" }
 
     /// `conninfo` of `cluster` rewritten to reach the same database and user through the pooler.
-    public func conninfo(database: String, user: String = "pgpush") -> String {
+    package func conninfo(database: String, user: String = "pgpush") -> String {
         "host=\(directory) port=\(port) user=\(user) dbname=\(database)"
     }
 
     /// Starts PgBouncer for every database of `cluster`, letting user `pgpush` in.
-    public static func start(in front: EmbeddedPostgres) throws -> EmbeddedPgBouncer {
+    package static func start(in front: EmbeddedPostgres) throws -> EmbeddedPgBouncer {
         guard isInstalled else { throw EmbeddedPostgresError("pgbouncer is not installed (Debian package pgbouncer)") }
         var template = Array("/tmp/pgpush-pgbouncer-XXXXXX".utf8CString)
         guard let created = mkdtemp(&template) else {
@@ -87,7 +87,7 @@ public final class EmbeddedPgBouncer: Sendable {
 
     /// Lets login role `user` through (PgBouncer checks names against its user list even
     /// when it trusts them) and has PgBouncer read the list again.
-    public func allow(user: String) throws {
+    package func allow(user: String) throws {
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: authFile))
         defer { try? handle.close() }
         try handle.seekToEnd()
@@ -100,7 +100,7 @@ public final class EmbeddedPgBouncer: Sendable {
 
     /// Closes every server connection PgBouncer holds to `database` (its sessions then end,
     /// and PostgreSQL counts what they did), and lets clients in again.
-    public func closeServerConnections(database: String) throws {
+    package func closeServerConnections(database: String) throws {
         let console = try PostgresConnection(conninfo: conninfo(database: "pgbouncer"))
         try console.execute(script: "KILL \(database)")
         try console.execute(script: "RESUME \(database)")
@@ -119,7 +119,7 @@ public final class EmbeddedPgBouncer: Sendable {
     }
 
     /// Stops PgBouncer and removes its folder.
-    public func stop() {
+    package func stop() {
         if let pid = pgbouncerPID {
             kill(pid, SIGINT)
             for _ in 0..<100 where kill(pid, 0) == 0 { usleep(50_000) }

@@ -9,28 +9,28 @@ import Spawn
 /// runs as root the server binaries run as the `postgres` OS user. A watchdog
 /// process stops the server and removes the folder if this process dies
 /// without calling `stop()`, so a crashed test run leaves nothing behind.
-public final class EmbeddedPostgres: Sendable {
-    public let directory: String
-    public let port: Int
+package final class EmbeddedPostgres: Sendable {
+    package let directory: String
+    package let port: Int
     /// The folder of the server's programs (initdb, pg_ctl, pgbench).
-    public let binDirectory: String
+    package let binDirectory: String
     /// The OS user the server runs as (`postgres` when this process is root), nil: this one.
-    public let runAsUser: String?
+    package let runAsUser: String?
     private let watchdogPID: Int32
     private let settings: [String: String]
 
-    public var dataDirectory: String { directory + "/data" }
-    public var logFile: String { directory + "/server.log" }
+    package var dataDirectory: String { directory + "/data" }
+    package var logFile: String { directory + "/server.log" }
 
     /// Connection string for `database` (default `postgres`) as the superuser `pgpush`;
     /// `port` for a server started on another port (see `startServer(port:)`).
-    public func conninfo(database: String = "postgres", port: Int? = nil) -> String {
+    package func conninfo(database: String = "postgres", port: Int? = nil) -> String {
         "host=\(directory) port=\(port ?? self.port) user=pgpush dbname=\(database)"
     }
 
     /// Creates, initializes and starts a new cluster. `settings` are server settings
     /// (`-c name=value`) that replace or add to the defaults of `startServer`.
-    public static func start(settings: [String: String] = [:]) throws -> EmbeddedPostgres {
+    package static func start(settings: [String: String] = [:]) throws -> EmbeddedPostgres {
         try create(settings: settings) { bin, runAs, directory in
             try runServerCommand(bin + "/initdb", [
                 "-D", directory + "/data", "-U", "pgpush", "--auth=trust", "-E", "UTF8", "--no-locale", "--no-sync",
@@ -41,7 +41,7 @@ public final class EmbeddedPostgres: Sendable {
     /// Creates a streaming standby of `primary` with `pg_basebackup -R` over the primary's
     /// Unix socket (the primary must allow replication connections, which initdb's
     /// pg_hba.conf does for local sockets), and starts it in its own folder and port.
-    public static func startStandby(of primary: EmbeddedPostgres, settings: [String: String] = [:]) throws -> EmbeddedPostgres {
+    package static func startStandby(of primary: EmbeddedPostgres, settings: [String: String] = [:]) throws -> EmbeddedPostgres {
         try create(settings: settings) { bin, runAs, directory in
             try runServerCommand(bin + "/pg_basebackup", [
                 "-D", directory + "/data", "-h", primary.directory, "-p", String(primary.port), "-U", "pgpush",
@@ -99,7 +99,7 @@ public final class EmbeddedPostgres: Sendable {
     /// Starts the server of an initialized cluster (again, after `stopServer`). `port`
     /// other than the cluster's own puts the server on another socket in the same folder,
     /// where clients of `conninfo()` do not find it.
-    public func startServer(port: Int? = nil) throws {
+    package func startServer(port: Int? = nil) throws {
         let merged = Self.defaultSettings.merging(settings) { $1 }
         let options = "-p \(port ?? self.port) -k \(directory) -c listen_addresses= "
             + merged.sorted { $0.key < $1.key }.map { "-c \($0.key)=\($0.value)" }.joined(separator: " ")
@@ -110,29 +110,29 @@ public final class EmbeddedPostgres: Sendable {
 
     /// `pg_ctl promote` of a standby; returns once the signal is sent (wait for the end of
     /// recovery by asking the server `pg_is_in_recovery()`).
-    public func promote() throws {
+    package func promote() throws {
         try Self.runServerCommand(binDirectory + "/pg_ctl", ["-D", dataDirectory, "-W", "promote"],
                                   as: runAsUser, log: directory + "/pg_ctl.log")
     }
 
     /// Stops the server but keeps the cluster (to test outages and restarts). `wait: false`
     /// returns once the server has been told; `isServerRunning` says when it is gone.
-    public func stopServer(mode: String = "fast", wait: Bool = true) throws {
+    package func stopServer(mode: String = "fast", wait: Bool = true) throws {
         try Self.runServerCommand(binDirectory + "/pg_ctl", ["-D", dataDirectory, "-m", mode, wait ? "-w" : "-W", "stop"],
                                   as: runAsUser, log: directory + "/pg_ctl.log")
     }
 
     /// Whether the server's lock file `postmaster.pid` exists: it goes when the server has stopped.
-    public var isServerRunning: Bool { FileManager.default.fileExists(atPath: dataDirectory + "/postmaster.pid") }
+    package var isServerRunning: Bool { FileManager.default.fileExists(atPath: dataDirectory + "/postmaster.pid") }
 
     /// `pg_ctl restart -m fast`: every session is terminated, the server comes back on the same socket.
-    public func restartServer() throws {
+    package func restartServer() throws {
         try stopServer()
         try startServer()
     }
 
     /// Stops the server and removes the cluster's folder.
-    public func stop() {
+    package func stop() {
         try? stopServer()
         kill(watchdogPID, SIGKILL)
         var status: Int32 = 0
@@ -143,7 +143,7 @@ public final class EmbeddedPostgres: Sendable {
     /// Creates an empty database and returns its connection string. Names are
     /// `[a-z0-9_]` only, so the identifier needs no quoting.
     /// `template`: a database of this cluster to copy (no session may be connected to it).
-    public func createDatabase(_ name: String, template: String? = nil) throws -> String {
+    package func createDatabase(_ name: String, template: String? = nil) throws -> String {
         for name in [name] + (template.map { [$0] } ?? []) {
             guard !name.isEmpty, name.utf8.allSatisfy({ ($0 >= 97 && $0 <= 122) || ($0 >= 48 && $0 <= 57) || $0 == 95 }) else {
                 throw EmbeddedPostgresError("database names are [a-z0-9_]: \(name)")
@@ -218,7 +218,7 @@ public final class EmbeddedPostgres: Sendable {
     }
 }
 
-public struct EmbeddedPostgresError: Error, CustomStringConvertible, Sendable {
-    public let description: String
-    public init(_ description: String) { self.description = description }
+package struct EmbeddedPostgresError: Error, CustomStringConvertible, Sendable {
+    package let description: String
+    package init(_ description: String) { self.description = description }
 }

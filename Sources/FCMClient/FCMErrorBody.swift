@@ -5,16 +5,16 @@ import PGPushCore
 /// "type.googleapis.com/google.firebase.fcm.v1.FcmError", "errorCode": "UNREGISTERED"}]}}`.
 /// `details` may also hold a `google.rpc.BadRequest` naming the fields at fault and a
 /// `google.rpc.ErrorInfo`. Parsed with pgpush's own scanner: any bytes give a body or nil.
-public struct FCMErrorBody: Equatable, Sendable {
+package struct FCMErrorBody: Equatable, Sendable {
     /// The gRPC status name (`INVALID_ARGUMENT`, `NOT_FOUND`, `UNAUTHENTICATED`, …).
-    public let status: String?
+    package let status: String?
     /// The FcmError detail's code (`UNREGISTERED`, `SENDER_ID_MISMATCH`, …), when there is one.
-    public let errorCode: String?
-    public let message: String?
+    package let errorCode: String?
+    package let message: String?
     /// The fields a BadRequest detail names (`message.token`, `message.data[0].value`).
-    public let fieldViolations: [String]
+    package let fieldViolations: [String]
 
-    public init(status: String?, errorCode: String?, message: String?, fieldViolations: [String] = []) {
+    package init(status: String?, errorCode: String?, message: String?, fieldViolations: [String] = []) {
         self.status = status
         self.errorCode = errorCode
         self.message = message
@@ -34,7 +34,7 @@ public struct FCMErrorBody: Equatable, Sendable {
 
     /// nil when the bytes are not a JSON object with an `error` object (an HTML page from a
     /// proxy, an empty body).
-    public static func parse(_ bytes: some Collection<UInt8>) -> FCMErrorBody? {
+    package static func parse(_ bytes: some Collection<UInt8>) -> FCMErrorBody? {
         guard let error = JSONValue.parse(bytes)?["error"], case .object = error else { return nil }
         var errorCode: String?
         var violations: [String] = []
@@ -64,7 +64,7 @@ public struct FCMErrorBody: Equatable, Sendable {
     /// What pgpush records as the row's `last_reason`: the FcmError code, else the status.
     /// `APNS_AUTH_ERROR` is the older name of `THIRD_PARTY_AUTH_ERROR`, and
     /// `UNSPECIFIED_ERROR` says nothing the status does not.
-    public var reason: String? {
+    package var reason: String? {
         switch errorCode {
         case "APNS_AUTH_ERROR": "THIRD_PARTY_AUTH_ERROR"
         case nil, "UNSPECIFIED_ERROR": status ?? errorCode
@@ -74,14 +74,14 @@ public struct FCMErrorBody: Equatable, Sendable {
 
     /// Whether an INVALID_ARGUMENT is about the registration token itself (the request is
     /// otherwise fine, so the token is dead), not about the message.
-    public var concernsToken: Bool {
+    package var concernsToken: Bool {
         guard reason == "INVALID_ARGUMENT" else { return false }
         return fieldViolations.contains("message.token")
             || (message?.contains(Self.invalidTokenMessage) ?? false)
     }
 
     /// The JSON FCM would send (for the simulator and tests).
-    public func encoded(httpStatus: Int) -> [UInt8] {
+    package func encoded(httpStatus: Int) -> [UInt8] {
         var error: [String] = ["\"code\":\(httpStatus)"]
         if let message { error.append("\"message\":" + JSONText.quoted(message)) }
         if let status { error.append("\"status\":" + JSONText.quoted(status)) }

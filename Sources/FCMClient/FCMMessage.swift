@@ -7,29 +7,29 @@ import PGPushCore
 /// The row's payload is the message object without its target. pgpush adds only what the
 /// row's columns say for Android (`android.priority`, `android.ttl`, `android.collapse_key`)
 /// and only where the payload does not set it; `apns` and `webpush` blocks go as written.
-public struct FCMMessage: Equatable, Sendable {
-    public enum Target: Equatable, Sendable {
+package struct FCMMessage: Equatable, Sendable {
+    package enum Target: Equatable, Sendable {
         /// A registration token (1–4096 printable ASCII characters, no space).
         case token(String)
         /// A topic name (`[A-Za-z0-9-_.~%]{1,900}`, no `/topics/` prefix).
         case topic(String)
     }
 
-    public let target: Target
+    package let target: Target
     /// The request body, compact JSON.
-    public let body: [UInt8]
+    package let body: [UInt8]
 
     /// The payload's members FCM's message object has, besides the target.
     static let payloadMembers: Set<String> = ["notification", "data", "android", "apns", "webpush", "fcm_options"]
     /// The largest payload (compact) for a token and for a topic (FCM's limit for topic messages).
-    public static let largestPayload = 4096
-    public static let largestTopicPayload = 2048
+    package static let largestPayload = 4096
+    package static let largestTopicPayload = 2048
     /// FCM's longest time to live: 28 days.
-    public static let longestTimeToLive = 2_419_200
+    package static let longestTimeToLive = 2_419_200
 
     /// Builds the send for a row. `timeToLive` is the seconds left until `expires_at`
     /// (nil when the row has none), `deliverOnce` the row's "now or never".
-    public init(target: Target, payload: some Collection<UInt8>, priority: Int?, timeToLive: Int?, deliverOnce: Bool,
+    package init(target: Target, payload: some Collection<UInt8>, priority: Int?, timeToLive: Int?, deliverOnce: Bool,
                 collapseID: String?, validateOnly: Bool = false) throws(FCMMessageError) {
         try Self.check(target)
         guard let parsed = JSONValue.parse(payload), case .object(var members) = parsed else {
@@ -71,7 +71,7 @@ public struct FCMMessage: Equatable, Sendable {
     }
 
     /// The send's path for `project`.
-    public static func path(project: String) -> String {
+    package static func path(project: String) -> String {
         "/v1/projects/\(project)/messages:send"
     }
 
@@ -97,7 +97,7 @@ public struct FCMMessage: Equatable, Sendable {
 }
 
 /// Why a row cannot become an FCM message: the row fails with `reason`, no request is made.
-public enum FCMMessageError: Error, Equatable, Sendable, CustomStringConvertible {
+package enum FCMMessageError: Error, Equatable, Sendable, CustomStringConvertible {
     case invalidToken
     case invalidTopic
     case payloadNotAnObject
@@ -107,7 +107,7 @@ public enum FCMMessageError: Error, Equatable, Sendable, CustomStringConvertible
     case payloadTooLarge(size: Int, limit: Int)
 
     /// The row's `last_reason`.
-    public var reason: String {
+    package var reason: String {
         switch self {
         case .invalidToken: "BadDeviceToken"
         case .invalidTopic: "BadChannelId"
@@ -116,7 +116,7 @@ public enum FCMMessageError: Error, Equatable, Sendable, CustomStringConvertible
         }
     }
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .invalidToken: "an FCM registration token is 1 to 4096 printable ASCII characters without spaces"
         case .invalidTopic: "an FCM topic name is 1 to 900 characters of A-Z, a-z, 0-9 and -_.~%"

@@ -7,12 +7,12 @@ import PushCrypto
 /// JWT bearer grant) and `POST /v1/projects/<project>/messages:send` on one server, for
 /// tests, the demo and the bench. Point a service-account file's `token_uri` at
 /// `baseURL + "/token"` and `fcm_url` at `baseURL`.
-public final class FCMSimulator: Sendable {
-    public let configuration: FCMSimulatorConfiguration
+package final class FCMSimulator: Sendable {
+    package let configuration: FCMSimulatorConfiguration
     private let handler: Handler
     private let running = Locked<(server: HTTP2Server, caPath: String, folder: URL)?>(nil)
 
-    public init(configuration: FCMSimulatorConfiguration) {
+    package init(configuration: FCMSimulatorConfiguration) {
         self.configuration = configuration
         handler = Handler(rules: FCMSimulatorRules(configuration: configuration))
     }
@@ -21,7 +21,7 @@ public final class FCMSimulator: Sendable {
 
     /// Starts listening with a certificate from a fresh authority; returns the bound port.
     @discardableResult
-    public func start() throws -> Int {
+    package func start() throws -> Int {
         let authority = try SelfSignedAuthority.generate(commonName: "pgpush mock-fcm CA")
         let issued = try authority.issueServerCertificate()
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("pgpush-mock-fcm-\(UUID().uuidString)")
@@ -38,14 +38,14 @@ public final class FCMSimulator: Sendable {
     }
 
     /// The PEM file of the authority that signed the server's certificate, while running.
-    public var caCertificatePath: String? { running.withLock { $0?.caPath } }
+    package var caCertificatePath: String? { running.withLock { $0?.caPath } }
 
     /// `https://127.0.0.1:port` while running.
-    public var baseURL: String? { running.withLock { $0.map { "https://127.0.0.1:\($0.server.port)" } } }
+    package var baseURL: String? { running.withLock { $0.map { "https://127.0.0.1:\($0.server.port)" } } }
 
-    public func report() -> FCMSimulatorReport { handler.state.withLock { $0.report } }
+    package func report() -> FCMSimulatorReport { handler.state.withLock { $0.report } }
 
-    public func stop() {
+    package func stop() {
         guard let stopped = running.withLock({ running in defer { running = nil }; return running }) else { return }
         stopped.server.shutdown()
         try? FileManager.default.removeItem(at: stopped.folder)

@@ -3,28 +3,28 @@ import PGPushCore
 import PushCrypto
 
 /// An answer the simulator gives.
-public struct FCMSimulatorAnswer: Sendable, Equatable {
-    public var status: Int
-    public var headers: [(String, String)]
-    public var body: [UInt8]
+package struct FCMSimulatorAnswer: Sendable, Equatable {
+    package var status: Int
+    package var headers: [(String, String)]
+    package var body: [UInt8]
 
-    public static func == (left: Self, right: Self) -> Bool {
+    package static func == (left: Self, right: Self) -> Bool {
         left.status == right.status && left.body == right.body
             && left.headers.map { "\($0.0): \($0.1)" } == right.headers.map { "\($0.0): \($0.1)" }
     }
 }
 
 /// What the simulator counted.
-public struct FCMSimulatorReport: Sendable, Equatable, Codable {
-    public var tokenRequests = 0
-    public var tokensIssued = 0
-    public var assertionsRefused = 0
-    public var sends = 0
-    public var delivered = 0
+package struct FCMSimulatorReport: Sendable, Equatable, Codable {
+    package var tokenRequests = 0
+    package var tokensIssued = 0
+    package var assertionsRefused = 0
+    package var sends = 0
+    package var delivered = 0
     /// Sends answered with an error, by the `errorCode` or `status` in the answer.
-    public var errors: [String: Int] = [:]
+    package var errors: [String: Int] = [:]
     /// The accepted messages as received, in order (the `message` object's compact JSON).
-    public var deliveredMessages: [String] = []
+    package var deliveredMessages: [String] = []
 }
 
 /// The simulator's rules, written from Google's documentation of the OAuth 2.0 service-account

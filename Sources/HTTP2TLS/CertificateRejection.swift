@@ -4,15 +4,15 @@ import Foundation
 /// verify result and its text, and the certificate the server sent (who it names and
 /// until when it is valid), so that an operator can tell an expired certificate from a
 /// wrong host name or an unknown CA without a packet capture.
-public struct CertificateRejection: Sendable, Equatable, CustomStringConvertible {
+package struct CertificateRejection: Sendable, Equatable, CustomStringConvertible {
     /// The server's own (leaf) certificate, as far as it could be read.
-    public struct Certificate: Sendable, Equatable {
+    package struct Certificate: Sendable, Equatable {
         /// Subject, RFC 2253 escaping, e.g. "CN=api.push.apple.com, O=Apple Inc.".
-        public var subject: String
-        public var notBefore: Date
-        public var notAfter: Date
+        package var subject: String
+        package var notBefore: Date
+        package var notAfter: Date
 
-        public init(subject: String, notBefore: Date, notAfter: Date) {
+        package init(subject: String, notBefore: Date, notAfter: Date) {
             self.subject = subject
             self.notBefore = notBefore
             self.notAfter = notAfter
@@ -20,19 +20,19 @@ public struct CertificateRejection: Sendable, Equatable, CustomStringConvertible
     }
 
     /// `SSL_get_verify_result`: an `X509_V_ERR_*` code, e.g. 10 for an expired certificate.
-    public var verifyResult: Int
+    package var verifyResult: Int
     /// `X509_verify_cert_error_string` of it, e.g. "certificate has expired", "hostname mismatch".
-    public var reason: String
+    package var reason: String
     /// Nil when the server sent none, or it could not be read.
-    public var certificate: Certificate?
+    package var certificate: Certificate?
 
-    public init(verifyResult: Int, reason: String, certificate: Certificate?) {
+    package init(verifyResult: Int, reason: String, certificate: Certificate?) {
         self.verifyResult = verifyResult
         self.reason = reason
         self.certificate = certificate
     }
 
-    public var description: String {
+    package var description: String {
         var text = "certificate verify failed: \(reason)"
         if let certificate {
             text += " (server certificate \(certificate.subject), valid \(Self.time(certificate.notBefore))"

@@ -1,47 +1,47 @@
 /// Settings for one client connection.
-public struct HTTP2ClientConfiguration: Sendable {
+package struct HTTP2ClientConfiguration: Sendable {
     /// Trust (system store + optional extra CA) and optional client certificate.
-    public var tls: ClientTLSContext
+    package var tls: ClientTLSContext
     /// Default per-request deadline, counted from `send`.
-    public var requestTimeout: Duration = .seconds(10)
+    package var requestTimeout: Duration = .seconds(10)
     /// TCP connect plus TLS handshake.
-    public var connectTimeout: Duration = .seconds(10)
+    package var connectTimeout: Duration = .seconds(10)
     /// A PING goes out after this long without any frame from the server ...
-    public var pingInterval: Duration = .seconds(60)
+    package var pingInterval: Duration = .seconds(60)
     /// ... and the connection is declared dead if nothing arrives this long after it.
-    public var pingTimeout: Duration = .seconds(10)
+    package var pingTimeout: Duration = .seconds(10)
     /// Our own cap on concurrent streams; the server's SETTINGS may lower it further.
-    public var maxConcurrentStreams: Int = 1000
+    package var maxConcurrentStreams: Int = 1000
     /// Keep one request in flight until the first answer (APNs token auth: the server allows
     /// one stream until a request with a valid JWT has been seen).
-    public var singleStreamUntilFirstResponse: Bool = false
+    package var singleStreamUntilFirstResponse: Bool = false
     /// The most body bytes one response may have; past it the stream is reset and the
     /// request fails with `.responseTooLarge(.body)`. APNs answers with at most a small
     /// JSON error; without a bound a peer could send an endless body, since flow-control
     /// windows are refilled as it is read.
-    public var maxResponseBodySize: Int = 64 * 1024
+    package var maxResponseBodySize: Int = 64 * 1024
     /// The most decoded header bytes one response may have (name + value + 32 per field,
     /// trailers included); advertised as SETTINGS_MAX_HEADER_LIST_SIZE. Past it the
     /// connection ends (`CloseReason.responseTooLarge`): a few KiB of HPACK can decode
     /// into hundreds of MiB, and stopping mid-block leaves no HPACK state to go on with.
-    public var maxResponseHeaderListSize: Int = 16 * 1024
+    package var maxResponseHeaderListSize: Int = 16 * 1024
     /// After this many requests in a row passed their deadlines in flight with no answer
     /// on the connection since they went out, the connection closes as `.unresponsive`
     /// (requests still queued fail as not processed, to be sent elsewhere). PINGs do not
     /// count as answers: a peer can answer them and nothing else. Requests that expire
     /// while others are answered do not count: that server is slow, not gone. 0: never.
-    public var unresponsiveAfterDeadlines: Int = 3
+    package var unresponsiveAfterDeadlines: Int = 3
     /// At most this many requests written in any one-second window (nil: no cap). Enforced on
     /// the I/O thread at the moment of submission, so a stalled loop delays requests but never
     /// bunches them.
-    public var maxRequestsPerSecond: Int?
+    package var maxRequestsPerSecond: Int?
     /// Called on the I/O thread with each answered request, before its caller resumes. For
     /// the rare answer that must change what the next requests do at once: a caller's task
     /// may resume many milliseconds later on a busy machine, and every request written
     /// meanwhile would meet the same answer.
-    public var answerObserver: (@Sendable (HTTP2Request, HTTP2Response) -> Void)?
+    package var answerObserver: (@Sendable (HTTP2Request, HTTP2Response) -> Void)?
 
-    public init(tls: ClientTLSContext) {
+    package init(tls: ClientTLSContext) {
         self.tls = tls
     }
 }

@@ -8,12 +8,12 @@ import PushCrypto
 /// verification off.
 ///
 /// `@unchecked Sendable`: the SSL_CTX is immutable after `init`; OpenSSL allows SSL_new from any thread.
-public final class ClientTLSContext: @unchecked Sendable {
+package final class ClientTLSContext: @unchecked Sendable {
     let context: OpaquePointer
     /// Held here because the SSL_CTX points at it without retaining it.
     private let keyLog: TLSKeyLog?
 
-    public init(extraCAFile: String? = nil, identity: ClientIdentity? = nil,
+    package init(extraCAFile: String? = nil, identity: ClientIdentity? = nil,
                 keyLog: TLSKeyLog? = nil) throws(TLSConfigurationError) {
         ERR_clear_error()
         guard let method = TLS_client_method(), let context = SSL_CTX_new(method) else {

@@ -1,5 +1,5 @@
 /// Why a client connection ended.
-public enum CloseReason: Sendable, Equatable, CustomStringConvertible {
+package enum CloseReason: Sendable, Equatable, CustomStringConvertible {
     /// `close()` was called, or the owning `HTTP2Client` shut down.
     case closedLocally
     /// The peer sent GOAWAY and every stream it still accepted has finished.
@@ -20,7 +20,7 @@ public enum CloseReason: Sendable, Equatable, CustomStringConvertible {
     /// replaced rather than kept spending every request's attempt.
     case unresponsive(deadlinesInARow: Int)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .closedLocally: return "closed locally"
         case .goAway(let goAway): return "closed after \(goAway)"
@@ -35,7 +35,7 @@ public enum CloseReason: Sendable, Equatable, CustomStringConvertible {
 }
 
 /// Changes a connection pool reacts to, in the order they happen.
-public enum ConnectionEvent: Sendable, Equatable {
+package enum ConnectionEvent: Sendable, Equatable {
     /// The peer's first SETTINGS arrived: the connection may fan out up to this many streams.
     case ready(maxConcurrentStreams: Int)
     /// A later SETTINGS changed the peer's limit.
@@ -47,8 +47,8 @@ public enum ConnectionEvent: Sendable, Equatable {
 }
 
 /// A snapshot of a client connection's state.
-public struct ConnectionStatus: Sendable, Equatable {
-    public enum Phase: Sendable, Equatable {
+package struct ConnectionStatus: Sendable, Equatable {
+    package enum Phase: Sendable, Equatable {
         case connecting
         /// Handshake done; the peer's SETTINGS may still be outstanding.
         case open
@@ -58,18 +58,18 @@ public struct ConnectionStatus: Sendable, Equatable {
         case closed(CloseReason)
     }
 
-    public var phase: Phase
+    package var phase: Phase
     /// The peer's SETTINGS_MAX_CONCURRENT_STREAMS (1 until it is known).
-    public var peerMaxConcurrentStreams: Int
+    package var peerMaxConcurrentStreams: Int
     /// How many streams the connection takes at once now, by the transport's one rule
     /// (`ClientConnectionStateMachine.streamLimit`): the peer's limit under the local cap,
     /// and 1 until the first answer where the configuration asks for it. Updated before
     /// the request that changed it resolves, so a caller woken by that answer sees it.
-    public var streamLimit = 1
-    public var goAway: GoAway?
+    package var streamLimit = 1
+    package var goAway: GoAway?
 
     /// True while `send` can be expected to go out on this connection.
-    public var acceptsRequests: Bool {
+    package var acceptsRequests: Bool {
         switch phase {
         case .connecting, .open, .ready: return true
         case .draining, .closed: return false

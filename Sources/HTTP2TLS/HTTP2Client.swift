@@ -5,12 +5,12 @@ import Synchronization
 ///
 /// Connections are HTTP/2 over TLS with ALPN h2 and full certificate verification; pooling,
 /// reconnecting and backoff belong to the caller, who follows each connection's `events`.
-public final class HTTP2Client: Sendable {
+package final class HTTP2Client: Sendable {
     private let loop: EventLoop<ClientCommand>
     private let counter: LiveObjectCounter
     private let nextConnectionID = Atomic<Int>(1)
 
-    public init(threadName: String = "h2-client") throws(LoopStartError) {
+    package init(threadName: String = "h2-client") throws(LoopStartError) {
         let counter = LiveObjectCounter()
         self.counter = counter
         loop = try EventLoop(name: threadName, counter: counter) { _ in ClientDriver(counter: counter) }
@@ -21,7 +21,7 @@ public final class HTTP2Client: Sendable {
     /// Resolves `host` afresh, connects (trying each address), completes the TLS handshake
     /// and returns the connection once ALPN h2 is agreed. The server's SETTINGS may still
     /// be on the way; requests sent before it go out one at a time.
-    public func connect(host: String, port: Int, configuration: HTTP2ClientConfiguration) async throws(ConnectError) -> HTTP2ClientConnection {
+    package func connect(host: String, port: Int, configuration: HTTP2ClientConfiguration) async throws(ConnectError) -> HTTP2ClientConnection {
         let addresses = try await Self.resolve(host: host, port: port).get()
         let id = nextConnectionID.add(1, ordering: .relaxed).oldValue
         let shared = ClientConnectionShared()
@@ -38,10 +38,10 @@ public final class HTTP2Client: Sendable {
     }
 
     /// Open sockets, TLS and HTTP/2 sessions and I/O threads of this client.
-    public var liveObjects: LiveObjectCounts { counter.snapshot }
+    package var liveObjects: LiveObjectCounts { counter.snapshot }
 
     /// Closes every connection (their requests fail) and stops the I/O thread.
-    public func shutdown() { loop.stop() }
+    package func shutdown() { loop.stop() }
 
     /// getaddrinfo blocks, so it runs on a Dispatch worker, never on the I/O thread or in
     /// the cooperative pool.

@@ -2,10 +2,10 @@ import Synchronization
 
 /// A handle to one client connection living on its `HTTP2Client`'s I/O thread, where a
 /// `ClientConnectionEngine` runs it; commands reach the engine through the loop.
-public final class HTTP2ClientConnection: Sendable {
-    public let id: Int
-    public let host: String
-    public let port: Int
+package final class HTTP2ClientConnection: Sendable {
+    package let id: Int
+    package let host: String
+    package let port: Int
     private let loop: EventLoop<ClientCommand>
     private let shared: ClientConnectionShared
     private let requestTimeout: Duration
@@ -24,16 +24,16 @@ public final class HTTP2ClientConnection: Sendable {
 
     /// Readiness, limit changes, GOAWAY and the final close, in order; ends after `.closed`.
     /// One stream per connection: iterate it from a single task (the pool's watcher).
-    public var events: AsyncStream<ConnectionEvent> { shared.events }
+    package var events: AsyncStream<ConnectionEvent> { shared.events }
 
-    public var status: ConnectionStatus { shared.status.withLock { $0 } }
+    package var status: ConnectionStatus { shared.status.withLock { $0 } }
 
     /// Requests sent on this connection and not yet resolved.
-    public var outstandingRequests: Int { shared.outstanding.load(ordering: .relaxed) }
+    package var outstandingRequests: Int { shared.outstanding.load(ordering: .relaxed) }
 
     /// Sends one request; resolves exactly once with the answer or a `RequestFailure` that
     /// says whether the server may have processed it. Cancelling the task resets the stream.
-    public func send(_ request: HTTP2Request) async throws(RequestFailure) -> HTTP2Response {
+    package func send(_ request: HTTP2Request) async throws(RequestFailure) -> HTTP2Response {
         if Task.isCancelled { throw RequestFailure(.notProcessed, .cancelled) }
         let deadline = MonotonicClock.now() &+ MonotonicClock.nanoseconds(request.timeout ?? requestTimeout)
         let loop = self.loop
@@ -56,7 +56,7 @@ public final class HTTP2ClientConnection: Sendable {
     }
 
     /// Graceful: no new requests, queued ones fail as not processed, in-flight ones finish.
-    public func close(graceful: Bool = true) {
+    package func close(graceful: Bool = true) {
         loop.post(.close(connectionID: id, graceful: graceful))
     }
 }

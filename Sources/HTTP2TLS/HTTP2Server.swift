@@ -1,12 +1,12 @@
 /// A TLS + HTTP/2 server on its own I/O thread (the APNs simulator's transport).
-public final class HTTP2Server: Sendable {
+package final class HTTP2Server: Sendable {
     /// The bound port (the ephemeral one when the configuration said 0).
-    public let port: Int
+    package let port: Int
     private let loop: EventLoop<ServerCommand>
     private let counters = ServerCounters()
     private let liveObjectCounter = LiveObjectCounter()
 
-    public init(configuration: HTTP2ServerConfiguration, handler: any HTTP2ServerHandler, threadName: String = "h2-server") throws(ServerError) {
+    package init(configuration: HTTP2ServerConfiguration, handler: any HTTP2ServerHandler, threadName: String = "h2-server") throws(ServerError) {
         let tls: ServerTLSContext
         do {
             tls = try ServerTLSContext(certificate: configuration.certificateChain, privateKey: configuration.privateKey,
@@ -30,46 +30,46 @@ public final class HTTP2Server: Sendable {
 
     deinit { loop.stop() }
 
-    public var statistics: ServerStatistics { counters.snapshot }
-    public var liveObjects: LiveObjectCounts { liveObjectCounter.snapshot }
+    package var statistics: ServerStatistics { counters.snapshot }
+    package var liveObjects: LiveObjectCounts { liveObjectCounter.snapshot }
 
     /// Sends GOAWAY; streams above `lastStreamID` (default: the last one the server saw) will
     /// not be answered. The connection closes once its remaining streams finish.
-    public func sendGoAway(connectionID: Int, lastStreamID: Int32? = nil, errorCode: UInt32 = 0, debugData: [UInt8] = []) {
+    package func sendGoAway(connectionID: Int, lastStreamID: Int32? = nil, errorCode: UInt32 = 0, debugData: [UInt8] = []) {
         loop.post(.goAway(connectionID: connectionID, lastStreamID: lastStreamID, errorCode: errorCode, debugData: debugData))
     }
 
     /// GOAWAY on every open connection, each with the last stream it has seen.
-    public func sendGoAwayToAll(errorCode: UInt32 = 0, debugData: [UInt8] = []) {
+    package func sendGoAwayToAll(errorCode: UInt32 = 0, debugData: [UInt8] = []) {
         loop.post(.goAwayAll(errorCode: errorCode, debugData: debugData))
     }
 
     /// Announces a new SETTINGS_MAX_CONCURRENT_STREAMS on one connection.
-    public func setMaxConcurrentStreams(_ value: Int, connectionID: Int) {
+    package func setMaxConcurrentStreams(_ value: Int, connectionID: Int) {
         loop.post(.setMaxConcurrentStreams(connectionID: connectionID, value))
     }
 
     /// RST_STREAM REFUSED_STREAM on one stream.
-    public func refuseStream(connectionID: Int, streamID: Int32) {
+    package func refuseStream(connectionID: Int, streamID: Int32) {
         loop.post(.resetStream(connectionID: connectionID, streamID: streamID, errorCode: 0x7))
     }
 
     /// Closes the TCP connection without GOAWAY.
-    public func dropConnection(_ connectionID: Int) {
+    package func dropConnection(_ connectionID: Int) {
         loop.post(.drop(connectionID: connectionID))
     }
 
     /// Drops every connection, closes the listener and stops the I/O thread.
-    public func shutdown() { loop.stop() }
+    package func shutdown() { loop.stop() }
 }
 
 /// Why an `HTTP2Server` could not start.
-public enum ServerError: Error, Sendable, CustomStringConvertible {
+package enum ServerError: Error, Sendable, CustomStringConvertible {
     case cannotListen(String)
     case tls(TLSConfigurationError)
     case cannotStartThread(String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .cannotListen(let text): return "cannot listen: \(text)"
         case .tls(let error): return error.description

@@ -3,18 +3,18 @@
 ///
 /// Its description leaves out an `authorization` value, so credentials never reach a log line,
 /// and shows the never-index flag, which decides how the field is compressed.
-public struct HeaderField: Sendable, Hashable, CustomStringConvertible {
-    public var name: String
-    public var value: String
-    public var neverIndex: Bool
+package struct HeaderField: Sendable, Hashable, CustomStringConvertible {
+    package var name: String
+    package var value: String
+    package var neverIndex: Bool
 
-    public init(_ name: String, _ value: String, neverIndex: Bool = false) {
+    package init(_ name: String, _ value: String, neverIndex: Bool = false) {
         self.name = name
         self.value = value
         self.neverIndex = neverIndex
     }
 
-    public var description: String {
+    package var description: String {
         let shown = name.lowercased() == "authorization" ? "<redacted>" : value
         return neverIndex ? "\(name): \(shown) (never indexed)" : "\(name): \(shown)"
     }
@@ -22,7 +22,7 @@ public struct HeaderField: Sendable, Hashable, CustomStringConvertible {
 
 extension Array where Element == HeaderField {
     /// The first value of the field called `name` (names compare case-insensitively).
-    public func value(of name: String) -> String? {
+    package func value(of name: String) -> String? {
         let wanted = name.lowercased()
         return first { $0.name.lowercased() == wanted }?.value
     }

@@ -10,7 +10,7 @@ import Locking
 /// also end their connections themselves. A loop stopped from its own thread (the last
 /// reference to a client dropped there) cannot join itself, and detaching it would leave
 /// it running unseen; it stays here until `stopAndJoinAll` joins it.
-public enum IOThreads {
+package enum IOThreads {
     /// A thread's handle, joined exactly once by whoever takes it first.
     final class Handle: Sendable {
         private let handle = Locked<pthread_t?>(nil)
@@ -51,7 +51,7 @@ public enum IOThreads {
 
     /// Asks every I/O thread still registered to stop, then waits for each to end. Call
     /// last, before the process exits.
-    public static func stopAndJoinAll() {
+    package static func stopAndJoinAll() {
         let all = entries.withLock { entries -> [Entry] in
             defer { entries.all.removeAll() }
             return Array(entries.all.values)

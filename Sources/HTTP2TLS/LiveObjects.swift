@@ -2,22 +2,22 @@ import Synchronization
 
 /// How many sockets, TLS sessions and HTTP/2 sessions an `HTTP2Client` or `HTTP2Server`
 /// currently holds; all return to zero once it has shut down (leak checks in tests).
-public struct LiveObjectCounts: Sendable, Equatable, CustomStringConvertible {
-    public var sockets: Int
-    public var tlsSessions: Int
-    public var http2Sessions: Int
-    public var ioThreads: Int
+package struct LiveObjectCounts: Sendable, Equatable, CustomStringConvertible {
+    package var sockets: Int
+    package var tlsSessions: Int
+    package var http2Sessions: Int
+    package var ioThreads: Int
 
-    public init(sockets: Int, tlsSessions: Int, http2Sessions: Int, ioThreads: Int) {
+    package init(sockets: Int, tlsSessions: Int, http2Sessions: Int, ioThreads: Int) {
         self.sockets = sockets
         self.tlsSessions = tlsSessions
         self.http2Sessions = http2Sessions
         self.ioThreads = ioThreads
     }
 
-    public static let zero = LiveObjectCounts(sockets: 0, tlsSessions: 0, http2Sessions: 0, ioThreads: 0)
+    package static let zero = LiveObjectCounts(sockets: 0, tlsSessions: 0, http2Sessions: 0, ioThreads: 0)
 
-    public var description: String {
+    package var description: String {
         "sockets \(sockets), TLS \(tlsSessions), HTTP/2 \(http2Sessions), threads \(ioThreads)"
     }
 }

@@ -2,8 +2,8 @@ import PGPushCore
 
 /// Why a request did not get an answer, and whether the server may have acted on it
 /// (`Processing`, the core's one word for it).
-public struct RequestFailure: Error, Sendable, Equatable, CustomStringConvertible {
-    public enum Cause: Sendable, Equatable {
+package struct RequestFailure: Error, Sendable, Equatable, CustomStringConvertible {
+    package enum Cause: Sendable, Equatable {
         /// RST_STREAM REFUSED_STREAM (RFC 9113 §8.7).
         case refusedStream
         /// The stream id was above the GOAWAY's last_stream_id, or the request was still
@@ -25,17 +25,17 @@ public struct RequestFailure: Error, Sendable, Equatable, CustomStringConvertibl
         case responseTooLarge(ResponseBound)
     }
 
-    public var processing: Processing
-    public var cause: Cause
+    package var processing: Processing
+    package var cause: Cause
 
-    public init(_ processing: Processing, _ cause: Cause) {
+    package init(_ processing: Processing, _ cause: Cause) {
         self.processing = processing
         self.cause = cause
     }
 
-    public var wasCertainlyNotProcessed: Bool { processing == .notProcessed }
+    package var wasCertainlyNotProcessed: Bool { processing == .notProcessed }
 
-    public var description: String {
+    package var description: String {
         let what: String
         switch cause {
         case .refusedStream: what = "stream refused"
@@ -54,14 +54,14 @@ public struct RequestFailure: Error, Sendable, Equatable, CustomStringConvertibl
 /// A bound on what one answer may take in memory, whatever the peer sends: without one a
 /// server (or whatever stands in its place) could make the client buffer an endless body,
 /// or decode a small HPACK block into gigabytes of header fields.
-public enum ResponseBound: Sendable, Equatable, CustomStringConvertible {
+package enum ResponseBound: Sendable, Equatable, CustomStringConvertible {
     /// The body went past this many bytes (`HTTP2ClientConfiguration.maxResponseBodySize`).
     case body(limit: Int)
     /// The decoded header fields went past this many bytes, each counted as name + value
     /// + 32 as for SETTINGS_MAX_HEADER_LIST_SIZE (`HTTP2ClientConfiguration.maxResponseHeaderListSize`).
     case headerList(limit: Int)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .body(let limit): return "body over \(limit) bytes"
         case .headerList(let limit): return "header list over \(limit) bytes"
@@ -70,7 +70,7 @@ public enum ResponseBound: Sendable, Equatable, CustomStringConvertible {
 }
 
 /// Why a connection could not be opened.
-public enum ConnectError: Error, Sendable, Equatable, CustomStringConvertible {
+package enum ConnectError: Error, Sendable, Equatable, CustomStringConvertible {
     case resolutionFailed(host: String, detail: String)
     case connectFailed(String)
     case tlsHandshakeFailed(String)
@@ -83,7 +83,7 @@ public enum ConnectError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The `HTTP2Client` has been shut down.
     case clientShutDown
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .resolutionFailed(let host, let detail): return "cannot resolve \(host): \(detail)"
         case .connectFailed(let text): return "TCP connect failed: \(text)"

@@ -1,30 +1,30 @@
 /// A connection accepted by an `HTTP2Server`, after its TLS handshake.
-public struct ServerConnectionInfo: Sendable {
-    public var id: Int
-    public var peerAddress: String
+package struct ServerConnectionInfo: Sendable {
+    package var id: Int
+    package var peerAddress: String
     /// RFC 2253 subject of the client certificate, when one was presented.
-    public var peerCertificateSubject: String?
+    package var peerCertificateSubject: String?
     /// DER of the client certificate, for handlers that inspect extensions.
-    public var peerCertificateDER: [UInt8]?
+    package var peerCertificateDER: [UInt8]?
 }
 
 /// A complete request (headers and body) received by an `HTTP2Server`.
-public struct ServerRequest: Sendable {
-    public var connectionID: Int
-    public var streamID: Int32
-    public var method: String
-    public var path: String
-    public var authority: String?
+package struct ServerRequest: Sendable {
+    package var connectionID: Int
+    package var streamID: Int32
+    package var method: String
+    package var path: String
+    package var authority: String?
     /// Regular (non-pseudo) header fields; `neverIndex` is set for fields the client sent
     /// with the HPACK never-indexed representation.
-    public var headers: [HeaderField]
-    public var body: [UInt8]
-    public var peerCertificateSubject: String?
+    package var headers: [HeaderField]
+    package var body: [UInt8]
+    package var peerCertificateSubject: String?
     /// When the kernel received the bytes that completed the request (CLOCK_REALTIME
     /// nanoseconds), before any wait for the server's thread; nil if it gave no time.
-    public var arrivalNanoseconds: UInt64?
+    package var arrivalNanoseconds: UInt64?
 
-    public init(connectionID: Int, streamID: Int32, method: String, path: String, authority: String?,
+    package init(connectionID: Int, streamID: Int32, method: String, path: String, authority: String?,
                 headers: [HeaderField], body: [UInt8], peerCertificateSubject: String?, arrivalNanoseconds: UInt64? = nil) {
         self.connectionID = connectionID
         self.streamID = streamID
@@ -40,34 +40,34 @@ public struct ServerRequest: Sendable {
 
 /// Serves requests. Every method runs on the server's I/O thread and must return quickly;
 /// answers may be given later, from any thread, through the responder.
-public protocol HTTP2ServerHandler: Sendable {
+package protocol HTTP2ServerHandler: Sendable {
     func handle(_ request: ServerRequest, responder: ServerResponder)
     func connectionOpened(_ connection: ServerConnectionInfo)
     func connectionClosed(_ connectionID: Int)
 }
 
 extension HTTP2ServerHandler {
-    public func connectionOpened(_ connection: ServerConnectionInfo) {}
-    public func connectionClosed(_ connectionID: Int) {}
+    package func connectionOpened(_ connection: ServerConnectionInfo) {}
+    package func connectionClosed(_ connectionID: Int) {}
 }
 
 /// Answers one request stream; usable from any thread. Only the first answer counts.
-public struct ServerResponder: Sendable {
-    public let connectionID: Int
-    public let streamID: Int32
+package struct ServerResponder: Sendable {
+    package let connectionID: Int
+    package let streamID: Int32
     let loop: EventLoop<ServerCommand>
 
-    public func respond(status: Int, headers: [HeaderField] = [], body: [UInt8] = []) {
+    package func respond(status: Int, headers: [HeaderField] = [], body: [UInt8] = []) {
         loop.post(.respond(connectionID: connectionID, streamID: streamID,
                            ServerResponse(status: status, headers: headers, body: body)))
     }
 
     /// RST_STREAM REFUSED_STREAM: tells the client the request was not processed.
-    public func refuse() {
+    package func refuse() {
         reset(errorCode: 0x7)
     }
 
-    public func reset(errorCode: UInt32) {
+    package func reset(errorCode: UInt32) {
         loop.post(.resetStream(connectionID: connectionID, streamID: streamID, errorCode: errorCode))
     }
 }

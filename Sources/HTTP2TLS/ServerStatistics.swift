@@ -1,14 +1,14 @@
 import Synchronization
 
 /// Counters an `HTTP2Server` keeps for tests and benchmarks.
-public struct ServerStatistics: Sendable, Equatable {
-    public var connectionsAccepted: Int
-    public var openConnections: Int
-    public var requestsReceived: Int
+package struct ServerStatistics: Sendable, Equatable {
+    package var connectionsAccepted: Int
+    package var openConnections: Int
+    package var requestsReceived: Int
     /// Connections dropped during the TLS handshake (bad client certificate, no ALPN h2, timeout).
-    public var handshakeFailures: Int
+    package var handshakeFailures: Int
     /// The most streams any one connection had open at the same time.
-    public var peakConcurrentStreams: Int
+    package var peakConcurrentStreams: Int
 }
 
 final class ServerCounters: Sendable {

@@ -3,13 +3,13 @@ import CShims
 import PushCrypto
 
 /// PEM text given inline or as a file path.
-public enum PEMSource: Sendable, Equatable {
+package enum PEMSource: Sendable, Equatable {
     case file(String)
     case text(String)
 }
 
 /// Whether the server asks TLS clients for a certificate (APNs certificate authentication).
-public enum ClientCertificatePolicy: Sendable, Equatable {
+package enum ClientCertificatePolicy: Sendable, Equatable {
     case none
     /// Ask for a certificate and accept any (the handler judges it by its subject).
     case request

@@ -1,5 +1,5 @@
 /// Why a TLS context could not be built.
-public enum TLSConfigurationError: Error, Sendable, Equatable, CustomStringConvertible {
+package enum TLSConfigurationError: Error, Sendable, Equatable, CustomStringConvertible {
     case cannotCreateContext(String)
     case cannotLoadTrustStore(String)
     case cannotLoadCertificate(String)
@@ -8,7 +8,7 @@ public enum TLSConfigurationError: Error, Sendable, Equatable, CustomStringConve
     case clientIdentity(String)
     case keyLog(String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .cannotCreateContext(let text): return "cannot create TLS context: \(text)"
         case .cannotLoadTrustStore(let text): return "cannot load CA certificates: \(text)"

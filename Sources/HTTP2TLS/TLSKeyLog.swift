@@ -9,11 +9,11 @@ import Glibc
 /// Each line goes out in one `write(2)` on a descriptor opened with `O_APPEND`, so several
 /// contexts or processes can share one file without interleaving lines. The file is created
 /// readable by its owner only.
-public final class TLSKeyLog: Sendable {
-    public let path: String
+package final class TLSKeyLog: Sendable {
+    package let path: String
     private let descriptor: Int32
 
-    public init(path: String) throws(TLSConfigurationError) {
+    package init(path: String) throws(TLSConfigurationError) {
         let descriptor = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else {
             throw .keyLog("cannot open \"\(path)\" for appending: \(String(cString: strerror(errno)))")

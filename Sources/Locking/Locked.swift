@@ -11,7 +11,7 @@ import Darwin
 /// (a priority-inheritance futex), which TSan does not see, so every contended
 /// critical section looked like a data race and real races would hide among them.
 /// TSan intercepts `pthread_mutex_lock`, so with this lock its reports mean something.
-public final class Locked<Value>: @unchecked Sendable {
+package final class Locked<Value>: @unchecked Sendable {
     // @unchecked: the value is only touched between pthread_mutex_lock and _unlock, and
     // values go in and out as `sending`, as with `Mutex`. Both live behind pointers so
     // that `withLock` (inlined into callers, like `Mutex.withLock`) pays for no dynamic
@@ -19,7 +19,7 @@ public final class Locked<Value>: @unchecked Sendable {
     @usableFromInline let mutex: UnsafeMutablePointer<pthread_mutex_t>
     @usableFromInline let value: UnsafeMutablePointer<Value>
 
-    public init(_ initialValue: sending Value) {
+    package init(_ initialValue: sending Value) {
         value = UnsafeMutablePointer<Value>.allocate(capacity: 1)
         value.initialize(to: initialValue)
         mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
@@ -39,7 +39,7 @@ public final class Locked<Value>: @unchecked Sendable {
     /// Runs `body` with the value while holding the lock. Keep `body` short and never
     /// suspend or block in it: the event loops take these locks too.
     @inlinable
-    public func withLock<Result, Failure: Error>(
+    package func withLock<Result, Failure: Error>(
         _ body: (inout sending Value) throws(Failure) -> sending Result
     ) throws(Failure) -> sending Result {
         pthread_mutex_lock(mutex)

@@ -1,8 +1,8 @@
 /// What must hold in any run, however slow the machine: every row accounted for, nothing
 /// sent twice without faults, no window over the cap at the simulator. `pgpush bench
 /// --check` fails on these (CI runs it with `--quick`); speed is never judged here.
-public enum BenchConsistency {
-    public static func problems(_ report: BenchReport) -> [String] {
+package enum BenchConsistency {
+    package static func problems(_ report: BenchReport) -> [String] {
         var problems: [String] = []
         func expect(_ condition: Bool, _ problem: @autoclosure () -> String) {
             if !condition { problems.append(problem()) }

@@ -6,7 +6,7 @@ import PushQueue
 /// Where the scenarios' rows live: a throwaway embedded cluster with a fresh
 /// database per scenario, or the database named by DATABASE_URL, emptied
 /// before each scenario (only when the caller said that is allowed).
-public final class BenchDatabase {
+package final class BenchDatabase {
     private let cluster: EmbeddedPostgres?
     /// In front of the cluster when the worker is to go through a pooler.
     private let pooler: EmbeddedPgBouncer?
@@ -14,7 +14,7 @@ public final class BenchDatabase {
     private let migrations: [Migration]
     private var created: [String] = []
 
-    public init(externalURL: String?, sqlDirectory: String, pooled: Bool = false) throws {
+    package init(externalURL: String?, sqlDirectory: String, pooled: Bool = false) throws {
         migrations = try Migration.load(directory: sqlDirectory)
         self.externalURL = externalURL
         let cluster = externalURL == nil ? try EmbeddedPostgres.start() : nil
@@ -29,28 +29,28 @@ public final class BenchDatabase {
 
     /// What a worker connects with for the database of `conninfo`: through the pooler when
     /// there is one (and then `listen`, a session connection for LISTEN), else `conninfo`.
-    public func workerURLs(_ conninfo: String) -> (database: String, listen: String?) {
+    package func workerURLs(_ conninfo: String) -> (database: String, listen: String?) {
         guard let pooler, let cluster, let name = Self.databaseName(conninfo) else { return (conninfo, nil) }
         return (pooler.conninfo(database: name), cluster.conninfo(database: name))
     }
 
-    public var isPooled: Bool { pooler != nil }
+    package var isPooled: Bool { pooler != nil }
 
     /// Ends the pooler's server sessions to the database of `conninfo`, once the worker has
     /// stopped: a pooled session stays connected, and its statistics would wait for it.
-    public func releasePooledSessions(_ conninfo: String) throws {
+    package func releasePooledSessions(_ conninfo: String) throws {
         guard let pooler, let name = Self.databaseName(conninfo) else { return }
         try pooler.closeServerConnections(database: name)
     }
 
-    public var description: String {
+    package var description: String {
         if let cluster { return "embedded PostgreSQL (fsync=off, synchronous_commit=off) in \(cluster.directory)" }
         return "DATABASE_URL"
     }
 
     /// A migrated database with no notifications (migrations up to `upToVersion` only, when
     /// given: embedded cluster only); returns its connection string.
-    public func fresh(_ name: String, upToVersion: Int? = nil) throws -> String {
+    package func fresh(_ name: String, upToVersion: Int? = nil) throws -> String {
         let runner = MigrationRunner(migrations: migrations.filter { $0.version <= upToVersion ?? .max })
         if let cluster {
             let database = "bench_\(name)_\(created.count)"
@@ -70,24 +70,24 @@ public final class BenchDatabase {
     }
 
     /// Applies the migrations not yet applied to the database of `conninfo`.
-    public func migrate(_ conninfo: String) throws {
+    package func migrate(_ conninfo: String) throws {
         try MigrationRunner(migrations: migrations).migrate(PostgresConnection(conninfo: conninfo))
     }
 
     /// Drops a scenario's database (embedded only) so a long run does not fill the disk.
-    public func discard(_ conninfo: String) {
+    package func discard(_ conninfo: String) {
         guard let cluster, let name = Self.databaseName(conninfo) else { return }
         try? PostgresConnection(conninfo: cluster.conninfo()).execute(script: "DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
     }
 
     /// pgbench of the embedded cluster's PostgreSQL; nil for DATABASE_URL.
-    public var pgbench: String? {
+    package var pgbench: String? {
         cluster.map { $0.binDirectory + "/pgbench" }.flatMap { FileManager.default.isExecutableFile(atPath: $0) ? $0 : nil }
     }
 
     /// The embedded cluster's postmaster (the first line of its data directory's postmaster.pid);
     /// nil for DATABASE_URL, whose server may be on another machine.
-    public var postmasterPID: pid_t? {
+    package var postmasterPID: pid_t? {
         cluster.flatMap { ProcessCPU.postmasterPID(dataDirectory: $0.dataDirectory) }
     }
 
@@ -96,7 +96,7 @@ public final class BenchDatabase {
         conninfo.split(separator: " ").first(where: { $0.hasPrefix("dbname=") }).map { String($0.dropFirst(7)) }
     }
 
-    public func stop() {
+    package func stop() {
         pooler?.stop()
         cluster?.stop()
     }

@@ -1,5 +1,5 @@
 /// Why the benchmark could not run a scenario.
-public struct BenchError: Error, CustomStringConvertible, Sendable {
-    public let description: String
-    public init(_ description: String) { self.description = description }
+package struct BenchError: Error, CustomStringConvertible, Sendable {
+    package let description: String
+    package init(_ description: String) { self.description = description }
 }

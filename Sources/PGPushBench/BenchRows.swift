@@ -3,30 +3,30 @@ import PGPushCore
 import Postgres
 
 /// Rows for the scenarios: unique hex tokens, one payload of a chosen size.
-public enum BenchRows {
+package enum BenchRows {
     /// `{"aps":{"alert":"xxx…"}}` of exactly `bytes` bytes (at least the empty alert's size).
-    public static func payload(bytes: Int) -> String {
+    package static func payload(bytes: Int) -> String {
         let frame = #"{"aps":{"alert":""}}"#
         return #"{"aps":{"alert":""# + String(repeating: "x", count: max(0, bytes - frame.utf8.count)) + #""}}"#
     }
 
     /// A Live Activity update of exactly `bytes` bytes (at least its empty state's size).
-    public static func liveActivityPayload(bytes: Int) -> String {
+    package static func liveActivityPayload(bytes: Int) -> String {
         let frame = #"{"aps":{"event":"update","timestamp":1764583200,"content-state":{"s":""}}}"#
         return #"{"aps":{"event":"update","timestamp":1764583200,"content-state":{"s":""#
             + String(repeating: "x", count: max(0, bytes - frame.utf8.count)) + #""}}}"#
     }
 
-    public static func token(_ number: Int) -> String { String(format: "%064x", number) }
+    package static func token(_ number: Int) -> String { String(format: "%064x", number) }
 
     /// An FCM data message of exactly `bytes` bytes (at least its empty form's size).
-    public static func fcmPayload(bytes: Int) -> String {
+    package static func fcmPayload(bytes: Int) -> String {
         let frame = #"{"data":{"k":""}}"#
         return #"{"data":{"k":""# + String(repeating: "x", count: max(0, bytes - frame.utf8.count)) + #""}}"#
     }
 
     /// `count` broadcast channel ids (base64 of "bench-channel-N").
-    public static func channels(_ count: Int) -> [String] {
+    package static func channels(_ count: Int) -> [String] {
         (1...max(count, 1)).map { Data("bench-channel-\($0)".utf8).base64EncodedString() }
     }
 
@@ -35,7 +35,7 @@ public enum BenchRows {
     /// With `broadcastEvery` n > 0, every n-th row is a Live Activity update (priority 5) to
     /// one of `channels` in turn instead of an alert to a token.
     /// `service` `.fcm`: FCM rows to registration tokens `bench-token:N`, with an FCM data payload.
-    public static func fill(_ connection: PostgresConnection, count: Int, payloadBytes: Int, firstToken: Int = 1,
+    package static func fill(_ connection: PostgresConnection, count: Int, payloadBytes: Int, firstToken: Int = 1,
                             broadcastEvery: Int = 0, channels: [String] = [], service: Service = .apns,
                             analyze: Bool = true, progress: (Int) -> Void = { _ in }) throws {
         let batch = 50_000
@@ -79,7 +79,7 @@ public enum BenchRows {
     /// Whether any row is still `queued` or `sending`. Cheap at any table size (each probe
     /// is one step into a partial index), so polling it does not load the server the
     /// worker is measured on; a count over 200,000 rows every 100 ms did.
-    public static func anyUnfinished(_ connection: PostgresConnection) throws -> Bool {
+    package static func anyUnfinished(_ connection: PostgresConnection) throws -> Bool {
         try connection.query("""
             SELECT EXISTS (SELECT 1 FROM pgpush.notifications WHERE status = 'queued')
                 OR EXISTS (SELECT 1 FROM pgpush.notifications WHERE status = 'sending')
@@ -87,12 +87,12 @@ public enum BenchRows {
     }
 
     /// Rows still `queued` or `sending`: a scan, for progress lines every few seconds only.
-    public static func unfinished(_ connection: PostgresConnection) throws -> Int {
+    package static func unfinished(_ connection: PostgresConnection) throws -> Int {
         try connection.query("SELECT count(*) FROM pgpush.notifications WHERE status IN ('queued', 'sending')").int(0, 0) ?? 0
     }
 
     /// Rows by status.
-    public static func statusCounts(_ connection: PostgresConnection) throws -> [String: Int] {
+    package static func statusCounts(_ connection: PostgresConnection) throws -> [String: Int] {
         let result = try connection.query("SELECT status, count(*) FROM pgpush.notifications GROUP BY 1")
         var counts: [String: Int] = [:]
         for row in 0..<result.rowCount { counts[result.string(row, 0) ?? "?"] = result.int(row, 1) }
@@ -101,7 +101,7 @@ public enum BenchRows {
 
     /// Finished rows per second between the 10th and the 90th percentile of `finished_at`:
     /// the drain rate without start-up and the last stragglers.
-    public static func steadyRate(_ connection: PostgresConnection) throws -> Double? {
+    package static func steadyRate(_ connection: PostgresConnection) throws -> Double? {
         let result = try connection.query("""
             SELECT count(*), extract(epoch FROM percentile_disc(0.9) WITHIN GROUP (ORDER BY finished_at)
                                      - percentile_disc(0.1) WITHIN GROUP (ORDER BY finished_at))

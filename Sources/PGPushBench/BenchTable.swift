@@ -2,7 +2,7 @@ import Foundation
 
 extension BenchReport {
     /// The human-readable summary `pgpush bench` prints.
-    public func table() -> String {
+    package func table() -> String {
         var lines: [String] = []
         func row(_ label: String, _ value: String) {
             lines.append("  " + label.padding(toLength: 44, withPad: " ", startingAt: 0) + value)

@@ -3,12 +3,12 @@ import Postgres
 import PushQueue
 
 /// `pgpush bench`: runs the chosen scenarios in order and gathers a `BenchReport`.
-public final class Benchmark {
-    public let options: BenchOptions
+package final class Benchmark {
+    package let options: BenchOptions
     /// Progress lines, each prefixed with the time since the start.
     private let progress: @Sendable (String) -> Void
 
-    public init(options: BenchOptions, progress sink: @escaping @Sendable (String) -> Void) {
+    package init(options: BenchOptions, progress sink: @escaping @Sendable (String) -> Void) {
         self.options = options
         let began = ContinuousClock.now
         progress = { message in
@@ -19,7 +19,7 @@ public final class Benchmark {
 
     /// `databaseURL` nil: an embedded throwaway cluster. `executable`: the pgpush binary
     /// that runs `mock-apns` and `run` in their own processes.
-    public func run(databaseURL: String?, sqlDirectory: String, executable: String) throws -> BenchReport {
+    package func run(databaseURL: String?, sqlDirectory: String, executable: String) throws -> BenchReport {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pgpush-bench-\(getpid())").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer {

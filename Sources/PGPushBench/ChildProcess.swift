@@ -5,11 +5,11 @@ import Glibc
 #endif
 
 /// What a finished child process cost: CPU time and peak resident memory, from `wait4`.
-public struct ProcessUsage: Sendable, Codable, Equatable {
-    public var userSeconds: Double
-    public var systemSeconds: Double
-    public var peakResidentBytes: Int
-    public var cpuSeconds: Double { userSeconds + systemSeconds }
+package struct ProcessUsage: Sendable, Codable, Equatable {
+    package var userSeconds: Double
+    package var systemSeconds: Double
+    package var peakResidentBytes: Int
+    package var cpuSeconds: Double { userSeconds + systemSeconds }
 }
 
 /// The benchmark's processes (the simulator, the worker) run with an environment of their
@@ -17,7 +17,7 @@ public struct ProcessUsage: Sendable, Codable, Equatable {
 /// measured apart from the benchmark's own.
 extension ChildProcess {
     /// Starts `executable` with exactly `environment`, stdout + stderr into `outputPath`.
-    public static func spawn(_ executable: String, _ arguments: [String], environment: [String: String],
+    package static func spawn(_ executable: String, _ arguments: [String], environment: [String: String],
                       outputPath: String) throws(BenchError) -> ChildProcess {
         do {
             return try ChildProcess(executable, arguments, environment: environment, inheritEnvironment: false,
@@ -34,7 +34,7 @@ extension ChildProcess {
     /// here, because exec folds the spawning process's high-water mark into it (posix_spawn
     /// shares the parent's memory until exec), so every child would report at least the
     /// benchmark's own size.
-    public func stop(signal number: Int32?) -> (status: Int32, usage: ProcessUsage) {
+    package func stop(signal number: Int32?) -> (status: Int32, usage: ProcessUsage) {
         var peak = residentHighWaterMark() ?? 0
         if let number { kill(pid, number) }
         while !hasExited {
@@ -50,7 +50,7 @@ extension ChildProcess {
     }
 
     /// VmHWM from /proc: the most resident memory this process has had since it started.
-    public func residentHighWaterMark() -> Int? {
+    package func residentHighWaterMark() -> Int? {
         guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
               let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
               let kilobytes = Int(line.dropFirst(6).trimmingCharacters(in: .whitespaces).split(separator: " ").first ?? "")
@@ -59,7 +59,7 @@ extension ChildProcess {
     }
 
     /// Polls the output file for a line starting with `prefix`, up to `timeout`.
-    public func waitForLine(startingWith prefix: String, timeout: Duration) throws(BenchError) -> String {
+    package func waitForLine(startingWith prefix: String, timeout: Duration) throws(BenchError) -> String {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if let line = output.split(separator: "\n").first(where: { $0.hasPrefix(prefix) }) { return String(line) }
@@ -73,7 +73,7 @@ extension ChildProcess {
 
 extension Benchmark {
     /// The running executable, to start `pgpush mock-apns` and `pgpush run` from it.
-    public static var currentExecutable: String {
+    package static var currentExecutable: String {
         (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
     }
 }

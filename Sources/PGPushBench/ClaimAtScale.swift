@@ -6,11 +6,11 @@ import PushQueue
 /// no finished rows and again after `finishedRows` finished rows were added, and the plan
 /// PostgreSQL picks. The claim reads the partial index of queued rows only, so finished
 /// rows should cost it nothing.
-public enum ClaimAtScale {
+package enum ClaimAtScale {
     static let claimBatch = 1000
     static let claimsTimed = 20
 
-    public static func run(conninfo: String, finishedRows: Int, payloadBytes: Int,
+    package static func run(conninfo: String, finishedRows: Int, payloadBytes: Int,
                            progress: @escaping @Sendable (String) -> Void) throws -> ClaimAtScaleResult {
         let connection = try PostgresConnection(conninfo: conninfo)
         let queue = NotificationQueue(connection: connection, workerID: "bench-claim")
@@ -87,18 +87,18 @@ public enum ClaimAtScale {
     }
 }
 
-public struct ClaimAtScaleResult: Sendable, Codable, Equatable {
-    public var finishedRows: Int
-    public var claimBatch: Int
-    public var claimsTimed: Int
+package struct ClaimAtScaleResult: Sendable, Codable, Equatable {
+    package var finishedRows: Int
+    package var claimBatch: Int
+    package var claimsTimed: Int
     /// Claim time in milliseconds, with no finished rows and with `finishedRows` of them.
-    public var withoutHistory: LatencySummary?
-    public var withHistory: LatencySummary?
+    package var withoutHistory: LatencySummary?
+    package var withHistory: LatencySummary?
     /// The table with its indexes and TOAST, at the end.
-    public var tableBytes: Int64
+    package var tableBytes: Int64
     /// `EXPLAIN (ANALYZE, BUFFERS)` of one claim with the history in place.
-    public var plan: [String]
+    package var plan: [String]
 
     /// Whether the plan finds due rows through the partial index of queued rows.
-    public var usesQueuedIndex: Bool { plan.contains { $0.contains("notifications_queued_due") } }
+    package var usesQueuedIndex: Bool { plan.contains { $0.contains("notifications_queued_due") } }
 }

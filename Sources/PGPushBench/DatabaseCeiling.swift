@@ -7,11 +7,11 @@ import PushQueue
 /// The queue alone: claim batches and write their outcomes, no HTTP. Like the
 /// worker, claims and outcome writes run on two connections at once, with at
 /// most about 2,000 rows claimed but not yet written.
-public enum DatabaseCeiling {
+package enum DatabaseCeiling {
     static let claimBatch = 1000
     static let writeBatch = 2000
 
-    public static func run(conninfo: String, rows: Int, progress: @escaping @Sendable (Int) -> Void) throws -> DatabaseCeilingResult {
+    package static func run(conninfo: String, rows: Int, progress: @escaping @Sendable (Int) -> Void) throws -> DatabaseCeilingResult {
         let pending = Locked<[ClaimResult?]>([])
         let available = DispatchSemaphore(value: 0)
         let slots = DispatchSemaphore(value: writeBatch / claimBatch)

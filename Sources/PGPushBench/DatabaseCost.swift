@@ -4,40 +4,40 @@ import Postgres
 /// What PostgreSQL did for a stretch of a run, and per notification: WAL, rows written,
 /// commits and the server's CPU. One database server's capacity is decided by these, not
 /// by the worker.
-public struct DatabaseCost: Sendable, Codable, Equatable {
+package struct DatabaseCost: Sendable, Codable, Equatable {
     /// What the figures are divided by: rows inserted (insert phase) or rows finished.
-    public var notifications: Int
-    public var seconds: Double
+    package var notifications: Int
+    package var seconds: Double
     /// pg_current_wal_insert_lsn() difference: every WAL byte inserted, written out yet or not.
-    public var walBytes: Int64
+    package var walBytes: Int64
     /// pg_stat_wal: WAL records, and full-page images among them.
-    public var walRecords: Int64
-    public var walFullPageImages: Int64
+    package var walRecords: Int64
+    package var walFullPageImages: Int64
     /// pg_stat_user_tables, summed over every table of the database (notifications, workers,
     /// app_health, delivery_errors, ...).
-    public var rowsInserted: Int64
-    public var rowsUpdated: Int64
-    public var hotUpdates: Int64
-    public var rowsDeleted: Int64
+    package var rowsInserted: Int64
+    package var rowsUpdated: Int64
+    package var hotUpdates: Int64
+    package var rowsDeleted: Int64
     /// The same for pgpush.notifications alone.
-    public var notificationUpdates: Int64
-    public var notificationHOTUpdates: Int64
+    package var notificationUpdates: Int64
+    package var notificationHOTUpdates: Int64
     /// pg_stat_database.xact_commit / xact_rollback, less the bench's own queries.
-    public var commits: Int64
-    public var rollbacks: Int64
+    package var commits: Int64
+    package var rollbacks: Int64
     /// CPU time of every process of the cluster (postmaster, backends, background
     /// processes, autovacuum), less the bench's own observing session. nil when the server
     /// is not the embedded cluster (DATABASE_URL).
-    public var serverCPUSeconds: Double?
+    package var serverCPUSeconds: Double?
 
     // Per notification (stored so that --json has them too).
-    public var walBytesPerNotification: Double
-    public var rowsWrittenPerNotification: Double
-    public var commitsPerNotification: Double
-    public var serverCPUMicrosecondsPerNotification: Double?
+    package var walBytesPerNotification: Double
+    package var rowsWrittenPerNotification: Double
+    package var commitsPerNotification: Double
+    package var serverCPUMicrosecondsPerNotification: Double?
     /// HOT updates / updates over every table, and for pgpush.notifications alone (nil: no updates).
-    public var hotShare: Double?
-    public var notificationHOTShare: Double?
+    package var hotShare: Double?
+    package var notificationHOTShare: Double?
 
     init(notifications: Int, seconds: Double, walBytes: Int64, walRecords: Int64, walFullPageImages: Int64,
          rowsInserted: Int64, rowsUpdated: Int64, hotUpdates: Int64, rowsDeleted: Int64, notificationUpdates: Int64,
@@ -66,7 +66,7 @@ public struct DatabaseCost: Sendable, Codable, Equatable {
     }
 
     /// The server's CPUs busy on average over the stretch.
-    public var serverBusyCPUs: Double? {
+    package var serverBusyCPUs: Double? {
         serverCPUSeconds.map { $0 / max(seconds, 1e-6) }
     }
 

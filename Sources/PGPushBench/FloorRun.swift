@@ -100,21 +100,21 @@ enum FloorRun {
 }
 
 /// The floor at one rate (FloorRun).
-public struct FloorResult: Sendable, Codable {
-    public var offeredPerSecond: Int
-    public var rows: Int
-    public var finished: Int
+package struct FloorResult: Sendable, Codable {
+    package var offeredPerSecond: Int
+    package var rows: Int
+    package var finished: Int
     /// Every server process, the inserting session's backend and the bench's observer not.
-    public var serverCPUMicrosecondsPerNotification: Double?
-    public var insertSessionCPUMicrosecondsPerNotification: Double?
-    public var walBytesPerNotification: Double
+    package var serverCPUMicrosecondsPerNotification: Double?
+    package var insertSessionCPUMicrosecondsPerNotification: Double?
+    package var walBytesPerNotification: Double
     /// Commits other than the inserts, per notification.
-    public var workerTransactionsPerNotification: Double
-    public var cost: DatabaseCost
+    package var workerTransactionsPerNotification: Double
+    package var cost: DatabaseCost
 
     /// PostgreSQL's CPU the claiming caused, per notification: every server process less
     /// the inserting session.
-    public var causedByWorkerMicroseconds: Double? {
+    package var causedByWorkerMicroseconds: Double? {
         guard let server = serverCPUMicrosecondsPerNotification else { return nil }
         return server - (insertSessionCPUMicrosecondsPerNotification ?? 0)
     }

@@ -11,12 +11,12 @@ import PushQueue
 /// partition that holds them. Each retirement is timed, its WAL measured (the insert
 /// position before and after), and a claimer on its own connection claims 10 fresh rows
 /// every 10 ms throughout, first for a few seconds before (the baseline), then during.
-public enum HistoryRetirement {
+package enum HistoryRetirement {
     static let retention = "7 days"
     static let keyedEvery = 10
     static let baselineSeconds = 5.0
 
-    public static func run(database: BenchDatabase, rows: Int, payloadBytes: Int,
+    package static func run(database: BenchDatabase, rows: Int, payloadBytes: Int,
                            progress: @escaping @Sendable (String) -> Void) throws -> HistoryRetirementResult {
         func filledAt007(_ name: String) throws -> String {
             let conninfo = try database.fresh(name, upToVersion: 7)
@@ -168,22 +168,22 @@ final class ClaimProbe: Sendable {
     }
 }
 
-public struct RetirementResult: Sendable, Codable, Equatable {
-    public var retired: Int
-    public var seconds: Double
+package struct RetirementResult: Sendable, Codable, Equatable {
+    package var retired: Int
+    package var seconds: Double
     /// WAL written while retiring (by the claimer too, a few kB a second).
-    public var walBytes: Int64
+    package var walBytes: Int64
     /// The claimer's claim times just before and during the retirement, in milliseconds.
-    public var claimsBefore: LatencySummary?
-    public var claimsDuring: LatencySummary?
+    package var claimsBefore: LatencySummary?
+    package var claimsDuring: LatencySummary?
 }
 
-public struct HistoryRetirementResult: Sendable, Codable, Equatable {
-    public var rows: Int
-    public var keyedEvery: Int
-    public var rowDeletes: RetirementResult
-    public var partitionDrops: RetirementResult
+package struct HistoryRetirementResult: Sendable, Codable, Equatable {
+    package var rows: Int
+    package var keyedEvery: Int
+    package var rowDeletes: RetirementResult
+    package var partitionDrops: RetirementResult
     /// `pgpush migrate` of the filled 007 table to partitions.
-    public var migrationSeconds: Double
-    public var migrationWALBytes: Int64
+    package var migrationSeconds: Double
+    package var migrationWALBytes: Int64
 }

@@ -6,15 +6,15 @@ import Spawn
 
 /// `pgpush mock-apns` (or `pgpush mock-fcm`) in its own process, so its CPU does not count as
 /// the worker's and the two talk over a real socket with TLS.
-public final class SimulatorProcess: Sendable {
-    public let process: ChildProcess
-    public let service: Service
-    public let baseURL: String
-    public let caFile: String
-    public let reportPath: String
-    public let logPath: String?
+package final class SimulatorProcess: Sendable {
+    package let process: ChildProcess
+    package let service: Service
+    package let baseURL: String
+    package let caFile: String
+    package let reportPath: String
+    package let logPath: String?
     /// FCM: the service-account file the simulator wrote, which the worker signs with.
-    public let fcmCredentialsFile: String?
+    package let fcmCredentialsFile: String?
 
     /// The simulator stands for APNs, which answers from machines of its own. On two cores
     /// shared with the worker and PostgreSQL it would otherwise wait its turn behind the
@@ -26,7 +26,7 @@ public final class SimulatorProcess: Sendable {
 
     /// Starts the simulator on a free port and waits for its "listening" line.
     /// `extraArguments` are mock-apns flags (faults).
-    public init(executable: String, credentials: BenchCredentials, directory: String, name: String,
+    package init(executable: String, credentials: BenchCredentials, directory: String, name: String,
                 logRequests: Bool, extraArguments: [String] = [], service: Service = .apns) throws {
         self.service = service
         caFile = directory + "/\(name)-ca.pem"
@@ -60,13 +60,13 @@ public final class SimulatorProcess: Sendable {
     }
 
     /// SIGTERM; the simulator writes its report and log, then exits.
-    public func stop() throws -> (report: SimulatorReport, usage: ProcessUsage) {
+    package func stop() throws -> (report: SimulatorReport, usage: ProcessUsage) {
         let (data, usage) = try stopForReport()
         return (try JSONDecoder().decode(SimulatorReport.self, from: data), usage)
     }
 
     /// `stop()` for the FCM simulator.
-    public func stopFCM() throws -> (report: FCMSimulatorReport, usage: ProcessUsage) {
+    package func stopFCM() throws -> (report: FCMSimulatorReport, usage: ProcessUsage) {
         let (data, usage) = try stopForReport()
         return (try JSONDecoder().decode(FCMSimulatorReport.self, from: data), usage)
     }
@@ -80,7 +80,7 @@ public final class SimulatorProcess: Sendable {
     }
 
     /// The request log's entries (needs `logRequests`), in file order.
-    public func requestLog() throws -> [RequestLogEntry] {
+    package func requestLog() throws -> [RequestLogEntry] {
         guard let logPath, let data = FileManager.default.contents(atPath: logPath) else { return [] }
         let decoder = JSONDecoder()
         var entries: [RequestLogEntry] = []

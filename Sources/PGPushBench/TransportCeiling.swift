@@ -7,10 +7,10 @@ import PushWorker
 
 /// HTTP/2 alone: the worker's APNs client, uncapped, sending prepared requests
 /// to the simulator process with as many in flight as the uncapped worker keeps.
-public enum TransportCeiling {
-    public static let inFlight = 2000
+package enum TransportCeiling {
+    package static let inFlight = 2000
 
-    public static func run(simulator: SimulatorProcess, credentials: BenchCredentials, requests: Int, connections: Int,
+    package static func run(simulator: SimulatorProcess, credentials: BenchCredentials, requests: Int, connections: Int,
                            payloadBytes: Int, progress: @escaping @Sendable (Int) -> Void) throws -> (seconds: Double, delivered: Int, clientCPUSeconds: Double, machineBusyCPUs: Double) {
         let app = AppConfiguration(name: "default", bundleID: BenchCredentials.bundleID, apnsURL: simulator.baseURL,
                                    caFile: simulator.caFile,

@@ -3,11 +3,11 @@ import Spawn
 
 /// `pgpush run` in its own process, pointed at one database and the simulator,
 /// so its CPU time and peak memory can be read from `wait4` when it exits.
-public final class WorkerProcess: Sendable {
-    public let process: ChildProcess
-    public let startedAt: ContinuousClock.Instant
+package final class WorkerProcess: Sendable {
+    package let process: ChildProcess
+    package let startedAt: ContinuousClock.Instant
 
-    public init(executable: String, databaseURL: String, listenDatabaseURL: String? = nil, simulator: SimulatorProcess,
+    package init(executable: String, databaseURL: String, listenDatabaseURL: String? = nil, simulator: SimulatorProcess,
                 credentials: BenchCredentials, connections: Int, ratePerConnection: Int, directory: String,
                 name: String) throws(BenchError) {
         var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("PGPUSH_") && $0.key != "DATABASE_URL" }
@@ -35,7 +35,7 @@ public final class WorkerProcess: Sendable {
 
     /// SIGTERM (graceful drain; not again when `signalled`: a second signal makes the worker
     /// exit at once), then the usage of the whole life of the process.
-    public func stop(signalled: Bool = false) throws(BenchError) -> ProcessUsage {
+    package func stop(signalled: Bool = false) throws(BenchError) -> ProcessUsage {
         let (status, usage) = process.stop(signal: signalled ? nil : SIGTERM)
         let exited = status & 0x7f == 0
         guard exited && (status >> 8) & 0xff == 0 else {
@@ -45,7 +45,7 @@ public final class WorkerProcess: Sendable {
     }
 
     /// Throws if the worker died early, with the end of its output.
-    public func checkAlive() throws(BenchError) {
+    package func checkAlive() throws(BenchError) {
         if process.hasExited { throw BenchError("the worker exited early:\n\(process.lastLines())") }
     }
 }

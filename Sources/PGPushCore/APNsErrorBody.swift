@@ -5,25 +5,25 @@ import Foundation
 ///
 /// Parsed with pgpush's own scanner: the bytes come from the network, so any
 /// input must give a result or nil, never a crash.
-public struct APNsErrorBody: Equatable, Sendable {
-    public let reason: String?
+package struct APNsErrorBody: Equatable, Sendable {
+    package let reason: String?
     /// When APNs last confirmed the token invalid (410); sent in milliseconds.
-    public let timestamp: Date?
+    package let timestamp: Date?
 
-    public init(reason: String?, timestamp: Date?) {
+    package init(reason: String?, timestamp: Date?) {
         self.reason = reason
         self.timestamp = timestamp
     }
 
     /// nil when the bytes are not a JSON object.
-    public static func parse(_ bytes: some Collection<UInt8>) -> APNsErrorBody? {
+    package static func parse(_ bytes: some Collection<UInt8>) -> APNsErrorBody? {
         guard let root = JSONValue.parse(bytes), case .object = root else { return nil }
         return APNsErrorBody(reason: root["reason"]?.stringValue, timestamp: root["timestamp"].flatMap(date(fromMilliseconds:)))
     }
 
     /// The JSON APNs would send: `{"reason":"…","timestamp":ms}`, each field only
     /// when set (for the simulator and tests).
-    public func encoded() -> [UInt8] {
+    package func encoded() -> [UInt8] {
         var members: [String] = []
         if let reason { members.append("\"reason\":" + JSONText.quoted(reason)) }
         if let timestamp {

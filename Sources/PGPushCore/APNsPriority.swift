@@ -1,6 +1,6 @@
 /// The three `apns-priority` values APNs accepts; any other
 /// value is answered with 400 BadPriority, so it cannot be represented here.
-public enum APNsPriority: Int, CaseIterable, Sendable, Comparable {
+package enum APNsPriority: Int, CaseIterable, Sendable, Comparable {
     /// Power first: never wakes the device.
     case powerFirst = 1
     /// Power-aware: APNs may batch or throttle; the only value a background push may use.
@@ -9,7 +9,7 @@ public enum APNsPriority: Int, CaseIterable, Sendable, Comparable {
     case immediate = 10
 
     /// The header value, e.g. `"10"`.
-    public var headerValue: String { String(rawValue) }
+    package var headerValue: String { String(rawValue) }
 
-    public static func < (lhs: APNsPriority, rhs: APNsPriority) -> Bool { lhs.rawValue < rhs.rawValue }
+    package static func < (lhs: APNsPriority, rhs: APNsPriority) -> Bool { lhs.rawValue < rhs.rawValue }
 }

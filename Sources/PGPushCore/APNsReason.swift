@@ -8,7 +8,7 @@
 /// - `BadMessageId`, `BadPath`, `MethodNotAllowed`, `DuplicateHeaders`,
 ///   `MissingDeviceToken` and `PayloadEmpty` would be pgpush bugs (validation
 ///   rules them out).
-public enum APNsReason: String, CaseIterable, Sendable {
+package enum APNsReason: String, CaseIterable, Sendable {
     case badCollapseID = "BadCollapseId"
     case badDeviceToken = "BadDeviceToken"
     case badExpirationDate = "BadExpirationDate"
@@ -61,7 +61,7 @@ public enum APNsReason: String, CaseIterable, Sendable {
     case cannotCreateChannelConfig = "CannotCreateChannelConfig"
 
     /// The HTTP status APNs documents with this reason.
-    public var status: Int {
+    package var status: Int {
         switch self {
         case .badCollapseID, .badDeviceToken, .badExpirationDate, .badMessageID, .badPriority, .badTopic,
              .deviceTokenNotForTopic, .duplicateHeaders, .idleTimeout, .invalidPushType, .missingDeviceToken,

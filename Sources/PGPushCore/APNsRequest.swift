@@ -10,28 +10,28 @@ import Foundation
 ///
 /// The provider token is not part of it: one token is shared by many requests and
 /// replaced every ~50 minutes, so the sender adds it when the request is written.
-public struct APNsRequest: Equatable, Sendable {
+package struct APNsRequest: Equatable, Sendable {
     /// Who gets it: one device, or every device subscribed to a broadcast channel.
-    public enum Recipient: Equatable, Sendable {
+    package enum Recipient: Equatable, Sendable {
         case device(DeviceToken)
         /// The channel id as APNs gave it (base64).
         case channel(String)
     }
 
-    public let notificationID: Int64
-    public let recipient: Recipient
-    public let pushType: PushType
-    public let priority: APNsPriority
+    package let notificationID: Int64
+    package let recipient: Recipient
+    package let pushType: PushType
+    package let priority: APNsPriority
     /// The topic of a device push; for a broadcast, the bundle id of the app whose
     /// channel it goes to.
-    public let topic: String
+    package let topic: String
     /// The row named its own `topic`: an answer about the topic is then the row's fault.
-    public let topicIsExplicit: Bool
-    public let apnsID: UUID
+    package let topicIsExplicit: Bool
+    package let apnsID: UUID
     /// Absolute UNIX seconds, 0 meaning "try once, store nothing"; nil leaves APNs's
     /// default storage policy.
-    public let expiration: Int64?
-    public let collapseID: String?
+    package let expiration: Int64?
+    package let collapseID: String?
     /// The compact JSON body.
-    public let body: [UInt8]
+    package let body: [UInt8]
 }

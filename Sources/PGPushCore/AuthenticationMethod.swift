@@ -1,6 +1,6 @@
 /// How an app authenticates to APNs. Validation needs it
 /// because some push types are refused on certificate connections.
-public enum AuthenticationMethod: Sendable, Equatable {
+package enum AuthenticationMethod: Sendable, Equatable {
     /// A provider token (ES256 JWT from a .p8 key), sent in `authorization`.
     case token
     /// A TLS client certificate; no `authorization` header.

@@ -3,7 +3,7 @@
 /// Decoding is strict: it rejects padding, whitespace, characters outside the
 /// URL-safe alphabet, an impossible length (one leftover character) and
 /// non-zero trailing bits, so one value has exactly one encoding.
-public enum Base64URL {
+package enum Base64URL {
     private static let alphabet: [UInt8] = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
 
     /// Six-bit value of each byte, or `invalid` for bytes outside the alphabet.
@@ -16,7 +16,7 @@ public enum Base64URL {
         return table
     }()
 
-    public static func encode(_ bytes: some Sequence<UInt8>) -> String {
+    package static func encode(_ bytes: some Sequence<UInt8>) -> String {
         let input = Array(bytes)
         var output = [UInt8]()
         output.reserveCapacity((input.count * 4 + 2) / 3)
@@ -45,12 +45,12 @@ public enum Base64URL {
         return String(decoding: output, as: UTF8.self)
     }
 
-    public static func encode(_ text: String) -> String {
+    package static func encode(_ text: String) -> String {
         encode(text.utf8)
     }
 
     /// The decoded bytes, or nil when `text` is not canonical unpadded base64url.
-    public static func decode(_ text: some StringProtocol) -> [UInt8]? {
+    package static func decode(_ text: some StringProtocol) -> [UInt8]? {
         let symbols = Array(text.utf8)
         if symbols.count % 4 == 1 { return nil }
         var output = [UInt8]()

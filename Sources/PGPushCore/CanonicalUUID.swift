@@ -4,7 +4,7 @@ import Foundation
 /// built from the bytes directly: every request sends one,
 /// and `uuidString.lowercased()` formats and then copies the text again.
 extension UUID {
-    public var lowercasedString: String {
+    package var lowercasedString: String {
         let hex: [UInt8] = Array("0123456789abcdef".utf8)
         return withUnsafeBytes(of: uuid) { bytes in
             String(unsafeUninitializedCapacity: 36) { text in
@@ -27,7 +27,7 @@ extension UUID {
     /// nil for anything else. Takes an array rather than any collection: called once per
     /// claimed row from another module, a generic version ran unspecialised there, with a
     /// runtime metadata look-up for every character.
-    public init?(canonicalBytes text: [UInt8]) {
+    package init?(canonicalBytes text: [UInt8]) {
         guard text.count == 36 else { return nil }
         var uuid: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
         let parsed = withUnsafeMutableBytes(of: &uuid) { bytes -> Bool in

@@ -1,7 +1,7 @@
 /// Whether a service may have acted on a request that got no answer. The one vocabulary
 /// for it from the transport up: a request that was `notProcessed` can be sent again
 /// without any risk of a duplicate; one that `mayHaveBeenProcessed` cannot.
-public enum Processing: String, Sendable, Equatable {
+package enum Processing: String, Sendable, Equatable {
     /// Never written, refused (REFUSED_STREAM), above a GOAWAY's last stream id, or no connection.
     case notProcessed
     /// Written but not answered (deadline, connection lost): it may have been delivered.
@@ -9,8 +9,8 @@ public enum Processing: String, Sendable, Equatable {
 }
 
 /// Why a request got no answer, and whether the service may have acted on it.
-public struct DeliveryFailure: Error, Sendable, Equatable, CustomStringConvertible {
-    public enum Cause: String, CaseIterable, Sendable, Equatable {
+package struct DeliveryFailure: Error, Sendable, Equatable, CustomStringConvertible {
+    package enum Cause: String, CaseIterable, Sendable, Equatable {
         /// No connection could be opened within the request timeout.
         case couldNotConnect
         /// RST_STREAM REFUSED_STREAM, also after the sender's own resends.
@@ -35,22 +35,22 @@ public struct DeliveryFailure: Error, Sendable, Equatable, CustomStringConvertib
         case credentials
     }
 
-    public var processing: Processing
-    public var cause: Cause
+    package var processing: Processing
+    package var cause: Cause
     /// The service's reason behind the failure, when there is one: the `reason` of the
     /// GOAWAY that ended the connection, or why credentials are refused.
-    public var serviceReason: String?
+    package var serviceReason: String?
     /// For logs; never contains a token or key material.
-    public var detail: String
+    package var detail: String
 
-    public init(processing: Processing, cause: Cause, serviceReason: String? = nil, detail: String) {
+    package init(processing: Processing, cause: Cause, serviceReason: String? = nil, detail: String) {
         self.processing = processing
         self.cause = cause
         self.serviceReason = serviceReason
         self.detail = detail
     }
 
-    public var description: String {
+    package var description: String {
         "\(cause.rawValue) (\(processing == .notProcessed ? "not processed" : "may have been processed")): \(detail)"
     }
 
@@ -65,7 +65,7 @@ extension DeliveryFailure.Cause {
     /// Whether sending the request again on another connection could get it an answer:
     /// the stream was refused or the connection went away. A deadline already passed, a
     /// reset stream, a shutdown or an unencodable request would fail alike.
-    public var anotherConnectionMayHelp: Bool {
+    package var anotherConnectionMayHelp: Bool {
         switch self {
         case .refusedStream, .goAway, .connectionLost: true
         case .couldNotConnect, .deadlineExceeded, .streamReset, .responseTooLarge, .invalidRequest, .clientShutDown, .credentials:

@@ -4,14 +4,14 @@
 /// The length is deliberately not fixed: 64 hex digits is common, but 108 and 160
 /// have been seen and Apple says not to assume a size. Any even length from 2 to
 /// 400 digits is accepted.
-public struct DeviceToken: Hashable, Sendable, CustomStringConvertible {
-    public static let maximumLength = 400
+package struct DeviceToken: Hashable, Sendable, CustomStringConvertible {
+    package static let maximumLength = 400
 
     /// Lowercase hex digits, even length.
-    public let hex: String
+    package let hex: String
 
     /// Accepts hex digits in either case; anything else is a `BadDeviceToken` failure.
-    public init(validating text: String) throws(ValidationFailure) {
+    package init(validating text: String) throws(ValidationFailure) {
         let utf8 = text.utf8
         guard utf8.count >= 2, utf8.count <= Self.maximumLength else {
             throw ValidationFailure(.badDeviceToken,
@@ -35,5 +35,5 @@ public struct DeviceToken: Hashable, Sendable, CustomStringConvertible {
         hex = String(decoding: lowered, as: UTF8.self)
     }
 
-    public var description: String { hex }
+    package var description: String { hex }
 }

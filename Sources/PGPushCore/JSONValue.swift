@@ -2,7 +2,7 @@
 /// background-push rule, APNs error bodies, and the simulator reading JWT
 /// headers and claims). Numbers keep their text so nothing is lost to floating
 /// point; duplicate object keys keep the last value, as PostgreSQL's jsonb does.
-public enum JSONValue: Equatable, Sendable {
+package enum JSONValue: Equatable, Sendable {
     case object([String: JSONValue])
     case array([JSONValue])
     case string(String)
@@ -12,29 +12,29 @@ public enum JSONValue: Equatable, Sendable {
 
     /// Parses one JSON text (RFC 8259, nesting up to 64); nil when it is not valid.
     /// Never crashes on any input.
-    public static func parse(_ bytes: some Collection<UInt8>) -> JSONValue? {
+    package static func parse(_ bytes: some Collection<UInt8>) -> JSONValue? {
         try? JSONScanner.scan(bytes, compacting: false, buildingValue: true).value
     }
 
     /// The member named `key` when this is an object.
-    public subscript(key: String) -> JSONValue? {
+    package subscript(key: String) -> JSONValue? {
         guard case .object(let members) = self else { return nil }
         return members[key]
     }
 
     /// The numeric value, for comparisons only (never used to re-serialize).
-    public var numberValue: Double? {
+    package var numberValue: Double? {
         guard case .number(let text) = self else { return nil }
         return Double(text)
     }
 
     /// The value as an exact integer, when the number text is one (`1700000000`, not `1.5` or `1e3`).
-    public var integerValue: Int64? {
+    package var integerValue: Int64? {
         guard case .number(let text) = self else { return nil }
         return Int64(text)
     }
 
-    public var stringValue: String? {
+    package var stringValue: String? {
         guard case .string(let text) = self else { return nil }
         return text
     }

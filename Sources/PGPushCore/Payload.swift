@@ -7,18 +7,18 @@
 ///   `alert`, `badge` or `sound` ("send no alert, badge or sound
 ///   with it"). Such a push is rejected rather than silently sent, because APNs
 ///   may accept it and then throttle or drop it on the device (docs/apns.md, "Payload limits").
-public struct Payload: Equatable, Sendable {
+package struct Payload: Equatable, Sendable {
     /// The compact UTF-8 JSON body.
-    public let bytes: [UInt8]
+    package let bytes: [UInt8]
     /// A push-to-talk service update (`"aps": {"ptt-push-type": "service-update"}`),
     /// the one kind of push to talk that may go at priority 5.
-    public let isPushToTalkServiceUpdate: Bool
+    package let isPushToTalkServiceUpdate: Bool
 
     /// Largest compact JSON body APNs accepts for a broadcast, in bytes.
-    public static let broadcastLimit = 5120
+    package static let broadcastLimit = 5120
 
     /// - Parameter broadcast: the body goes to a channel (its own size limit; no Live Activity start).
-    public init(validating text: some Collection<UInt8>, for pushType: PushType, broadcast: Bool = false) throws(ValidationFailure) {
+    package init(validating text: some Collection<UInt8>, for pushType: PushType, broadcast: Bool = false) throws(ValidationFailure) {
         let isBackground = pushType == .background
         let scanned: JSONScanner.Result
         do {

@@ -7,33 +7,33 @@ import Foundation
 ///
 /// Named `PushNotification` rather than `Notification` so it does not collide
 /// with Foundation's `Notification` in files that import both.
-public struct PushNotification: Equatable, Sendable {
-    public var id: Int64
+package struct PushNotification: Equatable, Sendable {
+    package var id: Int64
     /// Which configured app sends it.
-    public var app: String
+    package var app: String
     /// The service it goes to (`service` column).
-    public var service: Service
+    package var service: Service
     /// Hex as inserted, any case; empty on a channel row.
-    public var deviceToken: String
+    package var deviceToken: String
     /// `channel_id`: the broadcast channel the row goes to instead of a device.
-    public var channelID: String?
+    package var channelID: String?
     /// `push_type` text, e.g. `"alert"`.
-    public var pushType: String
+    package var pushType: String
     /// nil derives the push type's default.
-    public var priority: Int?
+    package var priority: Int?
     /// nil derives the app's bundle id plus the push type's suffix.
-    public var topic: String?
+    package var topic: String?
     /// The JSON body as stored (jsonb text output, with its spaces).
-    public var payload: [UInt8]
-    public var collapseID: String?
+    package var payload: [UInt8]
+    package var collapseID: String?
     /// Absolute UNIX seconds for `apns-expiration` (from `expires_at`).
-    public var expiration: Int64?
+    package var expiration: Int64?
     /// `deliver_once`: true sends `apns-expiration: 0` (APNs tries once and stores
     /// nothing); nil derives it from the push type (true for pushtotalk only).
-    public var deliverOnce: Bool?
-    public var apnsID: UUID
+    package var deliverOnce: Bool?
+    package var apnsID: UUID
 
-    public init(
+    package init(
         id: Int64, app: String = "default", service: Service = .apns, deviceToken: String, pushType: String = PushType.alert.rawValue,
         priority: Int? = nil, topic: String? = nil, payload: [UInt8], collapseID: String? = nil,
         expiration: Int64? = nil, deliverOnce: Bool? = nil, apnsID: UUID = UUID(), channelID: String? = nil
@@ -56,9 +56,9 @@ public struct PushNotification: Equatable, Sendable {
 
 extension PushNotification {
     /// Largest `apns-collapse-id` APNs accepts, in UTF-8 bytes.
-    public static let maximumCollapseIDLength = 64
+    package static let maximumCollapseIDLength = 64
     /// Longest channel id taken. Apple fixes no length; this keeps a bad row from making a huge header.
-    public static let maximumChannelIDLength = 1024
+    package static let maximumChannelIDLength = 1024
 
     /// Applies every rule APNs would check and returns the
     /// request to send.
@@ -79,7 +79,7 @@ extension PushNotification {
     /// - Parameters:
     ///   - bundleID: the app's bundle id; nil when the app configures none.
     ///   - authentication: how the app connects; location and liveactivity need token auth.
-    public func validated(bundleID: String?, authentication: AuthenticationMethod) throws(ValidationFailure) -> APNsRequest {
+    package func validated(bundleID: String?, authentication: AuthenticationMethod) throws(ValidationFailure) -> APNsRequest {
         guard let type = PushType(rawValue: pushType) else {
             throw ValidationFailure(.invalidPushType, "unknown push type \"\(pushType.prefix(40))\"")
         }

@@ -17,7 +17,7 @@
 ///   which the sender opts out of by writing 5.)
 /// - Payload limit: 4096 bytes of compact JSON, 5120 for voip.
 /// - Authentication: location and liveactivity work with token auth only.
-public enum PushType: String, CaseIterable, Sendable {
+package enum PushType: String, CaseIterable, Sendable {
     case alert
     case background
     case voip
@@ -31,14 +31,14 @@ public enum PushType: String, CaseIterable, Sendable {
     case controls
 
     /// What `apns-topic` must be for this type when the row gives none.
-    public enum TopicRule: Equatable, Sendable {
+    package enum TopicRule: Equatable, Sendable {
         /// The app's bundle id followed by `suffix` (empty for alert and background).
         case bundleID(suffix: String)
         /// No topic can be derived; the notification must carry one (mdm).
         case explicitOnly
     }
 
-    public var topicRule: TopicRule {
+    package var topicRule: TopicRule {
         switch self {
         case .alert, .background: .bundleID(suffix: "")
         case .voip: .bundleID(suffix: ".voip")
@@ -54,7 +54,7 @@ public enum PushType: String, CaseIterable, Sendable {
     }
 
     /// The topic derived from a bundle id, or nil when this type cannot derive one.
-    public func derivedTopic(bundleID: String) -> String? {
+    package func derivedTopic(bundleID: String) -> String? {
         switch topicRule {
         case .bundleID(let suffix): bundleID + suffix
         case .explicitOnly: nil
@@ -62,7 +62,7 @@ public enum PushType: String, CaseIterable, Sendable {
     }
 
     /// Priorities APNs accepts for this type, highest first.
-    public var allowedPriorities: [APNsPriority] {
+    package var allowedPriorities: [APNsPriority] {
         switch self {
         case .background: [.powerAware]
         case .liveactivity, .location, .pushtotalk: [.immediate, .powerAware]
@@ -71,7 +71,7 @@ public enum PushType: String, CaseIterable, Sendable {
     }
 
     /// The priority sent when the notification does not name one.
-    public var defaultPriority: APNsPriority {
+    package var defaultPriority: APNsPriority {
         switch self {
         case .background: .powerAware
         default: .immediate
@@ -79,7 +79,7 @@ public enum PushType: String, CaseIterable, Sendable {
     }
 
     /// Largest compact JSON body APNs accepts for this type, in bytes.
-    public var payloadLimit: Int {
+    package var payloadLimit: Int {
         switch self {
         case .voip: 5120
         default: 4096
@@ -87,10 +87,10 @@ public enum PushType: String, CaseIterable, Sendable {
     }
 
     /// Whether a row that leaves `deliver_once` null is sent with `apns-expiration: 0`.
-    public var deliversOnceByDefault: Bool { self == .pushtotalk }
+    package var deliversOnceByDefault: Bool { self == .pushtotalk }
 
     /// Whether APNs accepts this type only on a token-authenticated (JWT) connection.
-    public var requiresTokenAuthentication: Bool {
+    package var requiresTokenAuthentication: Bool {
         switch self {
         case .location, .liveactivity: true
         default: false

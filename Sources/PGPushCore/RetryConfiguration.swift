@@ -18,21 +18,21 @@
 ///   the queue uncounted, at most `notProcessedRequeues` times: a server refusing
 ///   stream after stream is then treated like one that does not answer. This cap is
 ///   fixed, not a setting.
-public struct RetryConfiguration: Equatable, Sendable {
+package struct RetryConfiguration: Equatable, Sendable {
     /// Retries after 5xx or no response; total attempts are one more.
-    public var serverErrorRetries: Int
-    public var serverErrorDelay: ClosedRange<Duration>
-    public var tooManyRequestsBaseDelay: Duration
-    public var tooManyRequestsMaximumDelay: Duration
+    package var serverErrorRetries: Int
+    package var serverErrorDelay: ClosedRange<Duration>
+    package var tooManyRequestsBaseDelay: Duration
+    package var tooManyRequestsMaximumDelay: Duration
     /// Total attempts (including the first) before a 429 fails the notification.
-    public var tooManyRequestsMaximumAttempts: Int
+    package var tooManyRequestsMaximumAttempts: Int
     /// Uncounted returns to the queue for requests APNs certainly did not process
     /// (refused streams, GOAWAY), after the client's own resends; past it the next
     /// one counts like a lost answer, so a server refusing everything cannot keep a
     /// row circling forever.
-    public var notProcessedRequeues: Int
+    package var notProcessedRequeues: Int
 
-    public init(
+    package init(
         serverErrorRetries: Int = 3,
         serverErrorDelay: ClosedRange<Duration> = .seconds(1) ... .seconds(5),
         tooManyRequestsBaseDelay: Duration = .seconds(1),
@@ -48,5 +48,5 @@ public struct RetryConfiguration: Equatable, Sendable {
         self.notProcessedRequeues = notProcessedRequeues
     }
 
-    public static let `default` = RetryConfiguration()
+    package static let `default` = RetryConfiguration()
 }

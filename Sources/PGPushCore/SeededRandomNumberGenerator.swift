@@ -1,14 +1,14 @@
 /// A small deterministic generator (SplitMix64): the same seed gives the same
 /// sequence. For jitter in tests, reproducible fault injection and the worker's
 /// retry jitter (seeded from the system). Not for anything secret.
-public struct SeededRandomNumberGenerator: RandomNumberGenerator, Sendable {
+package struct SeededRandomNumberGenerator: RandomNumberGenerator, Sendable {
     private var state: UInt64
 
-    public init(seed: UInt64) {
+    package init(seed: UInt64) {
         state = seed
     }
 
-    public mutating func next() -> UInt64 {
+    package mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var mixed = state
         mixed = (mixed ^ (mixed >> 30)) &* 0xBF58_476D_1CE4_E5B9

@@ -1,5 +1,5 @@
 /// The push services a row can go to: the `service` column of `pgpush.notifications`.
-public enum Service: String, CaseIterable, Sendable, Hashable, Comparable {
+package enum Service: String, CaseIterable, Sendable, Hashable, Comparable {
     /// Apple Push Notification service (HTTP/2, token or certificate authentication).
     case apns
     /// Firebase Cloud Messaging, HTTP v1 API (service-account access tokens).
@@ -7,5 +7,5 @@ public enum Service: String, CaseIterable, Sendable, Hashable, Comparable {
     /// RFC 8030 push services (VAPID, aes128gcm).
     case webpush
 
-    public static func < (lhs: Service, rhs: Service) -> Bool { lhs.rawValue < rhs.rawValue }
+    package static func < (lhs: Service, rhs: Service) -> Bool { lhs.rawValue < rhs.rawValue }
 }

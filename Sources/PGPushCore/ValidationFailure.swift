@@ -2,9 +2,9 @@
 /// ("what only the worker can tell becomes status `failed` with a clear
 /// `last_reason`"). Where APNs has a reason for the same fault, the same spelling
 /// is used so `last_reason` reads alike whether pgpush or APNs caught it.
-public struct ValidationFailure: Error, Equatable, Sendable, CustomStringConvertible {
+package struct ValidationFailure: Error, Equatable, Sendable, CustomStringConvertible {
     /// Stable strings for the `last_reason` column; public API, never renamed.
-    public enum Reason: String, CaseIterable, Sendable {
+    package enum Reason: String, CaseIterable, Sendable {
         case invalidPushType = "InvalidPushType"
         case badDeviceToken = "BadDeviceToken"
         case badPriority = "BadPriority"
@@ -35,14 +35,14 @@ public struct ValidationFailure: Error, Equatable, Sendable, CustomStringConvert
         case broadcastCannotStartLiveActivity = "BroadcastCannotStartLiveActivity"
     }
 
-    public let reason: Reason
+    package let reason: Reason
     /// A sentence for people; never contains payload content or secrets.
-    public let message: String
+    package let message: String
 
-    public init(_ reason: Reason, _ message: String) {
+    package init(_ reason: Reason, _ message: String) {
         self.reason = reason
         self.message = message
     }
 
-    public var description: String { "\(reason.rawValue): \(message)" }
+    package var description: String { "\(reason.rawValue): \(message)" }
 }

@@ -6,25 +6,25 @@
 /// project `SENDER_ID_MISMATCH`. One such answer says nothing; when most of the recent
 /// ones are, the likelier story is the setup, and the operator should hear it (app health).
 /// Which answers hint at it is the service's policy (`Delivery.hintsWrongSetup`).
-public struct WrongSetupMonitor: Sendable {
-    public enum Change: Equatable, Sendable {
+package struct WrongSetupMonitor: Sendable {
+    package enum Change: Equatable, Sendable {
         case unchanged
         case suspected
         case cleared
     }
 
     /// How many recent answers are looked at, and how many must be in before judging.
-    public let window: Int
-    public let minimumAnswers: Int
+    package let window: Int
+    package let minimumAnswers: Int
     /// Share of `BadDeviceToken` answers above which a mismatch is suspected.
-    public let threshold: Double
+    package let threshold: Double
 
     private var recent: [Bool] = []
     private var next = 0
     private var badCount = 0
-    public private(set) var isSuspected = false
+    package private(set) var isSuspected = false
 
-    public init(window: Int = 200, minimumAnswers: Int = 50, threshold: Double = 0.5) {
+    package init(window: Int = 200, minimumAnswers: Int = 50, threshold: Double = 0.5) {
         self.window = max(window, 1)
         self.minimumAnswers = min(max(minimumAnswers, 1), self.window)
         self.threshold = threshold
@@ -32,7 +32,7 @@ public struct WrongSetupMonitor: Sendable {
     }
 
     /// Records one APNs answer (nil reason for a success) and says whether the suspicion changed.
-    public mutating func record(hintsWrongSetup isBad: Bool) -> Change {
+    package mutating func record(hintsWrongSetup isBad: Bool) -> Change {
         if recent.count < window {
             recent.append(isBad)
         } else {

@@ -1,22 +1,22 @@
 import Foundation
 
 /// How many of the demo's rows are in each status right now.
-public struct DemoProgress: Sendable, Equatable {
-    public var total = 0
-    public var counts: [String: Int] = [:]
+package struct DemoProgress: Sendable, Equatable {
+    package var total = 0
+    package var counts: [String: Int] = [:]
 
-    public init(total: Int, counts: [String: Int] = [:]) {
+    package init(total: Int, counts: [String: Int] = [:]) {
         self.total = total
         self.counts = counts
     }
 
-    public func count(_ status: String) -> Int { counts[status] ?? 0 }
+    package func count(_ status: String) -> Int { counts[status] ?? 0 }
 
     /// Every row is in a final status (nothing stays queued or sending).
-    public var isFinished: Bool { total > 0 && count("queued") == 0 && count("sending") == 0 }
+    package var isFinished: Bool { total > 0 && count("queued") == 0 && count("sending") == 0 }
 
     /// `  1.6s  queued 12  sending 30  delivered 180  failed 1  expired 1   (222/233 finished)`
-    public func line(elapsedSeconds: Double) -> String {
+    package func line(elapsedSeconds: Double) -> String {
         let finished = total - count("queued") - count("sending")
         let parts = ["queued", "sending", "delivered", "failed", "expired"].map { "\($0) \(count($0))" }
         let time = String(format: elapsedSeconds < 10 ? "%5.1fs" : "%5.0fs", elapsedSeconds)

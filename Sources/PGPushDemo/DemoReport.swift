@@ -4,19 +4,19 @@ import PGPushOperator
 
 /// The text `pgpush demo` prints after the run: what happened to every row, the
 /// monitoring views, what the simulator saw, and the SQL to look for yourself.
-public struct DemoReport: Sendable {
-    public var result: DemoResult
-    public var app: String
+package struct DemoReport: Sendable {
+    package var result: DemoResult
+    package var app: String
     /// How the reader reaches the database afterwards, e.g. `psql "$DATABASE_URL"`; nil when it is thrown away.
-    public var psqlCommand: String?
+    package var psqlCommand: String?
 
-    public init(result: DemoResult, app: String, psqlCommand: String?) {
+    package init(result: DemoResult, app: String, psqlCommand: String?) {
         self.result = result
         self.app = app
         self.psqlCommand = psqlCommand
     }
 
-    public func rendered() -> String {
+    package func rendered() -> String {
         var sections = [summary(), byKind(), fates(), retried()]
         if let snapshot = result.snapshot {
             sections.append("== Monitoring views (what `pgpush status --app \(app)` shows) ==\n\n" + snapshot.rendered())
@@ -27,7 +27,7 @@ public struct DemoReport: Sendable {
     }
 
     /// `0123abcd…89ef (64)`: enough to tell tokens apart, with the length that matters.
-    public static func shortToken(_ token: String) -> String {
+    package static func shortToken(_ token: String) -> String {
         token.count <= 16 ? token : "\(token.prefix(8))…\(token.suffix(4)) (\(token.count))"
     }
 

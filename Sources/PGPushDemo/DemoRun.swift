@@ -11,25 +11,25 @@ import PushWorker
 import Synchronization
 
 /// Settings of one demo run; the defaults are what `pgpush demo` uses.
-public struct DemoOptions: Sendable {
-    public var conninfo: String
+package struct DemoOptions: Sendable {
+    package var conninfo: String
     /// Every demo row is enqueued under this app, and only its rows are reported.
-    public var app = "demo"
-    public var bundleID = "com.example.demo"
+    package var app = "demo"
+    package var bundleID = "com.example.demo"
     /// Two connections at 100/s: slow enough that the rate limit shows in the simulator's report.
-    public var connections = 2
-    public var ratePerConnection = RateCap.standardPerConnection
+    package var connections = 2
+    package var ratePerConnection = RateCap.standardPerConnection
     /// Retries in fractions of a second instead of the production 1–5 s, so the demo ends in seconds.
-    public var retry = DemoOptions.fastRetries
-    public var timeout: Duration = .seconds(120)
-    public var progressInterval: Duration = .milliseconds(200)
-    public var workerLog = Log(minimum: .error)
+    package var retry = DemoOptions.fastRetries
+    package var timeout: Duration = .seconds(120)
+    package var progressInterval: Duration = .milliseconds(200)
+    package var workerLog = Log(minimum: .error)
 
-    public init(conninfo: String) {
+    package init(conninfo: String) {
         self.conninfo = conninfo
     }
 
-    public static var fastRetries: RetryConfiguration {
+    package static var fastRetries: RetryConfiguration {
         var retry = RetryConfiguration.default
         retry.serverErrorDelay = .milliseconds(200) ... .milliseconds(800)
         retry.tooManyRequestsBaseDelay = .milliseconds(250)
@@ -41,9 +41,9 @@ public struct DemoOptions: Sendable {
 /// One demo: a simulator with a fresh p8 key and CA, the scenario's rows enqueued
 /// through `pgpush.enqueue` / `enqueue_many`, a worker until every row is finished,
 /// then what happened. Uses only the database it is given, and only its own app's rows.
-public final class DemoRun: Sendable {
-    public let scenario: DemoScenario
-    public let options: DemoOptions
+package final class DemoRun: Sendable {
+    package let scenario: DemoScenario
+    package let options: DemoOptions
     private let stopRequested = Atomic<Bool>(false)
     private let activeWorker = Locked<Worker?>(nil)
     private let workingDirectory = Locked<String?>(nil)
@@ -51,27 +51,27 @@ public final class DemoRun: Sendable {
     static let teamID = "DEMOTEAM01"
     static let keyID = "DEMOKEY001"
 
-    public init(scenario: DemoScenario, options: DemoOptions) {
+    package init(scenario: DemoScenario, options: DemoOptions) {
         self.scenario = scenario
         self.options = options
     }
 
     /// Ends the run early (Ctrl-C): the worker drains and `run` returns what it has.
-    public func stop() {
+    package func stop() {
         stopRequested.store(true, ordering: .sequentiallyConsistent)
         activeWorker.withLock { $0 }?.stop()
     }
 
-    public var wasStopped: Bool { stopRequested.load(ordering: .sequentiallyConsistent) }
+    package var wasStopped: Bool { stopRequested.load(ordering: .sequentiallyConsistent) }
 
     /// Removes the key, the CA and the certificates now, for an exit that cannot wait for `run` to return.
-    public func removeTemporaryFiles() {
+    package func removeTemporaryFiles() {
         if let directory = workingDirectory.withLock({ $0 }) { try? FileManager.default.removeItem(atPath: directory) }
     }
 
     /// `narrate` gets one line per step (simulator up, rows enqueued, worker started); `progress`
     /// is called about every `options.progressInterval` with the counts and the seconds since the start.
-    public func run(narrate: @Sendable (String) -> Void = { _ in },
+    package func run(narrate: @Sendable (String) -> Void = { _ in },
                     progress: @Sendable (DemoProgress, Double) -> Void = { _, _ in }) async throws -> DemoResult {
         let started = ContinuousClock.now
         func elapsed() -> Double {

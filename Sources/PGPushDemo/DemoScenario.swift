@@ -4,14 +4,14 @@ import PGPushCore
 
 /// The notifications `pgpush demo` enqueues, the faults the simulator plays for them,
 /// and how each one must end. A value, so tests run a small version of the same story.
-public struct DemoScenario: Sendable {
+package struct DemoScenario: Sendable {
     /// How a row must end; attempts and reason only where the story fixes them.
-    public struct Expectation: Sendable, Equatable {
-        public var status: String
-        public var attempts: Int?
-        public var reason: String?
+    package struct Expectation: Sendable, Equatable {
+        package var status: String
+        package var attempts: Int?
+        package var reason: String?
 
-        public init(status: String, attempts: Int? = nil, reason: String? = nil) {
+        package init(status: String, attempts: Int? = nil, reason: String? = nil) {
             self.status = status
             self.attempts = attempts
             self.reason = reason
@@ -19,27 +19,27 @@ public struct DemoScenario: Sendable {
     }
 
     /// One `pgpush.enqueue` (one token) or `pgpush.enqueue_many` call.
-    public struct Batch: Sendable {
+    package struct Batch: Sendable {
         /// What the rows stand for in the report, e.g. "unregistered token".
-        public var label: String
-        public var tokens: [String]
-        public var pushType = "alert"
-        public var payload: String
-        public var collapseID: String?
+        package var label: String
+        package var tokens: [String]
+        package var pushType = "alert"
+        package var payload: String
+        package var collapseID: String?
         /// Seconds from enqueue; negative is already past.
-        public var expiresIn: Double?
-        public var sendAfter: Double?
+        package var expiresIn: Double?
+        package var sendAfter: Double?
         /// Enqueued only once every row of the batch with this label has finished.
-        public var after: String?
+        package var after: String?
         /// One row to the broadcast channel the demo creates (`tokens` is then empty).
-        public var toChannel = false
+        package var toChannel = false
         /// `apns` or `fcm`: the service the rows go to.
-        public var service = "apns"
+        package var service = "apns"
         /// An FCM topic the row goes to (`tokens` is then empty).
-        public var topic: String?
-        public var expectation: Expectation
+        package var topic: String?
+        package var expectation: Expectation
 
-        public init(label: String, tokens: [String], pushType: String = "alert", payload: String,
+        package init(label: String, tokens: [String], pushType: String = "alert", payload: String,
                     collapseID: String? = nil, expiresIn: Double? = nil, sendAfter: Double? = nil, after: String? = nil,
                     toChannel: Bool = false, service: String = "apns", topic: String? = nil, expectation: Expectation) {
             self.service = service
@@ -56,22 +56,22 @@ public struct DemoScenario: Sendable {
             self.expectation = expectation
         }
 
-        public var rowCount: Int { toChannel || topic != nil ? 1 : tokens.count }
+        package var rowCount: Int { toChannel || topic != nil ? 1 : tokens.count }
     }
 
     /// Stands for the demo's channel id in payloads (`input-push-channel` of the start).
-    public static let channelPlaceholder = "$CHANNEL_ID"
+    package static let channelPlaceholder = "$CHANNEL_ID"
 
-    public var batches: [Batch]
-    public var faults: FaultPlan
+    package var batches: [Batch]
+    package var faults: FaultPlan
     /// FCM registration tokens the FCM simulator answers `UNREGISTERED`.
-    public var unregisteredFCMTokens: [String] = []
+    package var unregisteredFCMTokens: [String] = []
 
-    public var notificationCount: Int { batches.reduce(0) { $0 + $1.rowCount } }
+    package var notificationCount: Int { batches.reduce(0) { $0 + $1.rowCount } }
     /// Whether a batch goes to a channel: the demo then creates one first and deletes it at the end.
-    public var usesChannel: Bool { batches.contains(where: \.toChannel) }
+    package var usesChannel: Bool { batches.contains(where: \.toChannel) }
     /// Whether a batch goes to FCM: the demo then starts the FCM simulator and gives the app a service account.
-    public var usesFCM: Bool { batches.contains { $0.service == "fcm" } }
+    package var usesFCM: Bool { batches.contains { $0.service == "fcm" } }
 
     /// The realistic mix the demo shows: plain alerts (a few of them hit random 503s and
     /// are retried), background, VoIP and push-to-talk pushes, a 160-digit token, an
@@ -81,7 +81,7 @@ public struct DemoScenario: Sendable {
     /// updates broadcast to that channel.
     /// With `android`, the same app reaches Android devices through FCM: alerts and a data
     /// message to registration tokens, one to a topic, and an uninstalled app's token.
-    public static func standard(alerts: Int = 200, background: Int = 20, voip: Int = 4, scheduledDelay: Double = 3,
+    package static func standard(alerts: Int = 200, background: Int = 20, voip: Int = 4, scheduledDelay: Double = 3,
                                 randomServerErrors: Double = 0.03, liveActivity: Bool = true, android: Int = 12,
                                 seed: UInt64 = UInt64.random(in: 1...UInt64.max)) -> DemoScenario {
         var random = SeededRandomNumberGenerator(seed: seed)

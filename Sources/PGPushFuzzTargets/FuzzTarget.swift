@@ -10,7 +10,7 @@ import PushWorker
 /// bytes, must return without crashing, and checks an invariant where one
 /// exists (a crash or a failed `precondition` is what the fuzzer reports).
 /// The same functions replay the seed corpus in the regression tests.
-public enum FuzzTarget: String, CaseIterable, Sendable {
+package enum FuzzTarget: String, CaseIterable, Sendable {
     case payload
     case errorBody = "error-body"
     case configuration
@@ -18,7 +18,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case fcmAnswer = "fcm-answer"
     case fcmPayload = "fcm-payload"
 
-    public func run(_ bytes: [UInt8]) {
+    package func run(_ bytes: [UInt8]) {
         switch self {
         case .payload: Self.payload(bytes)
         case .errorBody: Self.errorBody(bytes)

@@ -3,18 +3,18 @@ import Foundation
 import Postgres
 
 /// One channel as `pgpush channels` shows it: what APNs said and what `pgpush.channels` records.
-public struct ChannelRecord: Sendable, Equatable, Encodable {
-    public var app: String
-    public var channelID: String
+package struct ChannelRecord: Sendable, Equatable, Encodable {
+    package var app: String
+    package var channelID: String
     /// 0: nothing stored (broadcasts go with expiration 0), 1: the most recent message
     /// stored; nil when not known (a channel pgpush did not create and has not read).
-    public var messageStoragePolicy: Int?
-    public var environment: String?
+    package var messageStoragePolicy: Int?
+    package var environment: String?
     /// UNIX seconds.
-    public var createdAt: Double?
-    public var deletedAt: Double?
+    package var createdAt: Double?
+    package var deletedAt: Double?
     /// The last reason APNs refused a broadcast to the channel for.
-    public var refusedReason: String?
+    package var refusedReason: String?
 
     enum CodingKeys: String, CodingKey {
         case app, channelID = "channel_id", messageStoragePolicy = "message_storage_policy", environment
@@ -26,15 +26,15 @@ public struct ChannelRecord: Sendable, Equatable, Encodable {
 /// kept in step with every answer. APNs is the authority on which channels exist; the table
 /// is what workers read (a deleted channel's rows fail without a request, a channel that
 /// stores nothing gets expiration 0) and what applications can see.
-public final class ChannelManagement {
+package final class ChannelManagement {
     /// The app's name in `pgpush.channels`.
-    public let appName: String
+    package let appName: String
     /// Which APNs environment the app's channels live in: the table records it per channel.
     private let environment: APNsEndpoint.Environment
-    public let client: ChannelManagementClient
+    package let client: ChannelManagementClient
     private let database: PostgresConnection
 
-    public init(appName: String, environment: APNsEndpoint.Environment, client: ChannelManagementClient,
+    package init(appName: String, environment: APNsEndpoint.Environment, client: ChannelManagementClient,
                 database: PostgresConnection) {
         self.appName = appName
         self.environment = environment
@@ -45,7 +45,7 @@ public final class ChannelManagement {
     /// The table's name for `environment`.
     private var environmentLabel: String { environment == .production ? "production" : "sandbox" }
 
-    public func create(storesMessages: Bool) async throws -> ChannelRecord {
+    package func create(storesMessages: Bool) async throws -> ChannelRecord {
         let id = try await client.create(storesMessages: storesMessages)
         try database.query("""
             INSERT INTO pgpush.channels (app, channel_id, message_storage_policy, environment) VALUES ($1, $2, $3, $4)
@@ -58,7 +58,7 @@ public final class ChannelManagement {
     /// The channels APNs lists for the app: each recorded in the table (those created
     /// elsewhere too); recorded ones of this environment that APNs no longer lists are
     /// marked deleted.
-    public func list() async throws -> [ChannelRecord] {
+    package func list() async throws -> [ChannelRecord] {
         let ids = try await client.list()
         try database.transaction {
             try database.query("""
@@ -75,7 +75,7 @@ public final class ChannelManagement {
         return try records(ids)
     }
 
-    public func show(_ id: String) async throws -> ChannelRecord {
+    package func show(_ id: String) async throws -> ChannelRecord {
         do {
             let policy = try await client.read(channelID: id)
             try database.query("""
@@ -89,7 +89,7 @@ public final class ChannelManagement {
         }
     }
 
-    public func delete(_ id: String) async throws -> ChannelRecord {
+    package func delete(_ id: String) async throws -> ChannelRecord {
         do {
             try await client.delete(channelID: id)
         } catch {

@@ -2,8 +2,8 @@ import Postgres
 
 /// Turns a rejected INSERT into a sentence: pgpush names its CHECK constraints after
 /// what is wrong (sql/001_queue.sql), and this says it in words for the command line.
-public enum ConstraintExplanation {
-    public static let sentences: [String: String] = [
+package enum ConstraintExplanation {
+    package static let sentences: [String: String] = [
         "notifications_app_not_empty": "the app name is empty",
         "notifications_device_token_not_hex": "the device token has characters other than hex digits",
         "notifications_device_token_bad_length":
@@ -67,7 +67,7 @@ public enum ConstraintExplanation {
 
     /// A sentence for a database error an enqueue caused, or nil when it is not about the row
     /// (connection lost, missing schema, …) and should be reported as it is.
-    public static func explain(_ error: PostgresError) -> String? {
+    package static func explain(_ error: PostgresError) -> String? {
         if let constraint = error.constraint {
             let sentence = sentences[constraint] ?? "the row breaks the rule \(constraint)"
             return "\(sentence) (constraint \(constraint))"

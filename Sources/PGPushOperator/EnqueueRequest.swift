@@ -5,28 +5,28 @@ import Postgres
 /// every column of `pgpush.notifications` an application may set. Built from the command's flags;
 /// the database stays the judge of the row (its CHECK constraints), so this only
 /// checks what it must interpret itself (times, numbers, which payload flag).
-public struct EnqueueRequest: Sendable, Equatable {
-    public var tokens: [String]
-    public var payload: String
-    public var app: String?
+package struct EnqueueRequest: Sendable, Equatable {
+    package var tokens: [String]
+    package var payload: String
+    package var app: String?
     /// `apns` (nil) or `fcm`.
-    public var service: String?
-    public var pushType: String?
-    public var priority: Int?
-    public var topic: String?
-    public var collapseID: String?
-    public var expiresAt: Date?
-    public var sendAfter: Date?
-    public var idempotencyKey: String?
+    package var service: String?
+    package var pushType: String?
+    package var priority: Int?
+    package var topic: String?
+    package var collapseID: String?
+    package var expiresAt: Date?
+    package var sendAfter: Date?
+    package var idempotencyKey: String?
 
-    public init(tokens: [String], payload: String) {
+    package init(tokens: [String], payload: String) {
         self.tokens = tokens
         self.payload = payload
     }
 
     /// Reads the flags (name without `--` → value). `tokensFromList` are the tokens of
     /// `--tokens-file`, already read by the caller (a file or stdin).
-    public init(flags: [String: String], tokensFromList: [String] = [], now: Date = Date()) throws(EnqueueUsageError) {
+    package init(flags: [String: String], tokensFromList: [String] = [], now: Date = Date()) throws(EnqueueUsageError) {
         var tokens = tokensFromList
         if let token = flags["token"] { tokens.insert(token.trimmingCharacters(in: .whitespaces), at: 0) }
         guard !tokens.isEmpty else {
@@ -62,14 +62,14 @@ public struct EnqueueRequest: Sendable, Equatable {
     }
 
     /// `{"aps":{"alert":TEXT}}` with TEXT escaped as a JSON string.
-    public static func alertPayload(_ text: String) -> String {
+    package static func alertPayload(_ text: String) -> String {
         let aps: [String: [String: String]] = ["aps": ["alert": text]]
         let data = (try? JSONSerialization.data(withJSONObject: aps, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
         return String(decoding: data, as: UTF8.self)
     }
 
     /// `{"notification":{"body":TEXT}}`: the FCM message a text makes.
-    public static func fcmAlertPayload(_ text: String) -> String {
+    package static func fcmAlertPayload(_ text: String) -> String {
         let message: [String: [String: String]] = ["notification": ["body": text]]
         let data = (try? JSONSerialization.data(withJSONObject: message, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
         return String(decoding: data, as: UTF8.self)
@@ -77,7 +77,7 @@ public struct EnqueueRequest: Sendable, Equatable {
 
     /// ISO-8601 (`2026-01-02T03:04:05Z`, fractional seconds and offsets allowed), UNIX
     /// seconds (`1767323045`), or relative to now (`+30s`, `+5m`, `+2h`, `-1m`).
-    public static func time(_ text: String, flag: String, now: Date = Date()) throws(EnqueueUsageError) -> Date {
+    package static func time(_ text: String, flag: String, now: Date = Date()) throws(EnqueueUsageError) -> Date {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         if let seconds = Double(trimmed), trimmed.first?.isNumber == true {
             return Date(timeIntervalSince1970: seconds)
@@ -103,7 +103,7 @@ public struct EnqueueRequest: Sendable, Equatable {
     }
 
     /// Device tokens of a tokens file: one per line; blank lines and `#` comments skipped.
-    public static func tokens(fromList text: String) -> [String] {
+    package static func tokens(fromList text: String) -> [String] {
         text.split(whereSeparator: \.isNewline)
             .map { $0.trimmingCharacters(in: .whitespaces) }
             .filter { !$0.isEmpty && !$0.hasPrefix("#") }
@@ -112,7 +112,7 @@ public struct EnqueueRequest: Sendable, Equatable {
     /// Inserts the rows with `pgpush.enqueue` (one token) or `pgpush.enqueue_many`, and
     /// returns their ids. With an idempotency key already used, `enqueue` returns the
     /// existing row's id and `enqueue_many` skips the token, as the SQL functions do.
-    public func enqueue(on connection: PostgresConnection) throws -> [Int64] {
+    package func enqueue(on connection: PostgresConnection) throws -> [Int64] {
         let arguments = """
             payload => $2::jsonb, app => coalesce($3, 'default'), push_type => coalesce($4, 'alert'),
             priority => $5::integer, topic => $6, collapse_id => $7, expires_at => $8::timestamptz,
@@ -135,7 +135,7 @@ public struct EnqueueRequest: Sendable, Equatable {
 }
 
 /// A flag of `pgpush enqueue` is missing or malformed (exit code 2).
-public struct EnqueueUsageError: Error, CustomStringConvertible, Sendable, Equatable {
-    public let description: String
-    public init(_ description: String) { self.description = description }
+package struct EnqueueUsageError: Error, CustomStringConvertible, Sendable, Equatable {
+    package let description: String
+    package init(_ description: String) { self.description = description }
 }

@@ -4,35 +4,35 @@ import Postgres
 /// What `pgpush status` shows, read only from the monitoring views and tables of
 /// migrations 001–003, so it works against any pgpush database.
 /// Encodes to the one JSON object of `pgpush status --json` (snake_case keys).
-public struct StatusSnapshot: Sendable, Equatable, Codable {
-    public struct QueueDepth: Sendable, Equatable, Codable {
-        public var app: String
-        public var due: Int
-        public var scheduled: Int
-        public var sending: Int
-        public var oldestDueSeconds: Double
+package struct StatusSnapshot: Sendable, Equatable, Codable {
+    package struct QueueDepth: Sendable, Equatable, Codable {
+        package var app: String
+        package var due: Int
+        package var scheduled: Int
+        package var sending: Int
+        package var oldestDueSeconds: Double
     }
 
-    public struct ThroughputMinute: Sendable, Equatable, Codable {
-        public var app: String
+    package struct ThroughputMinute: Sendable, Equatable, Codable {
+        package var app: String
         /// Start of the minute, ISO-8601 UTC.
-        public var minute: String
-        public var delivered: Int
-        public var failed: Int
-        public var expired: Int
-        public var cancelled: Int
+        package var minute: String
+        package var delivered: Int
+        package var failed: Int
+        package var expired: Int
+        package var cancelled: Int
     }
 
-    public struct ErrorCount: Sendable, Equatable, Codable {
-        public var app: String
+    package struct ErrorCount: Sendable, Equatable, Codable {
+        package var app: String
         /// HTTP status; nil for local failures (no request was made, or no answer came).
-        public var status: Int?
-        public var reason: String
-        public var errors: Int
-        public var lastSeen: String
+        package var status: Int?
+        package var reason: String
+        package var errors: Int
+        package var lastSeen: String
 
         // Written out so a missing status is `null` in the JSON, not an absent key.
-        public func encode(to encoder: any Encoder) throws {
+        package func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
             try container.encode(app, forKey: .app)
             try container.encode(status, forKey: .status)
@@ -42,43 +42,43 @@ public struct StatusSnapshot: Sendable, Equatable, Codable {
         }
     }
 
-    public struct InvalidTokenCount: Sendable, Equatable, Codable {
-        public var app: String
-        public var tokens: Int
+    package struct InvalidTokenCount: Sendable, Equatable, Codable {
+        package var app: String
+        package var tokens: Int
     }
 
-    public struct WorkerState: Sendable, Equatable, Codable {
-        public var id: String
-        public var host: String
-        public var pid: Int
-        public var version: String
-        public var apps: [String]
-        public var connections: Int
-        public var alive: Bool
-        public var secondsSinceHeartbeat: Double
-        public var sent: Int
-        public var delivered: Int
-        public var failed: Int
-        public var retried: Int
+    package struct WorkerState: Sendable, Equatable, Codable {
+        package var id: String
+        package var host: String
+        package var pid: Int
+        package var version: String
+        package var apps: [String]
+        package var connections: Int
+        package var alive: Bool
+        package var secondsSinceHeartbeat: Double
+        package var sent: Int
+        package var delivered: Int
+        package var failed: Int
+        package var retried: Int
     }
 
-    public struct AppState: Sendable, Equatable, Codable {
-        public var app: String
+    package struct AppState: Sendable, Equatable, Codable {
+        package var app: String
         /// apns, fcm, …: the service this row is about.
-        public var service: String = "apns"
+        package var service: String = "apns"
         /// nil: the app's whole sending to the service; else the one apns-topic this row is about.
-        public var topic: String? = nil
-        public var healthy: Bool
-        public var reason: String?
-        public var since: String
-        public var workerID: String?
+        package var topic: String? = nil
+        package var healthy: Bool
+        package var reason: String?
+        package var since: String
+        package var workerID: String?
 
         // "workerId" so snake_case conversion gives worker_id both ways.
         private enum CodingKeys: String, CodingKey {
             case app, service, topic, healthy, reason, since, workerID = "workerId"
         }
 
-        public init(app: String, service: String = "apns", topic: String? = nil, healthy: Bool, reason: String?, since: String,
+        package init(app: String, service: String = "apns", topic: String? = nil, healthy: Bool, reason: String?, since: String,
                     workerID: String?) {
             self.app = app
             self.service = service
@@ -90,7 +90,7 @@ public struct StatusSnapshot: Sendable, Equatable, Codable {
         }
 
         /// A snapshot written before services (0.4.0) has no `service`: its rows are APNs's.
-        public init(from decoder: any Decoder) throws {
+        package init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             self.init(app: try container.decode(String.self, forKey: .app),
                       service: try container.decodeIfPresent(String.self, forKey: .service) ?? "apns",
@@ -101,7 +101,7 @@ public struct StatusSnapshot: Sendable, Equatable, Codable {
                       workerID: try container.decodeIfPresent(String.self, forKey: .workerID))
         }
 
-        public func encode(to encoder: any Encoder) throws {
+        package func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
             try container.encode(app, forKey: .app)
             try container.encode(topic, forKey: .topic)
@@ -113,29 +113,29 @@ public struct StatusSnapshot: Sendable, Equatable, Codable {
     }
 
     /// When the snapshot was read (database clock), ISO-8601 UTC.
-    public var takenAt: String
+    package var takenAt: String
     /// The app the snapshot is limited to, or nil for all apps.
-    public var app: String?
-    public var queue: [QueueDepth]
-    public var throughput: [ThroughputMinute]
-    public var errors: [ErrorCount]
-    public var invalidTokens: [InvalidTokenCount]
-    public var workers: [WorkerState]
-    public var apps: [AppState]
+    package var app: String?
+    package var queue: [QueueDepth]
+    package var throughput: [ThroughputMinute]
+    package var errors: [ErrorCount]
+    package var invalidTokens: [InvalidTokenCount]
+    package var workers: [WorkerState]
+    package var apps: [AppState]
     /// Apps with due rows that no live worker serves (empty when the reader may not see them).
-    public var unservedApps: [UnservedApp] = []
+    package var unservedApps: [UnservedApp] = []
 
-    public struct UnservedApp: Sendable, Equatable, Codable {
-        public var app: String
-        public var service: String = "apns"
-        public var due: Int
-        public var oldestDueSeconds: Double
+    package struct UnservedApp: Sendable, Equatable, Codable {
+        package var app: String
+        package var service: String = "apns"
+        package var due: Int
+        package var oldestDueSeconds: Double
 
         private enum CodingKeys: String, CodingKey {
             case app, service, due, oldestDueSeconds
         }
 
-        public init(app: String, service: String = "apns", due: Int, oldestDueSeconds: Double) {
+        package init(app: String, service: String = "apns", due: Int, oldestDueSeconds: Double) {
             self.app = app
             self.service = service
             self.due = due
@@ -143,7 +143,7 @@ public struct StatusSnapshot: Sendable, Equatable, Codable {
         }
 
         /// A snapshot written before services (0.4.0) has no `service`: its rows are APNs's.
-        public init(from decoder: any Decoder) throws {
+        package init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             self.init(app: try container.decode(String.self, forKey: .app),
                       service: try container.decodeIfPresent(String.self, forKey: .service) ?? "apns",
@@ -153,12 +153,12 @@ public struct StatusSnapshot: Sendable, Equatable, Codable {
     }
 
     /// Age of the oldest row due now over every app shown (0 when none is waiting).
-    public var oldestDueSeconds: Double { queue.map(\.oldestDueSeconds).max() ?? 0 }
+    package var oldestDueSeconds: Double { queue.map(\.oldestDueSeconds).max() ?? 0 }
 
     /// Reads everything in one repeatable-read transaction, so the sections agree.
     /// `app` limits every section to one app (workers: those serving it).
     /// Throughput covers the last `minutes` minutes; errors the top `topErrors` of the last 24 h.
-    public static func load(from connection: PostgresConnection, app: String? = nil, minutes: Int = 10,
+    package static func load(from connection: PostgresConnection, app: String? = nil, minutes: Int = 10,
                             topErrors: Int = 10) throws -> StatusSnapshot {
         try connection.execute(script: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
         do {
@@ -266,7 +266,7 @@ public struct StatusSnapshot: Sendable, Equatable, Codable {
         case takenAt, app, queue, throughput, errors, invalidTokens, workers, apps, unservedApps
     }
 
-    public func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(takenAt, forKey: .takenAt)
         try container.encode(app, forKey: .app)
@@ -280,14 +280,14 @@ public struct StatusSnapshot: Sendable, Equatable, Codable {
     }
 
     /// The `--json` form: one object, snake_case keys, stable key order.
-    public func jsonData() throws -> Data {
+    package func jsonData() throws -> Data {
         let encoder = JSONEncoder()
         encoder.keyEncodingStrategy = .convertToSnakeCase
         encoder.outputFormatting = [.sortedKeys]
         return try encoder.encode(self)
     }
 
-    public static func decode(_ data: Data) throws -> StatusSnapshot {
+    package static func decode(_ data: Data) throws -> StatusSnapshot {
         let decoder = JSONDecoder()
         decoder.keyDecodingStrategy = .convertFromSnakeCase
         return try decoder.decode(StatusSnapshot.self, from: data)

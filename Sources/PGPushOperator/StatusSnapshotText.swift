@@ -2,7 +2,7 @@ import Foundation
 
 /// The human form of a `StatusSnapshot`: one small table per section.
 extension StatusSnapshot {
-    public func rendered() -> String {
+    package func rendered() -> String {
         var sections: [String] = []
         let scope = app.map { "app \(TerminalText.escaped($0))" } ?? "all apps"
         sections.append("pgpush status — \(scope), \(takenAt)\n" + headline())

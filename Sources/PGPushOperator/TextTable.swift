@@ -4,20 +4,20 @@
 /// left-aligned. Cells longer than `maximumCellWidth` are cut with an ellipsis so one
 /// long reason cannot push the table off the screen; control characters are shown as
 /// escapes (`TerminalText`), never sent to the terminal.
-public struct TextTable: Sendable {
-    public var headers: [String]
-    public var rows: [[String]]
-    public var maximumCellWidth = 48
+package struct TextTable: Sendable {
+    package var headers: [String]
+    package var rows: [[String]]
+    package var maximumCellWidth = 48
 
-    public init(headers: [String], rows: [[String]] = []) {
+    package init(headers: [String], rows: [[String]] = []) {
         self.headers = headers
         self.rows = rows
     }
 
-    public mutating func append(_ row: [String]) { rows.append(row) }
+    package mutating func append(_ row: [String]) { rows.append(row) }
 
     /// The table, indented by `indent` spaces; a "(none)" line when it has no rows.
-    public func rendered(indent: Int = 2) -> String {
+    package func rendered(indent: Int = 2) -> String {
         let margin = String(repeating: " ", count: indent)
         let cells = rows.map { row in headers.indices.map { index in clip(index < row.count ? row[index] : "") } }
         guard !cells.isEmpty else { return margin + "(none)" }

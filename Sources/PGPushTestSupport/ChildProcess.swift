@@ -7,7 +7,7 @@ extension ChildProcess {
     /// The `pgpush` binary the tests run: `PGPUSH_BINARY` when it is set (nil when that is
     /// no executable), else the one built beside the test runner, else the package's
     /// `.build/debug/pgpush`; nil when it is not built.
-    public static let pgpushBinary: String? = {
+    package static let pgpushBinary: String? = {
         if let configured = ProcessInfo.processInfo.environment["PGPUSH_BINARY"] {
             return FileManager.default.isExecutableFile(atPath: configured) ? configured : nil
         }
@@ -26,13 +26,13 @@ extension ChildProcess {
 
     /// A command-line tool from the system's folders (openssl, nghttp, tcpdump), nil when
     /// it is not installed.
-    public static func tool(_ name: String) -> String? {
+    package static func tool(_ name: String) -> String? {
         ["/usr/bin", "/usr/sbin", "/usr/local/bin", "/bin", "/sbin"].map { "\($0)/\(name)" }
             .first { FileManager.default.isExecutableFile(atPath: $0) }
     }
 
     /// Waits until the output contains `text` (a "listening" line, say).
-    public func waitForOutput(containing text: String, timeout: Duration) async -> Bool {
+    package func waitForOutput(containing text: String, timeout: Duration) async -> Bool {
         (try? await eventually(timeout: timeout) { output.contains(text) }) ?? false
     }
 }

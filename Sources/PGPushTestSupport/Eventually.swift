@@ -2,7 +2,7 @@ import Postgres
 /// Polls `condition` until it holds or `timeout` passes; returns whether it held.
 /// For state that lives in another process or in the database, where no event
 /// reaches the test; the poll interval is short, so it adds no fixed delay.
-public func eventually(timeout: Duration = .seconds(180), every interval: Duration = .milliseconds(20),
+package func eventually(timeout: Duration = .seconds(180), every interval: Duration = .milliseconds(20),
                        _ condition: () throws -> Bool) async throws -> Bool {
     let deadline = ContinuousClock.now + timeout
     while true {
@@ -15,7 +15,7 @@ public func eventually(timeout: Duration = .seconds(180), every interval: Durati
 /// `eventually` for state read from PostgreSQL: the condition runs on a connection that is
 /// opened again after any error, so the wait survives a server restart, an outage or a
 /// failover; an error counts as "not yet".
-public func eventually(reconnectingTo conninfo: String, timeout: Duration, every interval: Duration = .milliseconds(20),
+package func eventually(reconnectingTo conninfo: String, timeout: Duration, every interval: Duration = .milliseconds(20),
                        _ condition: (PostgresConnection) throws -> Bool) async throws -> Bool {
     var connection: PostgresConnection?
     return try await eventually(timeout: timeout, every: interval) {

@@ -2,7 +2,7 @@ import Glibc
 
 /// A free TCP port on 127.0.0.1 (bound, then released), for a server that starts later
 /// or in another process.
-public func freePort() throws -> Int {
+package func freePort() throws -> Int {
     let (fd, port) = try boundSocket()
     close(fd)
     return port
@@ -10,7 +10,7 @@ public func freePort() throws -> Int {
 
 /// A TCP socket bound to a free loopback port and not listening: a connect to it is refused
 /// for as long as it stays open, and no other test can take the port meanwhile.
-public func boundSocket() throws -> (descriptor: Int32, port: Int) {
+package func boundSocket() throws -> (descriptor: Int32, port: Int) {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else { throw TestSetupError("socket() failed: errno \(errno)") }
     var address = sockaddr_in()

@@ -1,10 +1,10 @@
 import Foundation
 
 /// A folder under the system temporary folder for one test's files, removed with it.
-public final class ScratchDirectory: Sendable {
-    public let path: String
+package final class ScratchDirectory: Sendable {
+    package let path: String
 
-    public init() throws {
+    package init() throws {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("pgpush-scratch-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
         path = url.path
@@ -14,51 +14,51 @@ public final class ScratchDirectory: Sendable {
         try? FileManager.default.removeItem(atPath: path)
     }
 
-    public func file(_ name: String) -> String {
+    package func file(_ name: String) -> String {
         path + "/" + name
     }
 
     @discardableResult
-    public func write(_ text: String, to name: String) throws -> String {
+    package func write(_ text: String, to name: String) throws -> String {
         try write(Array(text.utf8), to: name)
     }
 
     @discardableResult
-    public func write(_ bytes: [UInt8], to name: String) throws -> String {
+    package func write(_ bytes: [UInt8], to name: String) throws -> String {
         let target = file(name)
         try Data(bytes).write(to: URL(fileURLWithPath: target))
         return target
     }
 
-    public func read(_ name: String) throws -> String {
+    package func read(_ name: String) throws -> String {
         try String(contentsOfFile: file(name), encoding: .utf8)
     }
 }
 
-public struct OpenSSLCommandError: Error, CustomStringConvertible {
-    public let arguments: [String]
-    public let status: Int32
-    public let output: String
-    public var description: String { "openssl \(arguments.joined(separator: " ")) exited \(status): \(output)" }
+package struct OpenSSLCommandError: Error, CustomStringConvertible {
+    package let arguments: [String]
+    package let status: Int32
+    package let output: String
+    package var description: String { "openssl \(arguments.joined(separator: " ")) exited \(status): \(output)" }
 }
 
 /// The `openssl` command-line tool: an implementation independent of the code under test,
 /// to make keys and certificates the way a developer would and to check our signatures.
-public enum OpenSSLCommand {
-    public struct Result {
-        public let status: Int32
-        public let output: String
+package enum OpenSSLCommand {
+    package struct Result {
+        package let status: Int32
+        package let output: String
     }
 
     /// Runs openssl in `directory`; stdout and stderr are merged.
-    public static func run(_ arguments: [String], in directory: String) throws -> Result {
+    package static func run(_ arguments: [String], in directory: String) throws -> Result {
         let (status, output) = try ChildProcess.runToCompletion("/usr/bin/openssl", arguments, in: directory)
         return Result(status: status, output: output)
     }
 
     /// Runs openssl and throws unless it succeeds; returns its output.
     @discardableResult
-    public static func succeed(_ arguments: [String], in directory: String) throws -> String {
+    package static func succeed(_ arguments: [String], in directory: String) throws -> String {
         let result = try run(arguments, in: directory)
         guard result.status == 0 else {
             throw OpenSSLCommandError(arguments: arguments, status: result.status, output: result.output)
@@ -69,8 +69,8 @@ public enum OpenSSLCommand {
 
 /// DER `ECDSA-Sig-Value` from raw r‖s, written here independently of the code under test
 /// so that `openssl dgst -verify` checks our signatures with nothing of ours in between.
-public enum IndependentDER {
-    public static func ecdsaSignature(raw: [UInt8]) -> [UInt8] {
+package enum IndependentDER {
+    package static func ecdsaSignature(raw: [UInt8]) -> [UInt8] {
         precondition(raw.count == 64, "test input")
         let body = integer(Array(raw[0..<32])) + integer(Array(raw[32..<64]))
         return [0x30, UInt8(body.count)] + body

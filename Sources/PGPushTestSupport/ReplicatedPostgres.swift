@@ -13,22 +13,22 @@ import Postgres
 /// it. `.synchronous` names the standby in `synchronous_standby_names`, so a
 /// commit returns only once the standby has flushed it; `.asynchronous` leaves the
 /// list empty, so the standby trails the primary by whatever is still on its way.
-public final class ReplicatedPostgres: Sendable {
-    public enum Replication: String, Sendable {
+package final class ReplicatedPostgres: Sendable {
+    package enum Replication: String, Sendable {
         case synchronous, asynchronous
     }
 
     /// The standby's `cluster_name`, which its WAL receiver uses as application_name.
-    public static let standbyName = "pgpush_standby"
+    package static let standbyName = "pgpush_standby"
 
-    public let replication: Replication
-    public let primary: EmbeddedPostgres
-    public let standby: EmbeddedPostgres
+    package let replication: Replication
+    package let primary: EmbeddedPostgres
+    package let standby: EmbeddedPostgres
 
     /// Starts the primary, checks that it takes replication connections on its socket,
     /// takes a base backup for the standby, starts it, and waits until it streams
     /// (and, in synchronous mode, is the synchronous standby).
-    public static func start(_ replication: Replication) async throws -> ReplicatedPostgres {
+    package static func start(_ replication: Replication) async throws -> ReplicatedPostgres {
         var settings = [
             "fsync": "on", "full_page_writes": "on", "synchronous_commit": "on",
             "wal_level": "replica", "max_wal_senders": "4", "cluster_name": "pgpush_primary",
@@ -81,21 +81,21 @@ public final class ReplicatedPostgres: Sendable {
 
     /// A connection string naming both servers, primary first, that connects only to
     /// whichever accepts writes: `host=/dir1,/dir2 port=p1,p2 … target_session_attrs=read-write`.
-    public func conninfo(database: String = "postgres") -> String {
+    package func conninfo(database: String = "postgres") -> String {
         "host=\(primary.directory),\(standby.directory) port=\(primary.port),\(standby.port) user=pgpush "
             + "dbname=\(database) target_session_attrs=read-write"
     }
 
     /// Creates `name` on the primary (it reaches the standby by replication) and
     /// returns the multi-host connection string for it.
-    public func createDatabase(_ name: String) throws -> String {
+    package func createDatabase(_ name: String) throws -> String {
         _ = try primary.createDatabase(name)
         return conninfo(database: name)
     }
 
     /// Polls the primary's pg_stat_replication until the standby streams, and in
     /// synchronous mode until it is the synchronous standby.
-    public func waitUntilStreaming(timeout: Duration) async throws -> Bool {
+    package func waitUntilStreaming(timeout: Duration) async throws -> Bool {
         let wanted = replication == .synchronous ? "sync" : "async"
         return try await eventually(reconnectingTo: primary.conninfo(), timeout: timeout) { connection in
             let rows = try connection.query(
@@ -111,7 +111,7 @@ public final class ReplicatedPostgres: Sendable {
     /// nothing the primary commits from now on reaches the standby, as with a standby
     /// behind a slow link when the primary crashes. Only `killPrimary` ends it. For
     /// asynchronous replication only: a synchronous primary would stop committing.
-    public func holdReplication() throws {
+    package func holdReplication() throws {
         precondition(replication == .asynchronous, "a held synchronous standby stops every commit")
         let connection = try PostgresConnection(conninfo: primary.conninfo())
         let result = try connection.query("SELECT pid FROM pg_stat_replication WHERE application_name = $1", [Self.standbyName])
@@ -125,7 +125,7 @@ public final class ReplicatedPostgres: Sendable {
     /// SIGQUIT while stopped, so it gets SIGKILL once the server has been told to stop
     /// (killed before, it would look like a crash that the server restarts from); it never
     /// sends what it held back. Returns when the server is gone.
-    public func killPrimary() async throws {
+    package func killPrimary() async throws {
         guard let held = heldSender.withLock({ $0 }) else {
             try primary.stopServer(mode: "immediate")
             return
@@ -144,7 +144,7 @@ public final class ReplicatedPostgres: Sendable {
     /// what was received, for good: a WAL sender stopped mid-record leaves a partial record
     /// the standby never replays (receive LSN past replay LSN, seen in 1 of 2 runs), so
     /// "replay stopped moving for two seconds" counts as caught up too.
-    public func waitUntilStandbyCaughtUp(timeout: Duration) async throws -> Bool {
+    package func waitUntilStandbyCaughtUp(timeout: Duration) async throws -> Bool {
         var lastReplay: (lsn: String, since: ContinuousClock.Instant)?
         return try await eventually(reconnectingTo: standby.conninfo(), timeout: timeout, every: .milliseconds(100)) { connection in
             let row = try connection.query("""
@@ -165,26 +165,26 @@ public final class ReplicatedPostgres: Sendable {
     }
 
     /// Asks the standby to leave recovery and become the primary (`pg_ctl promote`).
-    public func promoteStandby() throws {
+    package func promoteStandby() throws {
         try standby.promote()
     }
 
     /// Polls the standby until `pg_is_in_recovery()` is false: it takes writes.
-    public func waitUntilPromoted(timeout: Duration) async throws -> Bool {
+    package func waitUntilPromoted(timeout: Duration) async throws -> Bool {
         try await eventually(reconnectingTo: standby.conninfo(), timeout: timeout) { connection in
             try connection.query("SELECT pg_is_in_recovery()").bool(0, 0) == false
         }
     }
 
     /// Stops both servers and removes their folders.
-    public func stop() {
+    package func stop() {
         standby.stop()
         primary.stop()
     }
 }
 
 /// The pair did not come up as asked (a standby that never streams).
-public struct ReplicatedPostgresError: Error, CustomStringConvertible, Sendable {
-    public let description: String
+package struct ReplicatedPostgresError: Error, CustomStringConvertible, Sendable {
+    package let description: String
     init(_ description: String) { self.description = description }
 }

@@ -3,13 +3,13 @@ import PushCrypto
 
 /// A test CA and a server certificate for 127.0.0.1 it issued, written as PEM files in a
 /// directory: the trust anchor to give the client, the chain and key to give the server.
-public struct ServerCertificateFiles: Sendable {
-    public let caFile: String
-    public let chainFile: String
-    public let keyFile: String
-    public let validity: CertificateValidity
+package struct ServerCertificateFiles: Sendable {
+    package let caFile: String
+    package let chainFile: String
+    package let keyFile: String
+    package let validity: CertificateValidity
 
-    public init(in directory: URL, name: String, commonName: String = "localhost",
+    package init(in directory: URL, name: String, commonName: String = "localhost",
                 validity: CertificateValidity = .days(30)) throws {
         let authority = try SelfSignedAuthority.generate(commonName: "pgpush \(name) test CA")
         let issued = try authority.issueServerCertificate(commonName: commonName, ipAddresses: ["127.0.0.1"], validity: validity)
@@ -24,7 +24,7 @@ public struct ServerCertificateFiles: Sendable {
 
     /// `expired.test`, valid for 30 days up to a day ago (whole seconds, as a certificate
     /// stores them): what a client meets at a server whose certificate ran out.
-    public static func expired(in directory: URL) throws -> ServerCertificateFiles {
+    package static func expired(in directory: URL) throws -> ServerCertificateFiles {
         let day: TimeInterval = 86_400
         let notAfter = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 - day).rounded(.down))
         return try ServerCertificateFiles(in: directory, name: "expired", commonName: "expired.test",

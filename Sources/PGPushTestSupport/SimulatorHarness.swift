@@ -16,30 +16,30 @@ import PushTransport
 /// generates. `startsLater` instead writes a CA and server certificate first and fixes
 /// the port, so that a worker can be configured, and even started, before the simulator
 /// listens (`start()`).
-public final class SimulatorHarness: Sendable {
-    public let bundleID: String
-    public let teamID: String
-    public let keyID: String
+package final class SimulatorHarness: Sendable {
+    package let bundleID: String
+    package let teamID: String
+    package let keyID: String
     /// The key the simulator verifies provider tokens with.
-    public let key: ES256PrivateKey
+    package let key: ES256PrivateKey
     /// Holds the key file, the request log and whatever else a test writes beside them.
-    public let directory: URL
-    public let keyFile: String
-    public let caFile: String
-    public let port: Int
+    package let directory: URL
+    package let keyFile: String
+    package let caFile: String
+    package let port: Int
     /// Where the simulator writes its request log, when it keeps one.
-    public let logFile: String?
-    public let simulator: APNsSimulator
+    package let logFile: String?
+    package let simulator: APNsSimulator
     /// The `app` a worker gets unless a test asks for other numbers.
-    public let connections: Int
-    public let ratePerConnection: Int
+    package let connections: Int
+    package let ratePerConnection: Int
     private let client = Locked<HTTP2Client?>(nil)
 
-    public var baseURL: String { "https://127.0.0.1:\(port)" }
+    package var baseURL: String { "https://127.0.0.1:\(port)" }
 
     /// `key` nil: a fresh one. `configure` adjusts the simulator's configuration last
     /// (environment, channels, certificate authentication, …).
-    public init(bundleID: String = "com.example.app", teamID: String = "TEAM123456", keyID: String = "KEY1234567",
+    package init(bundleID: String = "com.example.app", teamID: String = "TEAM123456", keyID: String = "KEY1234567",
                 key: ES256PrivateKey? = nil, faults: FaultPlan = FaultPlan(), ratePerConnection: Int = 0,
                 connections: Int = 2, logRequests: Bool = false, startsLater: Bool = false,
                 configure: (inout SimulatorConfiguration) throws -> Void = { _ in }) throws {
@@ -87,10 +87,10 @@ public final class SimulatorHarness: Sendable {
     }
 
     /// Starts a simulator made with `startsLater` (again, after `simulator.stop()`).
-    public func start() throws { _ = try simulator.start() }
+    package func start() throws { _ = try simulator.start() }
 
     /// Stops the simulator and any connections from `connect`, and removes the folder.
-    public func stop() {
+    package func stop() {
         client.withLock { client in
             client?.shutdown()
             client = nil
@@ -100,7 +100,7 @@ public final class SimulatorHarness: Sendable {
     }
 
     /// A bare HTTP/2 connection trusting the simulator's CA, on a client thread the harness owns.
-    public func connect(identity: ClientIdentity? = nil) async throws -> HTTP2ClientConnection {
+    package func connect(identity: ClientIdentity? = nil) async throws -> HTTP2ClientConnection {
         let client = try self.client.withLock { client throws -> HTTP2Client in
             if let client { return client }
             let made = try HTTP2Client(threadName: "sim-test-client")
@@ -112,7 +112,7 @@ public final class SimulatorHarness: Sendable {
     }
 
     /// Provider tokens signed with the simulator's key.
-    public func tokenCache() throws -> ProviderTokenCache {
+    package func tokenCache() throws -> ProviderTokenCache {
         ProviderTokenCache(signer: ProviderTokenSigner(key: key, identity: try ProviderTokenIdentity(keyID: keyID, teamID: teamID)))
     }
 
@@ -130,9 +130,9 @@ public final class SimulatorHarness: Sendable {
     }
 
     /// The app a worker in this process serves to reach the simulator.
-    public var app: AppConfiguration { app(connections: connections, ratePerConnection: ratePerConnection) }
+    package var app: AppConfiguration { app(connections: connections, ratePerConnection: ratePerConnection) }
 
-    public func app(connections: Int, ratePerConnection: Int) -> AppConfiguration {
+    package func app(connections: Int, ratePerConnection: Int) -> AppConfiguration {
         AppConfiguration(
             name: "default", bundleID: bundleID, apnsURL: baseURL, caFile: caFile,
             authentication: .token(teamID: teamID, keyID: keyID, keyFile: keyFile),
@@ -141,7 +141,7 @@ public final class SimulatorHarness: Sendable {
 
     /// The environment `pgpush run` reads to serve this simulator; the worker's own
     /// connection and rate defaults where they are nil.
-    public func workerEnvironment(connections: Int? = nil, ratePerConnection: Int? = nil) -> [String: String] {
+    package func workerEnvironment(connections: Int? = nil, ratePerConnection: Int? = nil) -> [String: String] {
         var environment = [
             "PGPUSH_TOPIC": bundleID, "PGPUSH_APNS_URL": baseURL, "PGPUSH_CA_FILE": caFile,
             "PGPUSH_TEAM_ID": teamID, "PGPUSH_KEY_ID": keyID, "PGPUSH_KEY_FILE": keyFile,
@@ -153,7 +153,7 @@ public final class SimulatorHarness: Sendable {
 
     /// The request log as it stands (`logRequests`); the simulator writes it out when it
     /// stops or reports.
-    public func requestLog() throws -> [RequestLogEntry] {
+    package func requestLog() throws -> [RequestLogEntry] {
         guard let logFile else { throw TestSetupError("the simulator keeps no request log (logRequests: false)") }
         let text = try String(contentsOfFile: logFile, encoding: .utf8)
         let decoder = JSONDecoder()
@@ -161,14 +161,14 @@ public final class SimulatorHarness: Sendable {
     }
 
     /// Stops the simulator (which flushes its request log) and reads the log.
-    public func stopAndReadLog() throws -> [RequestLogEntry] {
+    package func stopAndReadLog() throws -> [RequestLogEntry] {
         simulator.stop()
         return try requestLog()
     }
 
     /// How many times each `apns-id` was answered 200, from the request log
     /// (the report only counts duplicates; the invariants need the ids).
-    public func acceptedAPNsIDs() throws -> [UUID: Int] {
+    package func acceptedAPNsIDs() throws -> [UUID: Int] {
         _ = simulator.report()   // flushes the log
         var accepted: [UUID: Int] = [:]
         for entry in try requestLog() {

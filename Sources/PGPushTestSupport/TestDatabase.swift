@@ -6,27 +6,27 @@ import PushQueue
 
 /// Real PostgreSQL for tests: one throwaway cluster per test process, and a
 /// fresh database per test so tests run in parallel without seeing each other.
-public enum TestDatabase {
-    public static let cluster: Result<EmbeddedPostgres, any Error> = Result { try EmbeddedPostgres.start() }
+package enum TestDatabase {
+    package static let cluster: Result<EmbeddedPostgres, any Error> = Result { try EmbeddedPostgres.start() }
 
     /// `PGPUSH_TEST_POOLER=pgbouncer`: every connection string handed out goes through a
     /// PgBouncer in transaction pooling mode in front of the cluster (test.sh runs the
     /// worker, queue and fault suites so once more). Superuser work on the cluster itself
     /// (creating databases and roles, restarts) still goes to it directly.
-    public static let throughPooler = ProcessInfo.processInfo.environment["PGPUSH_TEST_POOLER"] == "pgbouncer"
+    package static let throughPooler = ProcessInfo.processInfo.environment["PGPUSH_TEST_POOLER"] == "pgbouncer"
 
     /// The PgBouncer in front of `cluster`, started on first use.
-    public static let pooler: Result<EmbeddedPgBouncer, any Error> = Result {
+    package static let pooler: Result<EmbeddedPgBouncer, any Error> = Result {
         try EmbeddedPgBouncer.start(in: try cluster.get())
     }
 
     /// The repository's `sql/` folder.
-    public static let sqlDirectory: String = URL(fileURLWithPath: #filePath)
+    package static let sqlDirectory: String = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("sql").path
 
     /// An empty database; returns its connection string.
-    public static func empty() throws -> String {
+    package static func empty() throws -> String {
         throughPooler ? try emptyBehindPooler().pooled : try cluster.get().createDatabase(newName())
     }
 
@@ -35,7 +35,7 @@ public enum TestDatabase {
     }
 
     /// An alert for each of the device tokens 1…`count` (64 hex digits), in one call.
-    public static func enqueueAlerts(_ database: PostgresConnection, count: Int) throws {
+    package static func enqueueAlerts(_ database: PostgresConnection, count: Int) throws {
         try database.query("SELECT pgpush.enqueue_many(device_tokens => $1, payload => '{\"aps\":{\"alert\":\"x\"}}')",
                            [(1...count).map { String(format: "%064x", $0) }])
     }
@@ -43,7 +43,7 @@ public enum TestDatabase {
     /// A connection string that keeps its session: `conninfo` itself, or, through the
     /// pooler, the cluster directly (same database and user). What LISTEN needs, and what
     /// a worker's `listenDatabaseURL` is in production behind PgBouncer.
-    public static func session(_ conninfo: String) throws -> String {
+    package static func session(_ conninfo: String) throws -> String {
         guard throughPooler else { return conninfo }
         let pooler = try pooler.get(), cluster = try cluster.get()
         return conninfo.replacingOccurrences(of: "host=\(pooler.directory) port=\(pooler.port)",
@@ -56,14 +56,14 @@ public enum TestDatabase {
 
     /// Runs sql/roles.sql (as the superuser `connection`): the group roles, pgpush_owner
     /// owning the schema, and the grants and row-level security of each group.
-    public static func applyRoles(_ connection: PostgresConnection) throws {
+    package static func applyRoles(_ connection: PostgresConnection) throws {
         let roles = try String(contentsOfFile: sqlDirectory + "/roles.sql", encoding: .utf8)
         try rolesLock.withLock { _ in try connection.execute(script: roles) }
     }
 
     /// Creates LOGIN role `role` in `group` (as the superuser `admin`), gives it `apps` with
     /// pgpush.grant_app, and returns a connection string that logs in as it.
-    public static func login(_ admin: PostgresConnection, conninfo: String, role: String, group: String,
+    package static func login(_ admin: PostgresConnection, conninfo: String, role: String, group: String,
                              apps: [String] = []) throws -> String {
         try admin.execute(script: "CREATE ROLE \(role) LOGIN IN ROLE \(group)")
         for app in apps {
@@ -75,28 +75,28 @@ public enum TestDatabase {
 
     /// A migrated database reached both through the PgBouncer in front of the cluster
     /// (started on first use) and directly.
-    public static func migratedBehindPooler() throws -> (pooled: String, direct: String) {
+    package static func migratedBehindPooler() throws -> (pooled: String, direct: String) {
         let (pooled, direct) = try emptyBehindPooler()
         try migrate(direct)
         return (pooled, direct)
     }
 
     /// An empty database reached both through the PgBouncer and directly.
-    public static func emptyBehindPooler() throws -> (pooled: String, direct: String) {
+    package static func emptyBehindPooler() throws -> (pooled: String, direct: String) {
         let name = newName()
         let direct = try cluster.get().createDatabase(name)
         return (try pooler.get().conninfo(database: name), direct)
     }
 
     /// Applies every migration of `sql/` to the database of `conninfo` (any cluster's).
-    public static func migrate(_ conninfo: String) throws {
+    package static func migrate(_ conninfo: String) throws {
         try MigrationRunner(migrations: Migration.load(directory: sqlDirectory)).migrate(PostgresConnection(conninfo: conninfo))
     }
 
     /// Cuts the history of a migrated database without rows into partitions of `span` ids,
     /// `ahead` of them from the next id on, in place of the empty ones migrate made (as the
     /// owner): small partitions, so a test fills and retires some with a few rows.
-    public static func cutHistory(_ connection: PostgresConnection, span: Int, ahead: Int) throws {
+    package static func cutHistory(_ connection: PostgresConnection, span: Int, ahead: Int) throws {
         try connection.execute(script: """
             UPDATE pgpush.history_partitioning SET partition_span = \(span), partitions_ahead = \(ahead);
             DO $$
@@ -118,7 +118,7 @@ public enum TestDatabase {
     /// shared threads busy on a loaded machine for long enough to stall tests waiting on
     /// timers. Through the pooler every test still migrates its own (the PgBouncer stage
     /// checks migrate through it).
-    public static func migrated() throws -> String {
+    package static func migrated() throws -> String {
         if throughPooler {
             let conninfo = try empty()
             try migrate(conninfo)

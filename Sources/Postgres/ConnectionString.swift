@@ -3,7 +3,7 @@ import Foundation
 
 /// Checks on a libpq connection string before it is used, and the one rule that keeps
 /// its password out of every message.
-public enum ConnectionString {
+package enum ConnectionString {
     /// Options libpq reads as integers; a bad one fails every connection attempt, so a
     /// worker would retry it for ever. `port` may list one port per host.
     private static let integerOptions: Set<String> = [
@@ -14,7 +14,7 @@ public enum ConnectionString {
     /// Throws when libpq cannot parse `conninfo` (keyword/value form or URI), or when an
     /// integer option is not a number. The empty string is valid: libpq then reads the
     /// PG* environment variables.
-    public static func validate(_ conninfo: String) throws(ConnectionStringError) {
+    package static func validate(_ conninfo: String) throws(ConnectionStringError) {
         var errorMessage: UnsafeMutablePointer<CChar>?
         guard let options = PQconninfoParse(conninfo, &errorMessage) else {
             let message = errorMessage.map { String(cString: $0) } ?? "out of memory"
@@ -40,7 +40,7 @@ public enum ConnectionString {
     /// userinfo of a URI (`user:secret@`, also when the scheme's colon is missing),
     /// `password=…` in keyword form (quoted or not) and the value of PGPASSWORD. libpq
     /// echoes the string it could not parse, so every message that may hold one passes here.
-    public static func redact(_ text: String,
+    package static func redact(_ text: String,
                               environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
         var result = text
         for (pattern, template) in redactions {
@@ -63,7 +63,7 @@ public enum ConnectionString {
 }
 
 /// A connection string libpq cannot use; the message never holds its password.
-public struct ConnectionStringError: Error, Sendable, CustomStringConvertible {
-    public let description: String
+package struct ConnectionStringError: Error, Sendable, CustomStringConvertible {
+    package let description: String
     init(_ description: String) { self.description = description }
 }

@@ -7,14 +7,14 @@ import Foundation
 /// Blocking by design: pgpush gives each connection its own thread (or uses it
 /// from one task at a time), never the HTTP/2 I/O loop. Not Sendable: hand it
 /// to another thread by moving it (`sending`), never by sharing it.
-public final class PostgresConnection {
+package final class PostgresConnection {
     private var handle: OpaquePointer
     private var listeningChannels: [String] = []
-    public let conninfo: String
+    package let conninfo: String
 
     /// Connects with a libpq connection string or URI. An empty string means
     /// "from the PG* environment variables", as in psql.
-    public init(conninfo: String) throws {
+    package init(conninfo: String) throws {
         guard let connection = PQconnectdb(conninfo) else {
             throw PostgresError(kind: .connection, message: "libpq could not allocate a connection")
         }
@@ -30,20 +30,20 @@ public final class PostgresConnection {
     }
 
     /// `DATABASE_URL` when set, otherwise libpq's PG* variables.
-    public static func conninfoFromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+    package static func conninfoFromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
         environment["DATABASE_URL"] ?? ""
     }
 
     deinit { PQfinish(handle) }
 
-    public var isConnected: Bool { PQstatus(handle) == CONNECTION_OK }
+    package var isConnected: Bool { PQstatus(handle) == CONNECTION_OK }
 
     /// Server process id of this session (for tests that terminate it, and for logs).
-    public var backendPID: Int32 { PQbackendPID(handle) }
+    package var backendPID: Int32 { PQbackendPID(handle) }
 
     /// Runs one statement with parameters sent separately from the SQL text.
     @discardableResult
-    public func query(_ sql: String, _ parameters: [(any PostgresParameter)?] = []) throws -> PostgresResult {
+    package func query(_ sql: String, _ parameters: [(any PostgresParameter)?] = []) throws -> PostgresResult {
         let texts = parameters.map { $0?.postgresText }
         // libpq takes C strings: a NUL would end the value there, silently. PostgreSQL's text
         // cannot hold one either, so the statement is refused as the server would refuse it.
@@ -59,12 +59,12 @@ public final class PostgresConnection {
 
     /// Runs SQL text that may hold several statements and takes no parameters
     /// (migration files shipped with pgpush, fixed maintenance statements).
-    public func execute(script sql: String) throws {
+    package func execute(script sql: String) throws {
         _ = try check(PQexec(handle, sql))
     }
 
     /// Runs `body` inside BEGIN/COMMIT, rolling back when it throws.
-    public func transaction<T>(_ body: () throws -> T) throws -> T {
+    package func transaction<T>(_ body: () throws -> T) throws -> T {
         try execute(script: "BEGIN")
         do {
             let value = try body()
@@ -78,19 +78,19 @@ public final class PostgresConnection {
 
     // MARK: LISTEN/NOTIFY
 
-    public func listen(_ channel: String) throws {
+    package func listen(_ channel: String) throws {
         try execute(script: "LISTEN \(try quotedIdentifier(channel))")
         if !listeningChannels.contains(channel) { listeningChannels.append(channel) }
     }
 
-    public func unlisten(_ channel: String) throws {
+    package func unlisten(_ channel: String) throws {
         try execute(script: "UNLISTEN \(try quotedIdentifier(channel))")
         listeningChannels.removeAll { $0 == channel }
     }
 
     /// Waits until a notification arrives, `wakeDescriptor` (or `alsoWakeOn`) becomes
     /// readable, or the timeout passes, and returns the notifications received (maybe none).
-    public func waitForNotifications(timeout: Duration, wakeDescriptor: Int32? = nil,
+    package func waitForNotifications(timeout: Duration, wakeDescriptor: Int32? = nil,
                                      alsoWakeOn other: Int32? = nil) throws -> [PostgresNotification] {
         var pending = try drainNotifications()
         guard pending.isEmpty else { return pending }
@@ -135,7 +135,7 @@ public final class PostgresConnection {
 
     /// Reconnects with the same parameters (after a server restart) and
     /// listens again on every channel this connection listened on.
-    public func reconnect() throws {
+    package func reconnect() throws {
         PQreset(handle)
         guard PQstatus(handle) == CONNECTION_OK else {
             throw PostgresError(kind: .connection, message: PostgresError.connectionMessage(handle))
@@ -173,7 +173,7 @@ public final class PostgresConnection {
     /// Runs `body` and returns, with its result, the messages the server sent meanwhile
     /// (NOTICE, and LOG with `client_min_messages = log`, as auto_explain writes plans).
     /// Otherwise they are dropped.
-    public func collectingMessages<T>(_ body: () throws -> T) throws -> (result: T, messages: [String]) {
+    package func collectingMessages<T>(_ body: () throws -> T) throws -> (result: T, messages: [String]) {
         let box = MessageBox()
         let context = Unmanaged.passRetained(box)
         PQsetNoticeProcessor(handle, { context, message in
@@ -197,12 +197,12 @@ private final class MessageBox {
     var messages: [String] = []
 }
 
-public struct PostgresNotification: Sendable, Equatable {
-    public let channel: String
-    public let payload: String
-    public let senderPID: Int32
+package struct PostgresNotification: Sendable, Equatable {
+    package let channel: String
+    package let payload: String
+    package let senderPID: Int32
 
-    public init(channel: String, payload: String, senderPID: Int32) {
+    package init(channel: String, payload: String, senderPID: Int32) {
         self.channel = channel
         self.payload = payload
         self.senderPID = senderPID

@@ -6,22 +6,22 @@ import Foundation
 /// Server errors carry the SQLSTATE and, for constraint violations, the
 /// constraint's name: pgpush names its constraints so that the name says what
 /// was wrong with the row.
-public struct PostgresError: Error, Sendable, CustomStringConvertible {
-    public enum Kind: Sendable, Equatable {
+package struct PostgresError: Error, Sendable, CustomStringConvertible {
+    package enum Kind: Sendable, Equatable {
         /// Could not connect, or the connection broke (server restart, network).
         case connection
         /// The server rejected the statement.
         case server
     }
 
-    public let kind: Kind
-    public let message: String
+    package let kind: Kind
+    package let message: String
     /// Five-character SQLSTATE (e.g. `23514` check violation), when the server sent one.
-    public let sqlState: String?
-    public let constraint: String?
-    public let detail: String?
+    package let sqlState: String?
+    package let constraint: String?
+    package let detail: String?
 
-    public init(kind: Kind, message: String, sqlState: String? = nil, constraint: String? = nil, detail: String? = nil) {
+    package init(kind: Kind, message: String, sqlState: String? = nil, constraint: String? = nil, detail: String? = nil) {
         self.kind = kind
         // libpq's connection errors may quote the connection string, password included.
         self.message = ConnectionString.redact(message)
@@ -31,7 +31,7 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
     }
 
     /// True when retrying on a fresh connection may succeed (connection lost, server shutting down or starting).
-    public var isConnectionProblem: Bool {
+    package var isConnectionProblem: Bool {
         if kind == .connection { return true }
         guard let sqlState else { return false }
         // Class 08: connection exception; 57P01–57P03: admin shutdown, crash shutdown, cannot connect now.
@@ -44,17 +44,17 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
     /// (integrity constraint violation), 2F and 39 (function exceptions), 54 (a program limit
     /// such as a value too long) and P0 (raised by PL/pgSQL). Everything else — connection
     /// trouble, timeouts, locks, permissions, a read-only server — is the database's state.
-    public var refusesTheValues: Bool {
+    package var refusesTheValues: Bool {
         guard kind == .server, let sqlState, sqlState.count == 5 else { return false }
         return ["22", "23", "2F", "39", "54", "P0"].contains(String(sqlState.prefix(2)))
     }
 
     /// SQLSTATE 22021, what PostgreSQL answers for a NUL in text.
-    public static let characterNotInRepertoire = "22021"
+    package static let characterNotInRepertoire = "22021"
     /// SQLSTATE 57014: `statement_timeout` (or a cancel) ended the statement.
-    public static let queryCanceled = "57014"
+    package static let queryCanceled = "57014"
 
-    public var description: String {
+    package var description: String {
         var text = "PostgreSQL error"
         if let sqlState { text += " \(sqlState)" }
         text += ": \(message)"

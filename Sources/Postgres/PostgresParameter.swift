@@ -5,34 +5,34 @@ import Foundation
 /// pgpush sends every value as a parameter, never spliced into SQL. Arrays use
 /// PostgreSQL's array literal syntax so a whole batch travels as one parameter
 /// (`unnest($1::bigint[], …)`).
-public protocol PostgresParameter: Sendable {
+package protocol PostgresParameter: Sendable {
     var postgresText: String { get }
 }
 
-extension String: PostgresParameter { public var postgresText: String { self } }
-extension Int: PostgresParameter { public var postgresText: String { String(self) } }
-extension Int64: PostgresParameter { public var postgresText: String { String(self) } }
-extension Int32: PostgresParameter { public var postgresText: String { String(self) } }
-extension Int16: PostgresParameter { public var postgresText: String { String(self) } }
-extension Bool: PostgresParameter { public var postgresText: String { self ? "t" : "f" } }
-extension Double: PostgresParameter { public var postgresText: String { String(self) } }
-extension UUID: PostgresParameter { public var postgresText: String { uuidString.lowercased() } }
+extension String: PostgresParameter { package var postgresText: String { self } }
+extension Int: PostgresParameter { package var postgresText: String { String(self) } }
+extension Int64: PostgresParameter { package var postgresText: String { String(self) } }
+extension Int32: PostgresParameter { package var postgresText: String { String(self) } }
+extension Int16: PostgresParameter { package var postgresText: String { String(self) } }
+extension Bool: PostgresParameter { package var postgresText: String { self ? "t" : "f" } }
+extension Double: PostgresParameter { package var postgresText: String { String(self) } }
+extension UUID: PostgresParameter { package var postgresText: String { uuidString.lowercased() } }
 
 /// Elements of an array parameter: how one element is written inside `{…}`.
-public protocol PostgresArrayElement: Sendable {
+package protocol PostgresArrayElement: Sendable {
     func appendArrayElement(to text: inout String)
 }
 
-extension Int: PostgresArrayElement { public func appendArrayElement(to text: inout String) { text += String(self) } }
-extension Int64: PostgresArrayElement { public func appendArrayElement(to text: inout String) { text += String(self) } }
-extension Int32: PostgresArrayElement { public func appendArrayElement(to text: inout String) { text += String(self) } }
-extension Double: PostgresArrayElement { public func appendArrayElement(to text: inout String) { text += String(self) } }
-extension Bool: PostgresArrayElement { public func appendArrayElement(to text: inout String) { text += self ? "t" : "f" } }
-extension UUID: PostgresArrayElement { public func appendArrayElement(to text: inout String) { text += uuidString.lowercased() } }
+extension Int: PostgresArrayElement { package func appendArrayElement(to text: inout String) { text += String(self) } }
+extension Int64: PostgresArrayElement { package func appendArrayElement(to text: inout String) { text += String(self) } }
+extension Int32: PostgresArrayElement { package func appendArrayElement(to text: inout String) { text += String(self) } }
+extension Double: PostgresArrayElement { package func appendArrayElement(to text: inout String) { text += String(self) } }
+extension Bool: PostgresArrayElement { package func appendArrayElement(to text: inout String) { text += self ? "t" : "f" } }
+extension UUID: PostgresArrayElement { package func appendArrayElement(to text: inout String) { text += uuidString.lowercased() } }
 
 extension String: PostgresArrayElement {
     /// Always quoted, so empty strings, `NULL`, commas and braces stay data.
-    public func appendArrayElement(to text: inout String) {
+    package func appendArrayElement(to text: inout String) {
         text.append("\"")
         for scalar in unicodeScalars {
             if scalar == "\"" || scalar == "\\" { text.append("\\") }
@@ -43,7 +43,7 @@ extension String: PostgresArrayElement {
 }
 
 extension Optional: PostgresArrayElement where Wrapped: PostgresArrayElement {
-    public func appendArrayElement(to text: inout String) {
+    package func appendArrayElement(to text: inout String) {
         switch self {
         case .none: text += "NULL"
         case .some(let value): value.appendArrayElement(to: &text)
@@ -52,7 +52,7 @@ extension Optional: PostgresArrayElement where Wrapped: PostgresArrayElement {
 }
 
 extension Array: PostgresParameter where Element: PostgresArrayElement {
-    public var postgresText: String {
+    package var postgresText: String {
         var text = "{"
         text.reserveCapacity(count * 8 + 2)
         // Reached through `any PostgresParameter`, so this runs unspecialised: a plain index

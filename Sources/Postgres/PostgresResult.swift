@@ -5,10 +5,10 @@ import Foundation
 ///
 /// Values are read in text format; the accessors return nil for SQL NULL and
 /// for text that does not parse as the asked type.
-public final class PostgresResult {
+package final class PostgresResult {
     private let handle: OpaquePointer
-    public let rowCount: Int
-    public let columnCount: Int
+    package let rowCount: Int
+    package let columnCount: Int
 
     init(owning handle: OpaquePointer) {
         self.handle = handle
@@ -19,49 +19,49 @@ public final class PostgresResult {
     deinit { PQclear(handle) }
 
     /// Rows changed by an INSERT/UPDATE/DELETE without RETURNING.
-    public var affectedRows: Int {
+    package var affectedRows: Int {
         guard let text = PQcmdTuples(handle) else { return 0 }
         return Int(String(cString: text)) ?? 0
     }
 
     /// The name of column `index` (nil when out of range).
-    public func columnName(_ index: Int) -> String? {
+    package func columnName(_ index: Int) -> String? {
         guard index >= 0, index < columnCount, let name = PQfname(handle, Int32(index)) else { return nil }
         return String(cString: name)
     }
 
-    public func columnIndex(_ name: String) -> Int? {
+    package func columnIndex(_ name: String) -> Int? {
         let index = PQfnumber(handle, name)
         return index < 0 ? nil : Int(index)
     }
 
-    public func isNull(_ row: Int, _ column: Int) -> Bool {
+    package func isNull(_ row: Int, _ column: Int) -> Bool {
         guard inBounds(row, column) else { return true }
         return PQgetisnull(handle, Int32(row), Int32(column)) == 1
     }
 
-    public func string(_ row: Int, _ column: Int) -> String? {
+    package func string(_ row: Int, _ column: Int) -> String? {
         guard !isNull(row, column), let value = PQgetvalue(handle, Int32(row), Int32(column)) else { return nil }
         return String(cString: value)
     }
 
     /// The raw bytes of a text-format value, without building a String (hot paths: payloads).
-    public func bytes(_ row: Int, _ column: Int) -> [UInt8]? {
+    package func bytes(_ row: Int, _ column: Int) -> [UInt8]? {
         guard !isNull(row, column), let value = PQgetvalue(handle, Int32(row), Int32(column)) else { return nil }
         let length = Int(PQgetlength(handle, Int32(row), Int32(column)))
         return value.withMemoryRebound(to: UInt8.self, capacity: length) { Array(UnsafeBufferPointer(start: $0, count: length)) }
     }
 
-    public func int64(_ row: Int, _ column: Int) -> Int64? {
+    package func int64(_ row: Int, _ column: Int) -> Int64? {
         guard !isNull(row, column), let value = PQgetvalue(handle, Int32(row), Int32(column)) else { return nil }
         return Self.parseInt64(value)
     }
 
-    public func int(_ row: Int, _ column: Int) -> Int? { int64(row, column).map { Int($0) } }
+    package func int(_ row: Int, _ column: Int) -> Int? { int64(row, column).map { Int($0) } }
 
-    public func double(_ row: Int, _ column: Int) -> Double? { string(row, column).flatMap(Double.init) }
+    package func double(_ row: Int, _ column: Int) -> Double? { string(row, column).flatMap(Double.init) }
 
-    public func bool(_ row: Int, _ column: Int) -> Bool? {
+    package func bool(_ row: Int, _ column: Int) -> Bool? {
         switch string(row, column) {
         case "t": return true
         case "f": return false
@@ -69,7 +69,7 @@ public final class PostgresResult {
         }
     }
 
-    public func uuid(_ row: Int, _ column: Int) -> UUID? { string(row, column).flatMap(UUID.init(uuidString:)) }
+    package func uuid(_ row: Int, _ column: Int) -> UUID? { string(row, column).flatMap(UUID.init(uuidString:)) }
 
     private func inBounds(_ row: Int, _ column: Int) -> Bool {
         row >= 0 && row < rowCount && column >= 0 && column < columnCount

@@ -15,16 +15,16 @@ import Foundation
 /// `@unchecked Sendable`: immutable after loading; the X509 and EVP_PKEY objects are
 /// only read, also by the code `withOpenSSLObjects` lends them to (SSL_CTX_use_* takes
 /// its own references), and are freed in `deinit`.
-public final class ClientIdentity: @unchecked Sendable, CustomStringConvertible {
+package final class ClientIdentity: @unchecked Sendable, CustomStringConvertible {
     private let certificate: OpaquePointer
     private let privateKey: OpaquePointer
     private let chain: [OpaquePointer]
     private let details: CertificateDetails
 
     /// The certificate's subject, e.g. `UID=com.example.app, CN=Apple Push Services: com.example.app, ...`.
-    public var subject: String { details.subject }
-    public var notBefore: Date { details.notBefore }
-    public var notAfter: Date { details.notAfter }
+    package var subject: String { details.subject }
+    package var notBefore: Date { details.notBefore }
+    package var notAfter: Date { details.notAfter }
     /// The subject's UID attribute, if it has one.
     package var subjectUserID: String? { details.userID }
 
@@ -53,14 +53,14 @@ public final class ClientIdentity: @unchecked Sendable, CustomStringConvertible 
     }
 
     /// Loads a PKCS#12 file (certificate + key) protected by `password`.
-    public static func loadPKCS12(path: String, password: String?) throws -> ClientIdentity {
+    package static func loadPKCS12(path: String, password: String?) throws -> ClientIdentity {
         let bytes = try CredentialFile.contents(of: path)
         return try PKCS12Reader.read(bytes, password: password, source: path)
     }
 
     /// Loads `PGPUSH_CERT_FILE`: PEM text (certificate and key in the one file) or else PKCS#12.
     /// `password` opens the PKCS#12 file or an encrypted PEM key.
-    public static func load(path: String, password: String?) throws -> ClientIdentity {
+    package static func load(path: String, password: String?) throws -> ClientIdentity {
         let bytes = try CredentialFile.contents(of: path)
         if String(decoding: bytes.prefix(64 * 1024), as: UTF8.self).contains("-----BEGIN ") {
             return try fromPEM(certificateBytes: bytes, keyBytes: bytes, password: password, certificateSource: path, keySource: path)
@@ -70,12 +70,12 @@ public final class ClientIdentity: @unchecked Sendable, CustomStringConvertible 
 
     /// Loads a PEM certificate and a PEM private key (they may be the same file).
     /// Extra certificates after the first in the certificate file are sent as the chain.
-    public static func loadPEM(certificatePath: String, keyPath: String) throws -> ClientIdentity {
+    package static func loadPEM(certificatePath: String, keyPath: String) throws -> ClientIdentity {
         try loadPEM(certificatePath: certificatePath, keyPath: keyPath, password: nil)
     }
 
     /// As `loadPEM(certificatePath:keyPath:)`, for a key that may be encrypted with `password`.
-    public static func loadPEM(certificatePath: String, keyPath: String, password: String?) throws -> ClientIdentity {
+    package static func loadPEM(certificatePath: String, keyPath: String, password: String?) throws -> ClientIdentity {
         let certificateBytes = try CredentialFile.contents(of: certificatePath)
         let keyBytes = certificatePath == keyPath ? certificateBytes : try CredentialFile.contents(of: keyPath)
         return try fromPEM(
@@ -84,7 +84,7 @@ public final class ClientIdentity: @unchecked Sendable, CustomStringConvertible 
     }
 
     /// An identity from PEM text in memory (e.g. an `IssuedCertificate` for the simulator's server).
-    public static func fromPEM(certificatePEM: String, privateKeyPEM: String) throws -> ClientIdentity {
+    package static func fromPEM(certificatePEM: String, privateKeyPEM: String) throws -> ClientIdentity {
         try fromPEM(
             certificateBytes: Array(certificatePEM.utf8), keyBytes: Array(privateKeyPEM.utf8), password: nil,
             certificateSource: "certificate PEM", keySource: "private key PEM")
@@ -136,17 +136,17 @@ public final class ClientIdentity: @unchecked Sendable, CustomStringConvertible 
     }
 
     /// True once `now` is past the certificate's notAfter.
-    public func isExpired(now: Date = Date()) -> Bool {
+    package func isExpired(now: Date = Date()) -> Bool {
         now > notAfter
     }
 
     /// Whole days left before expiry (negative once expired), for warnings and `pgpush doctor`.
-    public func daysUntilExpiry(now: Date = Date()) -> Int {
+    package func daysUntilExpiry(now: Date = Date()) -> Int {
         Int((notAfter.timeIntervalSince(now) / 86_400).rounded(.down))
     }
 
     /// Throws when the certificate cannot be used at `now` (expired or not yet valid).
-    public func validate(now: Date = Date()) throws(CredentialError) {
+    package func validate(now: Date = Date()) throws(CredentialError) {
         if isExpired(now: now) {
             throw .certificateExpired(subject: subject, notAfter: notAfter)
         }
@@ -164,7 +164,7 @@ public final class ClientIdentity: @unchecked Sendable, CustomStringConvertible 
     }
 
     /// Subject and expiry only; never key material.
-    public var description: String {
+    package var description: String {
         "ClientIdentity(\(subject), expires \(notAfter.formatted(.iso8601)))"
     }
 

@@ -5,7 +5,7 @@ import Foundation
 /// `source` is a file path or a short label such as "PEM data"; details come
 /// from OpenSSL's error queue, which names algorithms and reasons, never key
 /// material. Passwords and key bytes never appear here.
-public enum CredentialError: Error, Sendable, Equatable, CustomStringConvertible {
+package enum CredentialError: Error, Sendable, Equatable, CustomStringConvertible {
     case fileNotFound(path: String)
     case fileUnreadable(path: String, reason: String)
     case fileNotWritable(path: String, reason: String)
@@ -25,7 +25,7 @@ public enum CredentialError: Error, Sendable, Equatable, CustomStringConvertible
     case invalidCertificateRequest(String)
     case openSSLFailure(operation: String, detail: String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .fileNotFound(let path):
             return "\(path): no such file"

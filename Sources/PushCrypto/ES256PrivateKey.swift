@@ -5,7 +5,7 @@ import COpenSSL
 ///
 /// `@unchecked Sendable`: the EVP_PKEY is never mutated after loading, and OpenSSL 3
 /// allows concurrent EVP_DigestSign on one key with a separate EVP_MD_CTX per call.
-public final class ES256PrivateKey: @unchecked Sendable, CustomStringConvertible {
+package final class ES256PrivateKey: @unchecked Sendable, CustomStringConvertible {
     private let key: OpaquePointer
 
     private init(owning key: OpaquePointer) {
@@ -17,13 +17,13 @@ public final class ES256PrivateKey: @unchecked Sendable, CustomStringConvertible
     }
 
     /// Loads a `.p8` file.
-    public convenience init(contentsOfFile path: String) throws(CredentialError) {
+    package convenience init(contentsOfFile path: String) throws(CredentialError) {
         let bytes = try CredentialFile.contents(of: path)
         try self.init(pemBytes: bytes, source: path)
     }
 
     /// Loads PEM text; `source` names it in errors.
-    public convenience init(pemEncoded pem: String, source: String = "PEM data") throws(CredentialError) {
+    package convenience init(pemEncoded pem: String, source: String = "PEM data") throws(CredentialError) {
         try self.init(pemBytes: Array(pem.utf8), source: source)
     }
 
@@ -38,39 +38,39 @@ public final class ES256PrivateKey: @unchecked Sendable, CustomStringConvertible
     }
 
     /// A fresh random key, for the simulator and the demo.
-    public static func generate() throws(CredentialError) -> ES256PrivateKey {
+    package static func generate() throws(CredentialError) -> ES256PrivateKey {
         ES256PrivateKey(owning: try ECKeyGenerator.generateP256())
     }
 
     /// The signature of `message` with ECDSA P-256 / SHA-256, as raw r‖s (64 bytes).
-    public func sign(_ message: some Collection<UInt8>) throws(CredentialError) -> [UInt8] {
+    package func sign(_ message: some Collection<UInt8>) throws(CredentialError) -> [UInt8] {
         try ECDSASignatureEncoding.raw(fromDER: DigestSignature.sign(message, with: key))
     }
 
     /// The key as unencrypted PKCS#8 PEM (the `.p8` form). This is secret material.
-    public func pkcs8PEM() throws(CredentialError) -> String {
+    package func pkcs8PEM() throws(CredentialError) -> String {
         try PEMCodec.writing("PEM_write_bio_PrivateKey") { bio in
             PEM_write_bio_PrivateKey(bio, key, nil, nil, 0, nil, nil) == 1
         }
     }
 
     /// Writes the key as a `.p8` file readable by its owner only (mode 0600).
-    public func writePKCS8(toFile path: String) throws(CredentialError) {
+    package func writePKCS8(toFile path: String) throws(CredentialError) {
         try CredentialFile.writeSecret(pkcs8PEM(), to: path)
     }
 
     /// The public half as `-----BEGIN PUBLIC KEY-----` PEM.
-    public func publicKeyPEM() throws(CredentialError) -> String {
+    package func publicKeyPEM() throws(CredentialError) -> String {
         try DigestSignature.publicKeyPEM(key)
     }
 
     /// The public half, holding no private material.
-    public func publicKey() throws(CredentialError) -> ES256PublicKey {
+    package func publicKey() throws(CredentialError) -> ES256PublicKey {
         try ES256PublicKey(pemEncoded: publicKeyPEM(), source: "derived public key")
     }
 
     /// Names the algorithm only; key material never appears in logs.
-    public var description: String { "ES256PrivateKey(P-256)" }
+    package var description: String { "ES256PrivateKey(P-256)" }
 
     /// For code in this module that hands the key to OpenSSL (certificate signing).
     func withEVPKey<Result>(_ body: (OpaquePointer) throws(CredentialError) -> Result) throws(CredentialError) -> Result {

@@ -4,7 +4,7 @@ import COpenSSL
 ///
 /// `@unchecked Sendable`: the EVP_PKEY is never mutated after loading, and OpenSSL 3
 /// allows concurrent EVP_DigestVerify on one key with a separate EVP_MD_CTX per call.
-public final class ES256PublicKey: @unchecked Sendable, CustomStringConvertible {
+package final class ES256PublicKey: @unchecked Sendable, CustomStringConvertible {
     private let key: OpaquePointer
 
     private init(owning key: OpaquePointer) {
@@ -16,7 +16,7 @@ public final class ES256PublicKey: @unchecked Sendable, CustomStringConvertible 
     }
 
     /// Loads `-----BEGIN PUBLIC KEY-----` PEM text; `source` names it in errors.
-    public convenience init(pemEncoded pem: String, source: String = "PEM data") throws(CredentialError) {
+    package convenience init(pemEncoded pem: String, source: String = "PEM data") throws(CredentialError) {
         let loaded = try PEMCodec.reading(Array(pem.utf8)) { bio in
             PEM_read_bio_PUBKEY(bio, nil, PEMCodec.refusePassphrase, nil)
         }
@@ -25,7 +25,7 @@ public final class ES256PublicKey: @unchecked Sendable, CustomStringConvertible 
 
     /// Loads a PEM public key file, or the public half of a `.p8` private key file,
     /// so the simulator can be pointed at the same key file as the worker.
-    public convenience init(contentsOfFile path: String) throws(CredentialError) {
+    package convenience init(contentsOfFile path: String) throws(CredentialError) {
         let bytes = try CredentialFile.contents(of: path)
         let text = String(decoding: bytes, as: UTF8.self)
         if text.contains("PRIVATE KEY-----") {
@@ -37,13 +37,13 @@ public final class ES256PublicKey: @unchecked Sendable, CustomStringConvertible 
     }
 
     /// The public key of the private key in a `.p8` file.
-    public static func fromPrivateKeyFile(_ path: String) throws(CredentialError) -> ES256PublicKey {
+    package static func fromPrivateKeyFile(_ path: String) throws(CredentialError) -> ES256PublicKey {
         try ES256PrivateKey(contentsOfFile: path).publicKey()
     }
 
     /// True when `rawSignature` (r‖s, 64 bytes) is a valid ES256 signature of `message`.
     /// Any malformed input is simply "not valid".
-    public func verify(message: some Collection<UInt8>, rawSignature: some Collection<UInt8>) -> Bool {
+    package func verify(message: some Collection<UInt8>, rawSignature: some Collection<UInt8>) -> Bool {
         guard let der = try? ECDSASignatureEncoding.der(fromRaw: Array(rawSignature)) else {
             _ = CredentialError.takeOpenSSLErrors()
             return false
@@ -52,9 +52,9 @@ public final class ES256PublicKey: @unchecked Sendable, CustomStringConvertible 
     }
 
     /// `-----BEGIN PUBLIC KEY-----` PEM.
-    public func pemEncoded() throws(CredentialError) -> String {
+    package func pemEncoded() throws(CredentialError) -> String {
         try DigestSignature.publicKeyPEM(key)
     }
 
-    public var description: String { "ES256PublicKey(P-256)" }
+    package var description: String { "ES256PublicKey(P-256)" }
 }

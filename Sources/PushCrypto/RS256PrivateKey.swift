@@ -7,7 +7,7 @@ import COpenSSL
 ///
 /// `@unchecked Sendable`: the EVP_PKEY is never mutated after loading, and OpenSSL 3
 /// allows concurrent EVP_DigestSign on one key with a separate EVP_MD_CTX per call.
-public final class RS256PrivateKey: @unchecked Sendable, CustomStringConvertible {
+package final class RS256PrivateKey: @unchecked Sendable, CustomStringConvertible {
     private let key: OpaquePointer
 
     private init(owning key: OpaquePointer) {
@@ -19,7 +19,7 @@ public final class RS256PrivateKey: @unchecked Sendable, CustomStringConvertible
     }
 
     /// Loads PEM text; `source` names it in errors (never the text itself).
-    public convenience init(pemEncoded pem: String, source: String = "PEM data") throws(CredentialError) {
+    package convenience init(pemEncoded pem: String, source: String = "PEM data") throws(CredentialError) {
         let bytes = Array(pem.utf8)
         if PEMCodec.containsEncryptedKey(bytes) {
             throw .encryptedPrivateKey(source: source)
@@ -31,7 +31,7 @@ public final class RS256PrivateKey: @unchecked Sendable, CustomStringConvertible
     }
 
     /// A fresh random key of `bits` bits, for the simulator, the demo and tests.
-    public static func generate(bits: Int = RSAKeyCheck.smallestBits) throws(CredentialError) -> RS256PrivateKey {
+    package static func generate(bits: Int = RSAKeyCheck.smallestBits) throws(CredentialError) -> RS256PrivateKey {
         guard let context = EVP_PKEY_CTX_new_from_name(nil, "RSA", nil) else {
             throw CredentialError.openSSL("EVP_PKEY_CTX_new_from_name")
         }
@@ -47,22 +47,22 @@ public final class RS256PrivateKey: @unchecked Sendable, CustomStringConvertible
     }
 
     /// The RS256 signature of `message` (as long as the key's modulus).
-    public func sign(_ message: some Collection<UInt8>) throws(CredentialError) -> [UInt8] {
+    package func sign(_ message: some Collection<UInt8>) throws(CredentialError) -> [UInt8] {
         try DigestSignature.sign(message, with: key)
     }
 
     /// The key as unencrypted PKCS#8 PEM. This is secret material.
-    public func pkcs8PEM() throws(CredentialError) -> String {
+    package func pkcs8PEM() throws(CredentialError) -> String {
         try PEMCodec.writing("PEM_write_bio_PrivateKey") { bio in
             PEM_write_bio_PrivateKey(bio, key, nil, nil, 0, nil, nil) == 1
         }
     }
 
     /// The public half, holding no private material.
-    public func publicKey() throws(CredentialError) -> RS256PublicKey {
+    package func publicKey() throws(CredentialError) -> RS256PublicKey {
         try RS256PublicKey(pemEncoded: DigestSignature.publicKeyPEM(key), source: "derived public key")
     }
 
     /// Names the algorithm and size only; key material never appears in logs.
-    public var description: String { "RS256PrivateKey(RSA \(EVP_PKEY_get_bits(key)))" }
+    package var description: String { "RS256PrivateKey(RSA \(EVP_PKEY_get_bits(key)))" }
 }

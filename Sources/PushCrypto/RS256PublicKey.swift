@@ -4,7 +4,7 @@ import COpenSSL
 ///
 /// `@unchecked Sendable`: the EVP_PKEY is never mutated after loading, and OpenSSL 3
 /// allows concurrent EVP_DigestVerify on one key with a separate EVP_MD_CTX per call.
-public final class RS256PublicKey: @unchecked Sendable, CustomStringConvertible {
+package final class RS256PublicKey: @unchecked Sendable, CustomStringConvertible {
     private let key: OpaquePointer
 
     private init(owning key: OpaquePointer) {
@@ -16,7 +16,7 @@ public final class RS256PublicKey: @unchecked Sendable, CustomStringConvertible 
     }
 
     /// Loads `-----BEGIN PUBLIC KEY-----` PEM text; `source` names it in errors.
-    public convenience init(pemEncoded pem: String, source: String = "PEM data") throws(CredentialError) {
+    package convenience init(pemEncoded pem: String, source: String = "PEM data") throws(CredentialError) {
         let loaded = try PEMCodec.reading(Array(pem.utf8)) { bio in
             PEM_read_bio_PUBKEY(bio, nil, PEMCodec.refusePassphrase, nil)
         }
@@ -25,14 +25,14 @@ public final class RS256PublicKey: @unchecked Sendable, CustomStringConvertible 
 
     /// True when `signature` is a valid RS256 signature of `message`; malformed input is
     /// simply "not valid".
-    public func verify(message: some Collection<UInt8>, signature: some Collection<UInt8>) -> Bool {
+    package func verify(message: some Collection<UInt8>, signature: some Collection<UInt8>) -> Bool {
         DigestSignature.verify(Array(signature), of: message, with: key)
     }
 
     /// `-----BEGIN PUBLIC KEY-----` PEM.
-    public func pemEncoded() throws(CredentialError) -> String {
+    package func pemEncoded() throws(CredentialError) -> String {
         try DigestSignature.publicKeyPEM(key)
     }
 
-    public var description: String { "RS256PublicKey(RSA \(EVP_PKEY_get_bits(key)))" }
+    package var description: String { "RS256PublicKey(RSA \(EVP_PKEY_get_bits(key)))" }
 }

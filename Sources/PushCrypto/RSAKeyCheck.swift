@@ -2,8 +2,8 @@ import COpenSSL
 
 /// RS256 needs an RSA key; Google's service-account keys are 2,048 bits, and anything
 /// smaller is refused when it is loaded rather than at the first token exchange.
-public enum RSAKeyCheck {
-    public static let smallestBits = 2048
+package enum RSAKeyCheck {
+    package static let smallestBits = 2048
     static let needed = "a service account's assertion is signed with RS256, an RSA key of at least \(smallestBits) bits"
 
     /// Takes ownership of a key a PEM decoder returned: nil becomes `missing`, a key that is

@@ -4,19 +4,19 @@ import Foundation
 /// A throwaway certificate authority made at start-up, so the APNs simulator and
 /// the demo can serve real, verified TLS on localhost: clients trust only its
 /// certificate (`PGPUSH_CA_FILE`), and verification stays on. EC P-256, SHA-256.
-public struct SelfSignedAuthority: Sendable {
-    public let certificatePEM: String
+package struct SelfSignedAuthority: Sendable {
+    package let certificatePEM: String
     /// Unencrypted PKCS#8; secret material.
-    public let privateKeyPEM: String
+    package let privateKeyPEM: String
 
     /// Reuses an authority saved earlier.
-    public init(certificatePEM: String, privateKeyPEM: String) {
+    package init(certificatePEM: String, privateKeyPEM: String) {
         self.certificatePEM = certificatePEM
         self.privateKeyPEM = privateKeyPEM
     }
 
     /// A new authority with a fresh key.
-    public static func generate(
+    package static func generate(
         commonName: String = "pgpush local test CA", validity: CertificateValidity = .days(30)
     ) throws(CredentialError) -> SelfSignedAuthority {
         let key = try ECKeyGenerator.generateP256()
@@ -36,7 +36,7 @@ public struct SelfSignedAuthority: Sendable {
     }
 
     /// A TLS server certificate for the given host names and IP addresses, signed by this authority.
-    public func issueServerCertificate(
+    package func issueServerCertificate(
         commonName: String = "localhost",
         dnsNames: [String] = ["localhost"],
         ipAddresses: [String] = ["127.0.0.1", "::1"],
@@ -65,7 +65,7 @@ public struct SelfSignedAuthority: Sendable {
     }
 
     /// A TLS client certificate (for testing certificate-based authentication).
-    public func issueClientCertificate(
+    package func issueClientCertificate(
         commonName: String, validity: CertificateValidity = .days(30)
     ) throws(CredentialError) -> IssuedCertificate {
         try issue(commonName: commonName, validity: validity, extensions: [

@@ -10,12 +10,12 @@ import Postgres
 /// transaction-level), so claims, outcomes, `migrate` and `prune` work through a
 /// transaction pooler. LISTEN does not: the pooler hands the server connection that
 /// ran it to other clients, and the notifications go wherever that connection goes.
-public enum ConnectionPooling {
+package enum ConnectionPooling {
     /// Whether a notification sent through `notifyConninfo` reaches `listening` within
     /// `timeout`. The channel is this call's own and is left again before returning, so a
     /// session that does receive notifications keeps no trace of the check. `wakeDescriptor`
     /// (an eventfd) ends the wait early; the answer is then false.
-    public static func deliversNotifications(to listening: PostgresConnection, from notifyConninfo: String,
+    package static func deliversNotifications(to listening: PostgresConnection, from notifyConninfo: String,
                                              timeout: Duration, wakeDescriptor: Int32? = nil) throws -> Bool {
         let channel = "pgpush_probe_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
         try listening.execute(script: "LISTEN \(channel)")
@@ -38,7 +38,7 @@ public enum ConnectionPooling {
     /// left to the second, or gives the first another. Without a pooler every session has
     /// a backend of its own for its life. A pooler with idle backends to spare can escape
     /// this check; `deliversNotifications` is the test that matters for wake-ups.
-    public static func sharesBackends(_ conninfo: String) throws -> Bool {
+    package static func sharesBackends(_ conninfo: String) throws -> Bool {
         let first = try PostgresConnection(conninfo: conninfo)
         let second = try PostgresConnection(conninfo: conninfo)
         let before = try first.query("SELECT pg_backend_pid()").int(0, 0)

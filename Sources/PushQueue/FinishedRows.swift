@@ -2,25 +2,25 @@ import Postgres
 
 /// Rows that finished in the database by paths other than this worker's outcomes:
 /// `pgpush.cancel` (status `cancelled`) and other workers' claims (`expired`).
-public struct FinishedRows: Sendable, Equatable {
+package struct FinishedRows: Sendable, Equatable {
     /// The database time counted up to, as PostgreSQL wrote it: the next call's `since`.
-    public var upTo: String
+    package var upTo: String
     /// Per app, per status (`expired`, `cancelled`): rows finished in the window.
-    public var counts: [String: [String: Int]]
+    package var counts: [String: [String: Int]]
 }
 
 extension NotificationQueue {
     /// How far behind the database's clock the window ends. `finished_at` is set at the
     /// start of the finishing transaction, so a row becomes visible only at its commit;
     /// stopping short of now lets those commits land before their rows are counted.
-    public static let finishedRowsLag = "5 seconds"
+    package static let finishedRowsLag = "5 seconds"
 
     /// Rows of `apps` that finished as `expired` or `cancelled` with `since <= finished_at
     /// < upTo`. With `since` nil it counts nothing and only returns where to start, so a
     /// worker counts what happens from its start, not the table's history. The range is
     /// read through the `finished_at` index, so the cost follows the rows finished in
     /// one window, not the table.
-    public func finishedRows(apps: [String], since: String?) throws -> FinishedRows {
+    package func finishedRows(apps: [String], since: String?) throws -> FinishedRows {
         let bound = try connection.query("SELECT (now() - $1::interval)::text", [Self.finishedRowsLag])
         let upTo = bound.string(0, 0) ?? ""
         guard let since else { return FinishedRows(upTo: upTo, counts: [:]) }

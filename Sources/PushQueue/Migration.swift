@@ -1,13 +1,13 @@
 import Foundation
 
 /// One numbered file of `sql/` (`001_queue.sql` → version 1).
-public struct Migration: Sendable, Equatable {
-    public let version: Int
-    public let name: String
-    public let sql: String
+package struct Migration: Sendable, Equatable {
+    package let version: Int
+    package let name: String
+    package let sql: String
 
     /// FNV-1a of the text: detects a migration edited after it was applied.
-    public var checksum: String {
+    package var checksum: String {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for byte in sql.utf8 {
             hash ^= UInt64(byte)
@@ -16,7 +16,7 @@ public struct Migration: Sendable, Equatable {
         return String(hash, radix: 16)
     }
 
-    public init(version: Int, name: String, sql: String) {
+    package init(version: Int, name: String, sql: String) {
         self.version = version
         self.name = name
         self.sql = sql
@@ -24,7 +24,7 @@ public struct Migration: Sendable, Equatable {
 
     /// Reads every `NNN_name.sql` of `directory`, in version order. Other files
     /// (such as the optional `roles.sql`) are not migrations.
-    public static func load(directory: String) throws -> [Migration] {
+    package static func load(directory: String) throws -> [Migration] {
         let files: [String]
         do {
             files = try FileManager.default.contentsOfDirectory(atPath: directory)
@@ -52,7 +52,7 @@ public struct Migration: Sendable, Equatable {
     /// Where the `sql/` folder is: `PGPUSH_SQL_DIR`, then `share/pgpush/sql`
     /// beside the installed binary, then a `sql/` folder in a parent of the
     /// binary (a source checkout), then `./sql`.
-    public static func locateDirectory(
+    package static func locateDirectory(
         environment: [String: String] = ProcessInfo.processInfo.environment,
         executablePath: String = CommandLine.arguments.first ?? "."
     ) -> String? {
@@ -70,7 +70,7 @@ public struct Migration: Sendable, Equatable {
     }
 }
 
-public struct MigrationError: Error, CustomStringConvertible, Sendable {
-    public let description: String
-    public init(_ description: String) { self.description = description }
+package struct MigrationError: Error, CustomStringConvertible, Sendable {
+    package let description: String
+    package init(_ description: String) { self.description = description }
 }

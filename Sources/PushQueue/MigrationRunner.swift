@@ -10,21 +10,21 @@ import Postgres
 /// transaction`) consecutive transactions may run on different server
 /// connections, and a session lock would be taken on one and released on
 /// another, or never.
-public struct MigrationRunner {
+package struct MigrationRunner {
     /// Arbitrary but fixed: "pgpush" in ASCII, plus 1.
     static let advisoryLockKey: Int64 = 0x7067_7075_7368_0001
     /// The role sql/roles.sql makes the owner of schema pgpush.
     static let ownerRole = "pgpush_owner"
 
-    public let migrations: [Migration]
+    package let migrations: [Migration]
 
-    public init(migrations: [Migration]) {
+    package init(migrations: [Migration]) {
         self.migrations = migrations
     }
 
     /// Returns the versions applied by this call (empty when up to date).
     @discardableResult
-    public func migrate(_ connection: PostgresConnection) throws -> [Int] {
+    package func migrate(_ connection: PostgresConnection) throws -> [Int] {
         try connection.transaction {
             try takeTurn(connection)
             // CREATE SCHEMA IF NOT EXISTS needs CREATE on the database even when the schema

@@ -9,16 +9,16 @@ import Postgres
 /// still `sending` under this worker's lease and this claim. That is what
 /// makes a worker whose lease was taken over harmless: its late writes match
 /// no row. Blocking; give the queue a thread of its own.
-public final class NotificationQueue {
-    public let connection: PostgresConnection
-    public let workerID: String
+package final class NotificationQueue {
+    package let connection: PostgresConnection
+    package let workerID: String
 
     /// The lowest id a claim looks at (pgpush.history_partitioning.claim_from_id), read
     /// again every `claimFromRefresh`; see `claimFrom()`.
     private var claimFromID: (id: Int64, readAt: ContinuousClock.Instant)?
     static let claimFromRefresh: Duration = .seconds(10)
 
-    public init(connection: PostgresConnection, workerID: String) {
+    package init(connection: PostgresConnection, workerID: String) {
         self.connection = connection
         self.workerID = workerID
     }
@@ -38,7 +38,7 @@ public final class NotificationQueue {
     /// A channel row whose channel stores no messages (storage policy 0) is claimed as
     /// `deliverOnce`: APNs takes only `apns-expiration: 0` on such a channel.
     /// `lookBack`: only rows whose `send_after` is at most that long ago (nil: every due row).
-    public func claim(app: String, service: Service = .apns, limit: Int, lease: Duration, skipKnownInvalidTokens: Bool = true,
+    package func claim(app: String, service: Service = .apns, limit: Int, lease: Duration, skipKnownInvalidTokens: Bool = true,
                       lookBack: Duration? = nil) throws -> ClaimResult {
         let result = try connection.query(Self.claimSQL, [workerID, app, service.rawValue, limit, lease.seconds,
                                                           skipKnownInvalidTokens, try claimFrom(), lookBack?.seconds])
@@ -86,7 +86,7 @@ public final class NotificationQueue {
     /// (42 ms instead of 4 ms with 80 partitions, measured). The leader raises the mark
     /// every 10 minutes; a value read up to 10 s ago is at most lower, which only costs
     /// a few more partitions in the plan.
-    public func claimFrom() throws -> Int64 {
+    package func claimFrom() throws -> Int64 {
         if let claimFromID, ContinuousClock.now - claimFromID.readAt < Self.claimFromRefresh { return claimFromID.id }
         let id: Int64
         do {
@@ -101,18 +101,18 @@ public final class NotificationQueue {
     /// The claim: pgpush.claim (sql/015_services.sql; why it is written as it is: 011 and 014).
     /// Parameters: worker id, app, service, limit, lease seconds, skip known-invalid tokens,
     /// lowest id (`claimFrom()`), look-back seconds.
-    public static let claimSQL = "SELECT * FROM pgpush.claim($1, $2, $3, $4, $5, $6, $7, $8)"
+    package static let claimSQL = "SELECT * FROM pgpush.claim($1, $2, $3, $4, $5, $6, $7, $8)"
 
     /// The plans of a claim's statements inside pgpush.claim, as EXPLAIN ANALYZE prints them
     /// (auto_explain, loaded for this session: superuser only). The claim is made for real.
-    public func explainClaim(app: String, limit: Int, lease: Duration) throws -> [String] {
+    package func explainClaim(app: String, limit: Int, lease: Duration) throws -> [String] {
         try explained { _ = try claim(app: app, limit: limit, lease: lease) }
     }
 
     /// The plans of every statement `body` runs on this queue's connection, nested ones (inside
     /// the queue functions) included, as EXPLAIN ANALYZE prints them (auto_explain; superuser
     /// only), without the plans of the function calls themselves.
-    public func explained(_ body: () throws -> Void) throws -> [String] {
+    package func explained(_ body: () throws -> Void) throws -> [String] {
         try connection.execute(script: """
             LOAD 'auto_explain';
             SET auto_explain.log_min_duration = 0;
@@ -133,7 +133,7 @@ public final class NotificationQueue {
     /// and invalid tokens. Returns the ids whose lease still held; the others
     /// were taken over (or cancelled) and are left as they are.
     @discardableResult
-    public func complete(_ outcomes: [Outcome]) throws -> Set<Int64> {
+    package func complete(_ outcomes: [Outcome]) throws -> Set<Int64> {
         guard !outcomes.isEmpty else { return [] }
         if outcomes.allSatisfy(\.isPlainDelivery) { return try completeDeliveries(outcomes) }
         var ids: [Int64] = [], claims: [Int] = [], statuses: [String] = [], httpStatuses: [Int?] = []
@@ -204,7 +204,7 @@ public final class NotificationQueue {
 
     /// Extends the lease of rows still in flight; returns the ids still held.
     @discardableResult
-    public func renewLeases(ids: [Int64], lease: Duration) throws -> Set<Int64> {
+    package func renewLeases(ids: [Int64], lease: Duration) throws -> Set<Int64> {
         guard !ids.isEmpty else { return [] }
         let result = try connection.query("SELECT * FROM pgpush.renew_leases($1, $2, $3)", [workerID, ids, lease.seconds])
         return Self.ids(in: result)
@@ -223,7 +223,7 @@ public final class NotificationQueue {
     /// lost with the connection, or a row whose outcome it wrote to a primary that
     /// died before its asynchronous standby, now promoted, received it.
     @discardableResult
-    public func rescueExpiredLeases(maxAttempts: Int, limit: Int = 1000, holding: [Int64]? = nil) throws -> Int {
+    package func rescueExpiredLeases(maxAttempts: Int, limit: Int = 1000, holding: [Int64]? = nil) throws -> Int {
         let result = try connection.query("SELECT pgpush.rescue_expired_leases($1, $2, $3, $4)",
                                           [maxAttempts, limit, workerID, holding])
         return result.int(0, 0) ?? 0

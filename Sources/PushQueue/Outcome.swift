@@ -2,8 +2,8 @@ import Foundation
 import PGPushCore
 
 /// The result of one attempt at one claimed row, as the queue records it.
-public struct Outcome: Sendable, Equatable {
-    public enum Disposition: Sendable, Equatable {
+package struct Outcome: Sendable, Equatable {
+    package enum Disposition: Sendable, Equatable {
         /// The service accepted it.
         case delivered
         /// Final failure: the service refused it, retries ran out, or pgpush refused it before sending.
@@ -16,30 +16,30 @@ public struct Outcome: Sendable, Equatable {
         case retry(after: Duration, countsAsAttempt: Bool)
     }
 
-    public var id: Int64
-    public var claimCount: Int
-    public var disposition: Disposition
+    package var id: Int64
+    package var claimCount: Int
+    package var disposition: Disposition
     /// HTTP status of the answer; nil when none came (or none was asked for).
-    public var httpStatus: Int?
+    package var httpStatus: Int?
     /// The service's reason or pgpush's; nil with `delivered`.
-    public var reason: String?
+    package var reason: String?
     /// The service's own words about a refusal (FCM's error message), or pgpush's sentence
     /// for a row it refused; kept in the `delivery_errors` row.
-    public var detail: String?
+    package var detail: String?
     /// The service's id of the accepted message (`message_id`).
-    public var messageID: String?
+    package var messageID: String?
     /// Add a `pgpush.delivery_errors` row for this attempt.
-    public var recordsError: Bool
+    package var recordsError: Bool
     /// Upsert the row's token into `pgpush.invalid_tokens`, with Apple's timestamp when known;
     /// for a channel row, mark its channel in `pgpush.channels` with the reason instead.
-    public var invalidatesToken: Bool
-    public var appleTimestamp: Date?
+    package var invalidatesToken: Bool
+    package var appleTimestamp: Date?
     /// The answer's `apns-unique-id` header; nil when it had none (or no answer came). Written to
     /// the row, replacing the previous answer's, and to the `delivery_errors` row when one is
     /// recorded; an outcome that `keepsLastAnswer` leaves the row's value as it was.
-    public var apnsUniqueID: UUID?
+    package var apnsUniqueID: UUID?
 
-    public init(id: Int64, claimCount: Int, disposition: Disposition, httpStatus: Int? = nil, reason: String? = nil,
+    package init(id: Int64, claimCount: Int, disposition: Disposition, httpStatus: Int? = nil, reason: String? = nil,
                 detail: String? = nil, messageID: String? = nil, recordsError: Bool = false, invalidatesToken: Bool = false, appleTimestamp: Date? = nil,
                 apnsUniqueID: UUID? = nil) {
         self.id = id
@@ -57,7 +57,7 @@ public struct Outcome: Sendable, Equatable {
 
     /// An uncounted return to the queue with nothing learned (not processed,
     /// shutdown) keeps the previous attempt's `last_status`, `last_reason` and `apns_unique_id`.
-    public var keepsLastAnswer: Bool {
+    package var keepsLastAnswer: Bool {
         guard case .retry(_, let counts) = disposition else { return false }
         return !counts && httpStatus == nil && reason == nil
     }
@@ -68,12 +68,12 @@ public struct Outcome: Sendable, Equatable {
         disposition == .delivered && httpStatus == 200 && reason == nil && !recordsError && !invalidatesToken
     }
 
-    public static func delivered(_ row: ClaimedNotification) -> Outcome {
+    package static func delivered(_ row: ClaimedNotification) -> Outcome {
         Outcome(id: row.id, claimCount: row.claimCount, disposition: .delivered, httpStatus: 200)
     }
 
     /// Back to the queue at once without spending an attempt, keeping the last answer as it was.
-    public static func released(_ row: ClaimedNotification) -> Outcome {
+    package static func released(_ row: ClaimedNotification) -> Outcome {
         Outcome(id: row.id, claimCount: row.claimCount, disposition: .retry(after: .zero, countsAsAttempt: false))
     }
 
@@ -81,13 +81,13 @@ public struct Outcome: Sendable, Equatable {
     /// for this row's sake alone (`OutcomeWriter` finds it by splitting the batch): the
     /// answer's status and the disposition, none of its other values. A delivered row stays
     /// delivered (APNs took it); anything else ends `failed` with `OutcomeRefused`.
-    public var refusedByDatabase: Outcome {
+    package var refusedByDatabase: Outcome {
         let delivered = disposition == .delivered
         return Outcome(id: id, claimCount: claimCount, disposition: delivered ? .delivered : .failed, httpStatus: httpStatus,
                        reason: delivered ? nil : Self.refusedReason, recordsError: !delivered)
     }
 
-    public static let refusedReason = "OutcomeRefused"
+    package static let refusedReason = "OutcomeRefused"
 
     // MARK: Values from the network, as PostgreSQL can store them
 
@@ -95,7 +95,7 @@ public struct Outcome: Sendable, Equatable {
     /// `invalid_tokens.reason`, `app_health.reason`). APNs's reasons are short names; past
     /// this a "reason" is someone else's page or an attack, and every attempt would copy it
     /// into two rows.
-    public static let maxReasonBytes = 512
+    package static let maxReasonBytes = 512
 
     /// This outcome with its values from the answer made storable: the reason cleaned and
     /// bounded (`storableText`), a timestamp outside 1970–9999 dropped (PostgreSQL refuses a
@@ -118,7 +118,7 @@ public struct Outcome: Sendable, Equatable {
     /// separators replaced by U+FFFD, cut to `maxBytes` of UTF-8 at a character boundary
     /// with "…" to show the cut. PostgreSQL's text cannot hold NUL at all; the others would
     /// reach every log, terminal and page that shows the reason.
-    public static func storableText(_ text: String, maxBytes: Int = maxReasonBytes) -> String {
+    package static func storableText(_ text: String, maxBytes: Int = maxReasonBytes) -> String {
         let ellipsis: Unicode.Scalar = "\u{2026}"
         var kept: [Unicode.Scalar] = []
         var bytes = 0

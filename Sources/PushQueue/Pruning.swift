@@ -14,7 +14,7 @@ extension NotificationQueue {
     /// The leader's lock is transaction-level, taken again for each step: through a
     /// transaction pooler a session lock would stay on whichever server connection took
     /// it, held long after this process stopped.
-    public func prune(olderThan: Duration, batchSize: Int = 5000, onlyIfLeader: Bool = false) throws -> Int? {
+    package func prune(olderThan: Duration, batchSize: Int = 5000, onlyIfLeader: Bool = false) throws -> Int? {
         var total = 0
         while true {
             let step: Int?? = try asLeader(onlyIfLeader) {
@@ -32,7 +32,7 @@ extension NotificationQueue {
     /// Keeps partitions of notifications and delivery_errors ready ahead of the newest id
     /// (pgpush.create_history_partitions); returns how many it created, or nil when
     /// `onlyIfLeader` and another process holds the prune lock now.
-    public func createHistoryPartitions(onlyIfLeader: Bool = false) throws -> Int? {
+    package func createHistoryPartitions(onlyIfLeader: Bool = false) throws -> Int? {
         try asLeader(onlyIfLeader) {
             try connection.query("SELECT pgpush.create_history_partitions()").int(0, 0) ?? 0
         }

@@ -2,17 +2,17 @@ import PGPushCore
 import Postgres
 
 /// A worker's row in `pgpush.workers` and its app-health reports in `pgpush.app_health`.
-public struct WorkerRecord: Sendable, Equatable {
-    public var id: String
-    public var host: String
-    public var pid: Int32
-    public var version: String
-    public var apps: [String]
+package struct WorkerRecord: Sendable, Equatable {
+    package var id: String
+    package var host: String
+    package var pid: Int32
+    package var version: String
+    package var apps: [String]
     /// Each app and service it sends for, `app/service` (`pgpush.workers.services`).
-    public var services: [String]
-    public var connections: Int
+    package var services: [String]
+    package var connections: Int
 
-    public init(id: String, host: String, pid: Int32, version: String, apps: [String], services: [String]? = nil,
+    package init(id: String, host: String, pid: Int32, version: String, apps: [String], services: [String]? = nil,
                 connections: Int) {
         self.id = id
         self.host = host
@@ -25,16 +25,16 @@ public struct WorkerRecord: Sendable, Equatable {
 }
 
 /// Counters since the worker started, published with every heartbeat.
-public struct WorkerCounters: Sendable, Equatable {
-    public var sent = 0
-    public var delivered = 0
-    public var failed = 0
-    public var retried = 0
-    public init() {}
+package struct WorkerCounters: Sendable, Equatable {
+    package var sent = 0
+    package var delivered = 0
+    package var failed = 0
+    package var retried = 0
+    package init() {}
 }
 
 extension NotificationQueue {
-    public func register(_ worker: WorkerRecord) throws {
+    package func register(_ worker: WorkerRecord) throws {
         try connection.query("""
             INSERT INTO pgpush.workers (id, host, pid, version, apps, connections, services)
             VALUES ($1, $2, $3, $4, $5, $6, $7)
@@ -46,7 +46,7 @@ extension NotificationQueue {
     /// Publishes the counters; false when the worker has no row to update (an operator
     /// or a cleanup deleted it), so that the caller registers again.
     @discardableResult
-    public func heartbeat(_ counters: WorkerCounters) throws -> Bool {
+    package func heartbeat(_ counters: WorkerCounters) throws -> Bool {
         try connection.query("""
             UPDATE pgpush.workers SET heartbeat_at = now(), sent = $2, delivered = $3, failed = $4, retried = $5
              WHERE id = $1
@@ -54,7 +54,7 @@ extension NotificationQueue {
             """, [workerID, counters.sent, counters.delivered, counters.failed, counters.retried]).rowCount > 0
     }
 
-    public func deregister() throws {
+    package func deregister() throws {
         try connection.query("DELETE FROM pgpush.workers WHERE id = $1", [workerID])
     }
 
@@ -62,7 +62,7 @@ extension NotificationQueue {
     /// only that apns-topic of it. Each (app, service, topic) has its own row: a report for one
     /// topic leaves the app's row and other topics' rows alone. `since` moves only when health
     /// changes.
-    public func reportAppHealth(app: String, service: Service = .apns, topic: String? = nil, healthy: Bool,
+    package func reportAppHealth(app: String, service: Service = .apns, topic: String? = nil, healthy: Bool,
                                 reason: String?) throws {
         // The conflict target is the unique index on (app, service, coalesce(topic, '')), which
         // makes a null topic one value, so the whole-app row is found like any other.
@@ -81,14 +81,14 @@ extension NotificationQueue {
 }
 
 /// One app's unfinished rows, as `pgpush.queue_depth` shows them.
-public struct QueueDepth: Sendable, Equatable {
-    public var due: Int
-    public var sending: Int
-    public var oldestDueSeconds: Double
+package struct QueueDepth: Sendable, Equatable {
+    package var due: Int
+    package var sending: Int
+    package var oldestDueSeconds: Double
 }
 
 extension NotificationQueue {
-    public func queueDepth() throws -> [String: QueueDepth] {
+    package func queueDepth() throws -> [String: QueueDepth] {
         let result = try connection.query("SELECT app, due, sending, oldest_due_seconds FROM pgpush.queue_depth")
         var depth: [String: QueueDepth] = [:]
         for row in 0..<result.rowCount {
@@ -100,7 +100,7 @@ extension NotificationQueue {
     }
 
     /// Due rows of apps no live worker serves, and how many such apps.
-    public func unservedDue() throws -> (due: Int, apps: Int) {
+    package func unservedDue() throws -> (due: Int, apps: Int) {
         let result = try connection.query("SELECT coalesce(sum(due), 0)::bigint, count(*) FROM pgpush.unserved_apps")
         return (result.int(0, 0) ?? 0, result.int(0, 1) ?? 0)
     }

@@ -5,8 +5,8 @@ import HTTP2TLS
 /// the endpoint, a cause from a small fixed set (a metric label), and the particulars an
 /// operator needs to fix it: OpenSSL's verify result and the server certificate's subject
 /// and validity, the ALPN protocol the server picked, the resolver's or kernel's message.
-public struct ConnectionFailure: Error, Sendable, Equatable, CustomStringConvertible {
-    public enum Cause: String, Sendable, CaseIterable, Comparable {
+package struct ConnectionFailure: Error, Sendable, Equatable, CustomStringConvertible {
+    package enum Cause: String, Sendable, CaseIterable, Comparable {
         /// The host name did not resolve.
         case dns
         /// No TCP connection (refused, unreachable).
@@ -29,25 +29,25 @@ public struct ConnectionFailure: Error, Sendable, Equatable, CustomStringConvert
         /// An open connection ended because an answer went past the header-list bound.
         case responseTooLarge = "response_too_large"
 
-        public static func < (lhs: Cause, rhs: Cause) -> Bool { lhs.rawValue < rhs.rawValue }
+        package static func < (lhs: Cause, rhs: Cause) -> Bool { lhs.rawValue < rhs.rawValue }
     }
 
     /// host:port
-    public var endpoint: String
-    public var cause: Cause
+    package var endpoint: String
+    package var cause: Cause
     /// The most specific reason there is: "certificate has expired", "hostname mismatch",
     /// the resolver's message, OpenSSL's error, …
-    public var reason: String
+    package var reason: String
     /// For `tlsCertificate`: OpenSSL's verify result (`X509_V_ERR_*`).
-    public var verifyResult: Int?
+    package var verifyResult: Int?
     /// For `tlsCertificate`: the server's certificate, when it sent one.
-    public var certificate: CertificateRejection.Certificate?
+    package var certificate: CertificateRejection.Certificate?
     /// For `alpn`: the protocol the server picked instead of h2; nil when it picked none.
-    public var alpnSelected: String?
+    package var alpnSelected: String?
     /// The transport's whole description of the failure.
-    public var detail: String
+    package var detail: String
 
-    public init(endpoint: String, cause: Cause, reason: String, detail: String? = nil) {
+    package init(endpoint: String, cause: Cause, reason: String, detail: String? = nil) {
         self.endpoint = endpoint
         self.cause = cause
         self.reason = reason
@@ -55,7 +55,7 @@ public struct ConnectionFailure: Error, Sendable, Equatable, CustomStringConvert
     }
 
     /// Nil for `clientShutDown`: the client stopped, nothing failed.
-    public init?(endpoint: String, error: ConnectError) {
+    package init?(endpoint: String, error: ConnectError) {
         switch error {
         case .clientShutDown: return nil
         case .resolutionFailed(_, let detail): self.init(endpoint: endpoint, cause: .dns, reason: detail)
@@ -77,7 +77,7 @@ public struct ConnectionFailure: Error, Sendable, Equatable, CustomStringConvert
     /// Nil unless the connection ended on a fault of its own (protocol, I/O, an unanswering
     /// or oversized peer): a GOAWAY, a local close or the peer's orderly close is not a
     /// failure of the connection.
-    public init?(endpoint: String, closeReason: CloseReason) {
+    package init?(endpoint: String, closeReason: CloseReason) {
         switch closeReason {
         case .protocolError(let text): self.init(endpoint: endpoint, cause: .protocolError, reason: text)
         case .ioError(let text): self.init(endpoint: endpoint, cause: .ioError, reason: text)
@@ -89,12 +89,12 @@ public struct ConnectionFailure: Error, Sendable, Equatable, CustomStringConvert
     }
 
     /// Whether the connection never opened (as against opened, then ended on an error).
-    public var duringConnect: Bool {
+    package var duringConnect: Bool {
         switch cause {
         case .dns, .tcpConnect, .timeout, .tlsCertificate, .tlsHandshake, .alpn: true
         case .protocolError, .ioError, .unresponsive, .responseTooLarge: false
         }
     }
 
-    public var description: String { "\(endpoint): \(detail)" }
+    package var description: String { "\(endpoint): \(detail)" }
 }

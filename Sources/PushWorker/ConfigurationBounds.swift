@@ -10,7 +10,7 @@ extension WorkerConfiguration {
     /// connections that is already 400 connections to Apple and 100 claims a second on one
     /// database connection; 40,000 apps once started 430 threads and 403 MB and were still
     /// starting after 12 s. Past the limit, run more workers, each with its own `--config`.
-    public static let maximumApps = 100
+    package static let maximumApps = 100
 
     static func checkAppCount(_ count: Int) throws(ConfigurationError) {
         guard count <= maximumApps else {

@@ -3,9 +3,9 @@ import PGPushCore
 import Postgres
 
 /// A setting is missing or wrong; the message names it.
-public struct ConfigurationError: Error, CustomStringConvertible, Sendable, Equatable {
-    public let description: String
-    public init(_ description: String) { self.description = description }
+package struct ConfigurationError: Error, CustomStringConvertible, Sendable, Equatable {
+    package let description: String
+    package init(_ description: String) { self.description = description }
 }
 
 /// The JSON configuration file. Keys are snake_case in the file

@@ -3,8 +3,8 @@ import Foundation
 /// Key and certificate files should be readable by their owner only: a p8 key
 /// or a .p12 lets anyone push as the app. Not an error (containers and
 /// secret mounts differ), but worth a warning at start-up and in `doctor`.
-public enum CredentialFilePermissions {
-    public static func warnings(for app: AppConfiguration) -> [String] {
+package enum CredentialFilePermissions {
+    package static func warnings(for app: AppConfiguration) -> [String] {
         var files: [String] = []
         switch app.authentication {
         case .token(_, _, let keyFile)?: files.append(keyFile)

@@ -7,25 +7,25 @@ import Synchronization
 ///
 /// Callers pass named fields, never whole configuration values, so keys,
 /// JWTs and passwords have no way into a line.
-public struct Log: Sendable {
-    public enum Level: String, Sendable { case debug, info, warning, error }
+package struct Log: Sendable {
+    package enum Level: String, Sendable { case debug, info, warning, error }
 
     private let minimum: Level
     private let sink: @Sendable (String) -> Void
 
-    public init(minimum: Level = .info, sink: @escaping @Sendable (String) -> Void = Log.standardError) {
+    package init(minimum: Level = .info, sink: @escaping @Sendable (String) -> Void = Log.standardError) {
         self.minimum = minimum
         self.sink = sink
     }
 
-    public static let standardError: @Sendable (String) -> Void = { line in
+    package static let standardError: @Sendable (String) -> Void = { line in
         StandardStreams.writeError(line)
     }
 
-    public func debug(_ event: String, _ fields: KeyValuePairs<String, Any> = [:]) { write(.debug, event, fields) }
-    public func info(_ event: String, _ fields: KeyValuePairs<String, Any> = [:]) { write(.info, event, fields) }
-    public func warning(_ event: String, _ fields: KeyValuePairs<String, Any> = [:]) { write(.warning, event, fields) }
-    public func error(_ event: String, _ fields: KeyValuePairs<String, Any> = [:]) { write(.error, event, fields) }
+    package func debug(_ event: String, _ fields: KeyValuePairs<String, Any> = [:]) { write(.debug, event, fields) }
+    package func info(_ event: String, _ fields: KeyValuePairs<String, Any> = [:]) { write(.info, event, fields) }
+    package func warning(_ event: String, _ fields: KeyValuePairs<String, Any> = [:]) { write(.warning, event, fields) }
+    package func error(_ event: String, _ fields: KeyValuePairs<String, Any> = [:]) { write(.error, event, fields) }
 
     /// For callers that build the fields at run time (`RepeatedWarnings` adds its counts).
     func warning(_ event: String, _ fields: [(key: String, value: Any)]) { write(.warning, event, fields) }
@@ -52,7 +52,7 @@ public struct Log: Sendable {
     /// The most bytes of one value a line shows; the rest is cut and its size said. A reason,
     /// an error body or a GOAWAY's debug data comes from the network: without a bound one
     /// answer makes a line of megabytes, once per attempt.
-    public static let maxValueBytes = 1024
+    package static let maxValueBytes = 1024
 
     /// Values with blanks, quotes or any character that is not plainly printable (C0 and C1
     /// controls, DEL, the line and paragraph separators) are quoted and escaped, so a hostile

@@ -13,28 +13,28 @@ import Synchronization
 /// connection still sending its head is dropped for a new one. A liveness probe is then
 /// answered while slow or silent clients are connected (issue 24: one client sending a
 /// byte every 1.5 s once held the endpoint for ever, and 10 of 11 probes timed out).
-public final class MetricsServer: Sendable {
-    public struct Response: Sendable {
+package final class MetricsServer: Sendable {
+    package struct Response: Sendable {
         var status: Int
         var contentType = "text/plain; charset=utf-8"
         var body: String
     }
 
     /// What one client may take of the endpoint.
-    public struct Limits: Sendable {
+    package struct Limits: Sendable {
         /// From accept to the blank line that ends the request head; then 408 and close.
         /// Orchestrators probe with a timeout of a second or more and send the head at once.
-        public var requestDeadline: Duration
+        package var requestDeadline: Duration
         /// From the end of the head to the last byte of the response; then the connection is
         /// dropped (a client that never reads a big /metrics body holds a slot no longer).
-        public var writeDeadline: Duration
+        package var writeDeadline: Duration
         /// Bytes of request head; past them 431 and close. A GET needs a few hundred.
-        public var maximumRequestSize: Int
+        package var maximumRequestSize: Int
         /// Connections held at once, answered or not. A scraper and a few probes need a
         /// handful; each holds at most a head and one response.
-        public var maximumConnections: Int
+        package var maximumConnections: Int
 
-        public init(requestDeadline: Duration = .seconds(5), writeDeadline: Duration = .seconds(10),
+        package init(requestDeadline: Duration = .seconds(5), writeDeadline: Duration = .seconds(10),
                     maximumRequestSize: Int = 8192, maximumConnections: Int = 32) {
             self.requestDeadline = requestDeadline
             self.writeDeadline = writeDeadline
@@ -47,11 +47,11 @@ public final class MetricsServer: Sendable {
     /// response, so that closing it with unread input does not reset the answer away.
     static let lingerAfterResponse: Duration = .seconds(1)
 
-    public let port: Int
+    package let port: Int
     private let control: Control
 
     /// Binds at once, so a wrong address fails at start-up with a clear error.
-    public init(address: String, limits: Limits = Limits(),
+    package init(address: String, limits: Limits = Limits(),
                 route: @escaping @Sendable (String) -> Response) throws(ConfigurationError) {
         let (host, port) = try Self.parse(address)
         let socketDescriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
@@ -105,7 +105,7 @@ public final class MetricsServer: Sendable {
     var connectionsAccepted: Int { control.accepted.load(ordering: .acquiring) }
 
     /// Stops serving: the thread closes the listener and every connection and ends.
-    public func stop() { control.stop() }
+    package func stop() { control.stop() }
 
     static func parse(_ address: String) throws(ConfigurationError) -> (host: String, port: Int) {
         guard let colon = address.lastIndex(of: ":"), let port = Int(address[address.index(after: colon)...]),

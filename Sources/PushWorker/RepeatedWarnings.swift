@@ -5,7 +5,7 @@ import Locking
 /// occurrence is logged as it is, later ones at most once per `interval` with how many
 /// there were, and recovery logs the count not yet reported. Without it an outage
 /// writes dozens of identical lines a second and buries everything else.
-public final class RepeatedWarnings: Sendable {
+package final class RepeatedWarnings: Sendable {
     private struct Streak {
         var lastLogged: ContinuousClock.Instant
         var unreported = 0
@@ -16,7 +16,7 @@ public final class RepeatedWarnings: Sendable {
     private let now: @Sendable () -> ContinuousClock.Instant
     private let streaks = Locked<[String: Streak]>([:])
 
-    public init(log: Log, interval: Duration = .seconds(30),
+    package init(log: Log, interval: Duration = .seconds(30),
                 now: @escaping @Sendable () -> ContinuousClock.Instant = { ContinuousClock.now }) {
         self.log = log
         self.interval = interval
@@ -26,7 +26,7 @@ public final class RepeatedWarnings: Sendable {
     /// Logs `event` unless it was logged less than `interval` ago for the same `key`
     /// (an app name, say); a line after a quiet spell carries `repeated` (occurrences
     /// since the previous line, this one included) and `in_last`.
-    public func warning(_ event: String, key: String = "", _ fields: KeyValuePairs<String, Any>) {
+    package func warning(_ event: String, key: String = "", _ fields: KeyValuePairs<String, Any>) {
         warning(event, key: key, Array(fields))
     }
 
@@ -57,7 +57,7 @@ public final class RepeatedWarnings: Sendable {
 
     /// The failing operation succeeded: reports repeats not yet logged, and the next
     /// failure is news again.
-    public func recovered(_ event: String, key: String = "") {
+    package func recovered(_ event: String, key: String = "") {
         let instant = now()
         guard let streak = streaks.withLock({ $0.removeValue(forKey: event + "\u{0}" + key) }), streak.unreported > 0 else { return }
         let fields: [(key: String, value: Any)] = [("repeated", streak.unreported),

@@ -9,7 +9,7 @@ import PushTransport
 /// Builds the senders of every configured app, one per service it has credentials for:
 /// loads and checks each key, certificate and service-account file before the worker
 /// connects anywhere.
-public enum SenderFactory {
+package enum SenderFactory {
     /// `keyLog`: every client's TLS secrets go there (`SSLKEYLOGFILE`); nil: nowhere.
     package static func makeSenders(for apps: [AppConfiguration], keyLog: TLSKeyLog? = nil,
                                    now: Date = Date()) throws(ConfigurationError) -> [any NotificationSender] {
@@ -49,7 +49,7 @@ public enum SenderFactory {
         }
     }
 
-    public static func makeClient(for app: AppConfiguration, keyLog: TLSKeyLog? = nil,
+    package static func makeClient(for app: AppConfiguration, keyLog: TLSKeyLog? = nil,
                                   now: Date = Date()) throws(ConfigurationError) -> APNsClient {
         let label = "app \"\(app.name)\""
         let endpoint: APNsEndpoint
@@ -78,7 +78,7 @@ public enum SenderFactory {
 
     /// A client of Apple's channel management API with the app's credentials: Apple's host for
     /// the app's environment, or `channelsURL` (`PGPUSH_APNS_CHANNELS_URL`, e.g. the simulator).
-    public static func makeChannelManagementClient(for app: AppConfiguration, channelsURL: String?,
+    package static func makeChannelManagementClient(for app: AppConfiguration, channelsURL: String?,
                                                    retry: RetryConfiguration? = nil,
                                                    now: Date = Date()) throws(ConfigurationError) -> ChannelManagementClient {
         let endpoint: APNsEndpoint

@@ -6,17 +6,17 @@ import Glibc
 /// and a supervisor may start it with stderr closed. FileHandle's write traps when
 /// write(2) fails, and SIGPIPE's default action kills the process: either would turn
 /// lost log lines into a dead worker holding leases.
-public enum StandardStreams {
+package enum StandardStreams {
     /// Makes a write to a pipe without a reader fail with EPIPE instead of killing the
     /// process. Call once, first thing in main.
-    public static func ignoreBrokenPipes() {
+    package static func ignoreBrokenPipes() {
         signal(SIGPIPE, SIG_IGN)
     }
 
     /// Writes all of `text` to `descriptor`, retrying short writes and EINTR; any other
     /// failure (EPIPE, EBADF, a full disk) drops the rest, because there is nowhere left
     /// to report it.
-    public static func write(_ text: String, to descriptor: Int32) {
+    package static func write(_ text: String, to descriptor: Int32) {
         var bytes = Array(text.utf8)
         bytes.withUnsafeMutableBytes { buffer in
             var offset = 0
@@ -33,6 +33,6 @@ public enum StandardStreams {
         }
     }
 
-    public static func writeError(_ text: String) { write(text, to: STDERR_FILENO) }
-    public static func writeOutput(_ text: String) { write(text, to: STDOUT_FILENO) }
+    package static func writeError(_ text: String) { write(text, to: STDERR_FILENO) }
+    package static func writeOutput(_ text: String) { write(text, to: STDOUT_FILENO) }
 }

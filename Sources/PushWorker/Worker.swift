@@ -14,8 +14,8 @@ import Synchronization
 /// of dead workers and publish the heartbeat. `stop()` drains: no new claims,
 /// rows not yet sent go back to `queued`, outcomes are written, the worker
 /// deregisters.
-public final class Worker: Sendable {
-    public let configuration: WorkerConfiguration
+package final class Worker: Sendable {
+    package let configuration: WorkerConfiguration
     let senders: [Route: any NotificationSender]
     let log: Log
     let claims: DatabaseExecutor
@@ -87,7 +87,7 @@ public final class Worker: Sendable {
     }
 
     /// The port the metrics endpoint listens on (useful with port 0).
-    public var metricsPort: Int? { metricsServer?.port }
+    package var metricsPort: Int? { metricsServer?.port }
 
     private static func route(_ path: String, metrics: WorkerMetrics, senders: [Route: any NotificationSender]) -> MetricsServer.Response {
         switch path {
@@ -105,10 +105,10 @@ public final class Worker: Sendable {
         }
     }
 
-    public var statistics: WorkerCounters { counters.withLock { $0 } }
+    package var statistics: WorkerCounters { counters.withLock { $0 } }
 
     /// Asks the worker to drain and return from `run()`. Safe from any thread.
-    public func stop() {
+    package func stop() {
         guard !stopping.exchange(true, ordering: .sequentiallyConsistent) else { return }
         drainDeadline.withLock { $0 = .now + configuration.drainTimeout }
         stopRequested.open()
@@ -117,7 +117,7 @@ public final class Worker: Sendable {
 
     var isStopping: Bool { stopping.load(ordering: .sequentiallyConsistent) }
 
-    public func run() async throws {
+    package func run() async throws {
         try await register()
         let wakeUps = QueueListener.Source(
             listenConninfo: configuration.listenDatabaseURL ?? configuration.databaseURL,
@@ -181,6 +181,6 @@ public final class Worker: Sendable {
 }
 
 /// The version written to `pgpush.workers` and printed by `pgpush --version`.
-public enum PGPushVersion {
-    public static let current = "0.4.0"
+package enum PGPushVersion {
+    package static let current = "0.4.0"
 }

@@ -4,59 +4,59 @@ import Postgres
 
 /// One app a worker serves: for each service it has credentials for, where to send and as
 /// whom; how fast and how rows are retried.
-public struct AppConfiguration: Sendable, Equatable {
-    public enum Authentication: Sendable, Equatable {
+package struct AppConfiguration: Sendable, Equatable {
+    package enum Authentication: Sendable, Equatable {
         /// p8 key: team id, key id, key file.
         case token(teamID: String, keyID: String, keyFile: String)
         /// .p12 (or PEM with certificate and key), optional password.
         case certificate(file: String, password: String?)
     }
 
-    public enum Environment: String, Sendable {
+    package enum Environment: String, Sendable {
         case production, development
     }
 
     /// FCM HTTP v1: `fcm_credentials_file`, `fcm_project_id`, `fcm_url`.
-    public struct FCM: Sendable, Equatable {
+    package struct FCM: Sendable, Equatable {
         /// A Google service-account key file (JSON).
-        public var credentialsFile: String
+        package var credentialsFile: String
         /// nil: the key file's `project_id`.
-        public var projectID: String?
+        package var projectID: String?
         /// nil: FCM's own host; the simulator's URL in tests.
-        public var url: String?
+        package var url: String?
 
-        public init(credentialsFile: String, projectID: String? = nil, url: String? = nil) {
+        package init(credentialsFile: String, projectID: String? = nil, url: String? = nil) {
             self.credentialsFile = credentialsFile
             self.projectID = projectID
             self.url = url
         }
     }
 
-    public var name: String
+    package var name: String
     /// The app's bundle id: the topic, before the push type's suffix (APNs; empty without APNs).
-    public var bundleID: String
-    public var environment: Environment
+    package var bundleID: String
+    package var environment: Environment
     /// Overrides the APNs host, e.g. `https://127.0.0.1:2197` for the simulator.
-    public var apnsURL: String?
+    package var apnsURL: String?
     /// Extra trust anchors for the APNs endpoint (PEM).
-    public var caFile: String?
+    package var caFile: String?
     /// APNs credentials; nil: the app sends no APNs rows (they wait).
-    public var authentication: Authentication?
+    package var authentication: Authentication?
     /// FCM credentials; nil: the app sends no FCM rows (they wait).
-    public var fcm: FCM?
+    package var fcm: FCM?
     /// HTTP/2 connections per service.
-    public var connections: Int
+    package var connections: Int
     /// Requests per second per connection; 0 means no cap (benchmarks only).
-    public var ratePerConnection: Int
+    package var ratePerConnection: Int
     /// How this app's rows are retried after a 5xx, no answer or 429 TooManyRequests: the
     /// `PGPUSH_RETRY_*` variables, `--retry-*` flags and `"retry"` in the file. The worker
     /// decides each row with its own app's numbers.
-    public var retry: RetryConfiguration
+    package var retry: RetryConfiguration
     /// Rows for a device token APNs already answered 410 (Unregistered, ExpiredToken) are
     /// finished `failed` with reason `KnownInvalidToken` without a request; false sends them
     /// anyway. `PGPUSH_SKIP_KNOWN_INVALID_TOKENS`, `--skip-known-invalid-tokens`,
     /// `"skip_known_invalid_tokens"` in the file; default true.
-    public var skipKnownInvalidTokens: Bool
+    package var skipKnownInvalidTokens: Bool
 
     package init(name: String, bundleID: String, environment: Environment = .production, apnsURL: String? = nil,
                 caFile: String? = nil, authentication: Authentication?, fcm: FCM? = nil, connections: Int = 4,
@@ -77,32 +77,32 @@ public struct AppConfiguration: Sendable, Equatable {
 }
 
 /// Everything `pgpush run` needs, validated before anything connects.
-public struct WorkerConfiguration: Sendable {
-    public var databaseURL: String
+package struct WorkerConfiguration: Sendable {
+    package var databaseURL: String
     /// A direct (session) connection to the same database, used only for LISTEN, when
     /// `databaseURL` goes through a transaction pooler; nil: LISTEN uses `databaseURL`.
-    public var listenDatabaseURL: String?
-    public var apps: [AppConfiguration]
-    public var workerID: String
+    package var listenDatabaseURL: String?
+    package var apps: [AppConfiguration]
+    package var workerID: String
     /// How long a claim holds a row before another worker may take it back.
-    public var lease: Duration = .seconds(60)
+    package var lease: Duration = .seconds(60)
     /// How long SIGTERM waits for requests in flight.
-    public var drainTimeout: Duration = .seconds(20)
+    package var drainTimeout: Duration = .seconds(20)
     /// Fallback when no NOTIFY arrives (rows scheduled for later, retries).
-    public var pollInterval: Duration = .seconds(1)
+    package var pollInterval: Duration = .seconds(1)
     /// Outcomes are written at least this often.
-    public var flushInterval: Duration = .milliseconds(100)
+    package var flushInterval: Duration = .milliseconds(100)
     /// Rows whose lease ended after this many attempts fail with `LeaseExpired`.
-    public var rescueMaxAttempts = 5
+    package var rescueMaxAttempts = 5
     /// When set, one worker at a time (advisory lock) deletes rows finished longer ago than this.
-    public var pruneAfter: Duration?
+    package var pruneAfter: Duration?
     /// `HOST:PORT` of the Prometheus / health endpoint; nil: none.
-    public var metricsAddress: String?
+    package var metricsAddress: String?
     /// `SSLKEYLOGFILE`: where the TLS secrets of every APNs connection are appended, so a
     /// capture of the traffic can be read (Wireshark). Environment only, never a default.
-    public var tlsKeyLogFile: String?
+    package var tlsKeyLogFile: String?
 
-    public init(databaseURL: String, apps: [AppConfiguration], workerID: String) {
+    package init(databaseURL: String, apps: [AppConfiguration], workerID: String) {
         self.databaseURL = databaseURL
         self.apps = apps
         self.workerID = workerID
@@ -112,7 +112,7 @@ public struct WorkerConfiguration: Sendable {
     /// then the JSON file (`--config` / `PGPUSH_CONFIG`); the first that sets a
     /// value wins. Single-app settings describe the app named by `--app` /
     /// `PGPUSH_APP` (default `default`); the file may list more apps.
-    public static func load(flags: [String: String], environment: [String: String]) throws(ConfigurationError) -> WorkerConfiguration {
+    package static func load(flags: [String: String], environment: [String: String]) throws(ConfigurationError) -> WorkerConfiguration {
         try checkNoNUL(flags: flags, environment: environment)
         var file = ConfigurationFile()
         if let path = flags["config"] ?? environment["PGPUSH_CONFIG"] {
@@ -214,7 +214,7 @@ public struct WorkerConfiguration: Sendable {
     }
 
     /// The apps a configuration file lists, validated (what `--config` reads; also the fuzz target).
-    public static func apps(fromFile data: Data, source: String = "configuration file") throws(ConfigurationError) -> [AppConfiguration] {
+    package static func apps(fromFile data: Data, source: String = "configuration file") throws(ConfigurationError) -> [AppConfiguration] {
         var apps: [AppConfiguration] = []
         for entry in try ConfigurationFile.decode(data, source: source).apps ?? [] {
             apps.append(try entry.validated())

@@ -7,17 +7,17 @@ import Glibc
 /// file, and the process and the file end with this object: a test that fails half-way
 /// leaves nothing running. Made with one (the benchmark's simulator and worker), both
 /// outlive it, and the caller stops the process and reads the file.
-public final class ChildProcess: @unchecked Sendable {
+package final class ChildProcess: @unchecked Sendable {
     // @unchecked: `exitStatus` is written only by `reap`, which callers use from one task.
-    public let pid: pid_t
-    public let outputPath: String
+    package let pid: pid_t
+    package let outputPath: String
     private let endsWithObject: Bool
     private var exitStatus: Int32?
 
     /// Starts `executable` with stdin from /dev/null and stdout and stderr into the output
     /// file, with this process's environment plus `environment` (only `environment` when
     /// `inheritEnvironment` is false).
-    public init(_ executable: String, _ arguments: [String], environment: [String: String] = [:],
+    package init(_ executable: String, _ arguments: [String], environment: [String: String] = [:],
                 inheritEnvironment: Bool = true, outputPath: String? = nil, outputMode: Spawn.OutputMode = .truncate,
                 permissions: mode_t = 0o600, directory: String? = nil) throws(SpawnError) {
         endsWithObject = outputPath == nil
@@ -32,7 +32,7 @@ public final class ChildProcess: @unchecked Sendable {
     /// stdout and stderr together. The output goes to a file, not a pipe: a process
     /// spawned at the same moment may inherit a pipe's write end, and a read waiting
     /// for end of file would then wait as long as that process lives.
-    public static func runToCompletion(_ executable: String, _ arguments: [String],
+    package static func runToCompletion(_ executable: String, _ arguments: [String],
                                        in directory: String? = nil) throws(SpawnError) -> (status: Int32, output: String) {
         let child = try ChildProcess(executable, arguments, directory: directory)
         var status: Int32 = 0
@@ -47,16 +47,16 @@ public final class ChildProcess: @unchecked Sendable {
         try? FileManager.default.removeItem(atPath: outputPath)
     }
 
-    public var output: String { (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "" }
+    package var output: String { (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "" }
 
-    public func lastLines(_ count: Int = 10) -> String {
+    package func lastLines(_ count: Int = 10) -> String {
         output.split(separator: "\n").suffix(count).joined(separator: "\n")
     }
 
-    public func signal(_ number: Int32) { kill(pid, number) }
+    package func signal(_ number: Int32) { kill(pid, number) }
 
     /// Waits for the process to exit; returns its exit code (128 + signal when killed), nil on timeout.
-    public func wait(timeout: Duration) async -> Int32? {
+    package func wait(timeout: Duration) async -> Int32? {
         let deadline = ContinuousClock.now + timeout
         while reap() == nil {
             guard ContinuousClock.now < deadline else { return nil }
@@ -66,7 +66,7 @@ public final class ChildProcess: @unchecked Sendable {
     }
 
     /// Whether the process has already ended (a zombie not yet reaped counts), without reaping it.
-    public var hasExited: Bool {
+    package var hasExited: Bool {
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
               let close = stat.lastIndex(of: ")") else { return true }
         return stat[stat.index(after: close)...].trimmingCharacters(in: .whitespaces).hasPrefix("Z")

@@ -6,14 +6,14 @@ import Glibc
 /// Foundation's Process was seen to hang in waitUntilExit here, and a pipe's write end
 /// can be inherited by another child spawned at the same moment, so that a read waiting
 /// for end of file waits as long as that child lives; a file has neither problem.
-public enum Spawn {
-    public enum OutputMode: Sendable {
+package enum Spawn {
+    package enum OutputMode: Sendable {
         case truncate, append
     }
 
     /// Starts `executable` and returns its pid. `environment` nil passes this process's
     /// own; `directory` is where the child starts.
-    public static func start(_ executable: String, _ arguments: [String], environment: [String: String]?,
+    package static func start(_ executable: String, _ arguments: [String], environment: [String: String]?,
                              output: String, mode: OutputMode = .truncate, permissions: mode_t = 0o600,
                              directory: String? = nil) throws(SpawnError) -> pid_t {
         var actions = posix_spawn_file_actions_t()
@@ -51,12 +51,12 @@ public enum Spawn {
     }
 
     /// The exit code in a `waitpid` status; 128 + the signal for a process that was killed.
-    public static func exitCode(_ status: Int32) -> Int32 {
+    package static func exitCode(_ status: Int32) -> Int32 {
         status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
     }
 }
 
-public struct SpawnError: Error, CustomStringConvertible, Sendable {
-    public let description: String
-    public init(_ description: String) { self.description = description }
+package struct SpawnError: Error, CustomStringConvertible, Sendable {
+    package let description: String
+    package init(_ description: String) { self.description = description }
 }

@@ -2,7 +2,7 @@ import PGPushCore
 import PushCrypto
 
 /// How an app proves itself to APNs.
-public enum APNsAuthentication: Sendable {
+package enum APNsAuthentication: Sendable {
     /// `authorization: bearer <jwt>` from a cache shared by every connection of the key,
     /// so a JWT is signed once per ~50 minutes however many connections there are.
     case token(ProviderTokenCache)
@@ -10,7 +10,7 @@ public enum APNsAuthentication: Sendable {
     case certificate(ClientIdentity)
 
     /// The core's view, for `PushNotification.validated(bundleID:authentication:)`.
-    public var method: AuthenticationMethod {
+    package var method: AuthenticationMethod {
         switch self {
         case .token: return .token
         case .certificate: return .certificate

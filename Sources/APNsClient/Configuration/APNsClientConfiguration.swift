@@ -5,36 +5,36 @@ import PushTransport
 
 /// Everything one app's APNs client needs; checked as a whole by `validate()` (and by
 /// `APNsClient.init`) so a bad setting stops start-up with an error naming it.
-public struct APNsClientConfiguration: Sendable {
+package struct APNsClientConfiguration: Sendable {
     /// The app's name in the queue (`notifications.app`); used in logs and errors.
-    public var appName: String
+    package var appName: String
     /// The bundle id: the topic base, e.g. `com.example.app`.
-    public var bundleID: String
-    public var endpoint: APNsEndpoint
-    public var authentication: APNsAuthentication
+    package var bundleID: String
+    package var endpoint: APNsEndpoint
+    package var authentication: APNsAuthentication
     /// Extra PEM trust anchors, added to the system trust store (never replacing
     /// verification): the simulator's CA in tests and the demo.
-    public var extraCAFile: String?
+    package var extraCAFile: String?
     /// Where the connections' TLS secrets are appended for reading a capture; nil: nowhere.
-    public var tlsKeyLog: TLSKeyLog?
+    package var tlsKeyLog: TLSKeyLog?
     /// HTTP/2 connections kept open for this app.
-    public var connections: Int = 4
+    package var connections: Int = 4
     /// Requests per second per connection, over any one-second window; nil or 0: no cap
     /// (benchmarks). Sends are paced in tenths of a second (a tenth of the rate each) so
     /// that APNs never counts more in a second. A connection whose answers are more than
     /// 10% 429 TooManyRequests runs at half this rate for a while (see
     /// `TooManyRequestsThrottle`); an uncapped one does not.
-    public var ratePerConnection: Int? = RateCap.standardPerConnection
+    package var ratePerConnection: Int? = RateCap.standardPerConnection
     /// From writing a request to its answer; also how long `send` waits for a connection.
-    public var requestTimeout: Duration = .seconds(10)
+    package var requestTimeout: Duration = .seconds(10)
     /// TCP connect plus TLS handshake.
-    public var connectTimeout: Duration = .seconds(10)
+    package var connectTimeout: Duration = .seconds(10)
     package var reconnectBackoff: ReconnectBackoff = .standard
 
-    public static let maximumConnections = 64
-    public static let maximumRatePerConnection = 1_000_000
+    package static let maximumConnections = 64
+    package static let maximumRatePerConnection = 1_000_000
 
-    public init(appName: String, bundleID: String, endpoint: APNsEndpoint, authentication: APNsAuthentication) {
+    package init(appName: String, bundleID: String, endpoint: APNsEndpoint, authentication: APNsAuthentication) {
         self.appName = appName
         self.bundleID = bundleID
         self.endpoint = endpoint
@@ -42,9 +42,9 @@ public struct APNsClientConfiguration: Sendable {
     }
 
     /// The cap as the rate limiter takes it: nil when unlimited.
-    public var effectiveRatePerConnection: Int? { RateCap.perConnection(ratePerConnection) }
+    package var effectiveRatePerConnection: Int? { RateCap.perConnection(ratePerConnection) }
 
-    public func validate() throws(APNsClientConfigurationError) {
+    package func validate() throws(APNsClientConfigurationError) {
         let trimmedApp = appName.trimmingCharacters(in: .whitespaces)
         guard !trimmedApp.isEmpty else { throw .init(setting: "app name", "must not be empty") }
         guard !bundleID.isEmpty else { throw .init(setting: "bundle id (PGPUSH_TOPIC)", "must not be empty", app: appName) }
@@ -90,18 +90,18 @@ public struct APNsClientConfiguration: Sendable {
 }
 
 /// A configuration setting that cannot work; `description` names the setting and the app.
-public struct APNsClientConfigurationError: Error, Sendable, Equatable, CustomStringConvertible {
-    public let setting: String
-    public let problem: String
-    public let app: String?
+package struct APNsClientConfigurationError: Error, Sendable, Equatable, CustomStringConvertible {
+    package let setting: String
+    package let problem: String
+    package let app: String?
 
-    public init(setting: String, _ problem: String, app: String? = nil) {
+    package init(setting: String, _ problem: String, app: String? = nil) {
         self.setting = setting
         self.problem = problem
         self.app = app
     }
 
-    public var description: String {
+    package var description: String {
         let prefix = app.map { "app \"\($0)\": " } ?? ""
         return "\(prefix)\(setting): \(problem)"
     }

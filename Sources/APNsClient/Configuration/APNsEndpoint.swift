@@ -3,27 +3,27 @@ import PushTransport
 
 /// Where APNs requests go: Apple's production or sandbox host, or a base URL override
 /// such as `https://127.0.0.1:2197` for the simulator.
-public struct APNsEndpoint: Sendable, Hashable, CustomStringConvertible {
-    public enum Environment: String, Sendable, CaseIterable {
+package struct APNsEndpoint: Sendable, Hashable, CustomStringConvertible {
+    package enum Environment: String, Sendable, CaseIterable {
         case production
         case development
     }
 
     /// Host name or IP address, without brackets, as given to the resolver.
-    public let host: String
-    public let port: Int
+    package let host: String
+    package let port: Int
 
-    public static let productionHost = "api.push.apple.com"
-    public static let developmentHost = "api.sandbox.push.apple.com"
+    package static let productionHost = "api.push.apple.com"
+    package static let developmentHost = "api.sandbox.push.apple.com"
     /// Apple's documented ports: 443, and 2197 for networks that block 443.
-    public static let applePorts: Set<Int> = [443, 2197]
+    package static let applePorts: Set<Int> = [443, 2197]
 
-    public static let production = APNsEndpoint(host: productionHost, port: 443)
-    public static let development = APNsEndpoint(host: developmentHost, port: 443)
+    package static let production = APNsEndpoint(host: productionHost, port: 443)
+    package static let development = APNsEndpoint(host: developmentHost, port: 443)
     /// Apple's broadcast channel management API: hosts and ports of its own (note the
     /// port split: 2196 production, 2195 sandbox).
-    public static let channelManagementProduction = APNsEndpoint(host: "api-manage-broadcast.push.apple.com", port: 2196)
-    public static let channelManagementDevelopment = APNsEndpoint(host: "api-manage-broadcast.sandbox.push.apple.com", port: 2195)
+    package static let channelManagementProduction = APNsEndpoint(host: "api-manage-broadcast.push.apple.com", port: 2196)
+    package static let channelManagementDevelopment = APNsEndpoint(host: "api-manage-broadcast.sandbox.push.apple.com", port: 2195)
 
     private init(host: String, port: Int) {
         self.host = host
@@ -33,14 +33,14 @@ public struct APNsEndpoint: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Apple's host for `environment` on port 443 or 2197.
-    public init(environment: Environment, port: Int = 443) throws(APNsEndpointError) {
+    package init(environment: Environment, port: Int = 443) throws(APNsEndpointError) {
         guard Self.applePorts.contains(port) else { throw .portNotOfferedByApple(port) }
         self.init(host: environment == .production ? Self.productionHost : Self.developmentHost, port: port)
     }
 
     /// Parses `https://host[:port][/]`; the port defaults to 443. IPv6 addresses go in brackets.
     /// Only https is accepted: APNs speaks HTTP/2 over TLS and verification is never off.
-    public init(baseURL: String) throws(APNsEndpointError) {
+    package init(baseURL: String) throws(APNsEndpointError) {
         let text = baseURL.trimmingCharacters(in: .whitespaces)
         guard let schemeEnd = text.range(of: "://") else { throw .notAURL(baseURL) }
         let scheme = text[..<schemeEnd.lowerBound].lowercased()
@@ -90,18 +90,18 @@ public struct APNsEndpoint: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// `:authority`: the host, with the port unless 443; IPv6 in brackets. Stored: every request sends it.
-    public let authority: String
+    package let authority: String
 
-    public var description: String { "https://\(authority)" }
+    package var description: String { "https://\(authority)" }
 
     /// host:port, always with the port, IPv6 in brackets: the `endpoint` of a connection failure.
-    public var hostAndPort: String { address.hostAndPort }
+    package var hostAndPort: String { address.hostAndPort }
 
     package var address: ServiceAddress { ServiceAddress(host: host, port: port) }
 }
 
 /// Why an APNs endpoint setting was refused; the text names `PGPUSH_APNS_URL` / `PGPUSH_APNS_ENV`.
-public enum APNsEndpointError: Error, Sendable, Equatable, CustomStringConvertible {
+package enum APNsEndpointError: Error, Sendable, Equatable, CustomStringConvertible {
     case notAURL(String)
     case schemeNotHTTPS(String)
     case missingHost
@@ -111,7 +111,7 @@ public enum APNsEndpointError: Error, Sendable, Equatable, CustomStringConvertib
     case userInfoNotAllowed
     case portNotOfferedByApple(Int)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .notAURL(let text):
             return "APNs URL \"\(text.prefix(200))\" is not a URL; expected https://host[:port] (PGPUSH_APNS_URL)"

@@ -1,6 +1,6 @@
 /// The APNs environments a push certificate is issued for, marked by Apple's extensions
 /// (a "Sandbox & Production" certificate carries both). Pushing to the other one gets 403 BadCertificateEnvironment.
-public enum APNsCertificateEnvironment: String, Sendable, CaseIterable {
+package enum APNsCertificateEnvironment: String, Sendable, CaseIterable {
     case development
     case production
 

@@ -5,12 +5,12 @@ extension ClientIdentity {
     static let apnsTopicsExtensionOID = "1.2.840.113635.100.6.3.6"
 
     /// The APNs topics the certificate covers (Apple's topics extension, else the subject's UID); may be empty.
-    public var topics: [String] {
+    package var topics: [String] {
         extensionData(Self.apnsTopicsExtensionOID).flatMap(APNsTopicList.topics(fromDER:)) ?? subjectUserID.map { [$0] } ?? []
     }
 
     /// The APNs environments Apple's extensions mark the certificate for; empty for other certificates.
-    public var environments: Set<APNsCertificateEnvironment> {
+    package var environments: Set<APNsCertificateEnvironment> {
         Set(APNsCertificateEnvironment.allCases.filter { hasExtension($0.extensionOID) })
     }
 }

@@ -3,45 +3,45 @@ import Foundation
 /// A signed APNs provider token (JWT, ES256) and when it was issued.
 ///
 /// Its description leaves out the JWT: a token grants push access for up to an hour.
-public struct ProviderToken: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+package struct ProviderToken: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     /// The compact JWS: `header.claims.signature`, base64url without padding.
-    public let jwt: String
-    public let keyID: String
+    package let jwt: String
+    package let keyID: String
     /// The `iat` claim, whole seconds.
-    public let issuedAt: Date
+    package let issuedAt: Date
 
-    public init(jwt: String, keyID: String, issuedAt: Date) {
+    package init(jwt: String, keyID: String, issuedAt: Date) {
         self.jwt = jwt
         self.keyID = keyID
         self.issuedAt = issuedAt
     }
 
     /// The value of the `authorization` request header.
-    public var authorizationHeader: String { "bearer \(jwt)" }
+    package var authorizationHeader: String { "bearer \(jwt)" }
 
-    public func age(at now: Date) -> TimeInterval {
+    package func age(at now: Date) -> TimeInterval {
         now.timeIntervalSince(issuedAt)
     }
 
-    public var description: String {
+    package var description: String {
         "ProviderToken(kid: \(keyID), issued \(issuedAt.formatted(.iso8601)))"
     }
 
-    public var debugDescription: String { description }
+    package var debugDescription: String { description }
 
     /// `dump` and debuggers show the same redacted view.
-    public var customMirror: Mirror {
+    package var customMirror: Mirror {
         Mirror(self, children: ["keyID": keyID, "issuedAt": issuedAt], displayStyle: .struct)
     }
 }
 
 /// Who a provider token speaks for: the signing key's id (`kid`) and the team (`iss`).
-public struct ProviderTokenIdentity: Sendable, Equatable {
-    public let keyID: String
-    public let teamID: String
+package struct ProviderTokenIdentity: Sendable, Equatable {
+    package let keyID: String
+    package let teamID: String
 
     /// Checks both identifiers; the error names the one that is wrong.
-    public init(keyID: String, teamID: String) throws(ProviderTokenError) {
+    package init(keyID: String, teamID: String) throws(ProviderTokenError) {
         guard Self.isAppleIdentifier(keyID) else { throw .invalidKeyID(keyID) }
         guard Self.isAppleIdentifier(teamID) else { throw .invalidTeamID(teamID) }
         self.keyID = keyID
@@ -58,7 +58,7 @@ public struct ProviderTokenIdentity: Sendable, Equatable {
 }
 
 /// Why a provider token (JWT) cannot be made.
-public enum ProviderTokenError: Error, Sendable, Equatable, CustomStringConvertible {
+package enum ProviderTokenError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The Key ID is not 10 characters of A–Z and 0–9 (as shown in the developer account).
     case invalidKeyID(String)
     /// The Team ID is not 10 characters of A–Z and 0–9.
@@ -70,7 +70,7 @@ public enum ProviderTokenError: Error, Sendable, Equatable, CustomStringConverti
     /// APNs refused a token signed moments before as expired; no new one is signed for this long.
     case refusedByAPNs(retryInSeconds: Int)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .invalidKeyID(let value):
             return "key id \"\(value)\" is invalid: it must be exactly 10 characters, A-Z and 0-9 (PGPUSH_KEY_ID)"

@@ -9,7 +9,7 @@ import Locking
 /// reaches the policy's age, or once when APNs reports it expired.
 /// Signing happens under the lock: it takes microseconds and guarantees that
 /// callers racing for a refresh cause exactly one signature.
-public final class ProviderTokenCache: Sendable {
+package final class ProviderTokenCache: Sendable {
     private struct State {
         var token: ProviderToken?
         var tokensSigned = 0
@@ -19,7 +19,7 @@ public final class ProviderTokenCache: Sendable {
     }
 
     /// What `renewAfterRefusal` did.
-    public enum Renewal: Sendable, Equatable {
+    package enum Renewal: Sendable, Equatable {
         /// The token to send with from now on (newly signed, or already renewed by another caller).
         case renewed(ProviderToken)
         /// The refused token was itself signed because of a refusal, moments ago: the
@@ -29,8 +29,8 @@ public final class ProviderTokenCache: Sendable {
 
     /// After a token signed because of a refusal is refused too, the next signature waits
     /// this long, doubling up to `longestRenewalHold`.
-    public static let firstRenewalHold: TimeInterval = 60
-    public static let longestRenewalHold: TimeInterval = 20 * 60
+    package static let firstRenewalHold: TimeInterval = 60
+    package static let longestRenewalHold: TimeInterval = 20 * 60
 
     private let signer: ProviderTokenSigner
     private let policy: ProviderTokenRefreshPolicy
@@ -38,7 +38,7 @@ public final class ProviderTokenCache: Sendable {
     private let state = Locked(State())
 
     /// `now` is the clock (injectable for tests); it should be NTP-disciplined, as APNs checks `iat`.
-    public init(
+    package init(
         signer: ProviderTokenSigner,
         policy: ProviderTokenRefreshPolicy = .standard,
         now: @escaping @Sendable () -> Date = { Date() }
@@ -52,7 +52,7 @@ public final class ProviderTokenCache: Sendable {
     /// than the refresh age, otherwise a newly signed one. While a renewed token that
     /// APNs refused again is on hold, no request should be sent at all: it would be
     /// refused too.
-    public func currentToken() throws(ProviderTokenError) -> ProviderToken {
+    package func currentToken() throws(ProviderTokenError) -> ProviderToken {
         let time = now()
         return try state.withLock { (state) throws(ProviderTokenError) -> ProviderToken in
             if let renewal = state.renewal, renewal.refusedAgain, renewal.token == state.token, time < renewal.holdUntil {
@@ -71,12 +71,12 @@ public final class ProviderTokenCache: Sendable {
     /// that same new token. A token that was itself signed because of a refusal and is
     /// refused again points at the clock or a revoked key: no new signature until a hold
     /// (one minute, doubling to twenty) has passed.
-    public func renewAfterRefusal(of previous: ProviderToken) throws(ProviderTokenError) -> Renewal {
+    package func renewAfterRefusal(of previous: ProviderToken) throws(ProviderTokenError) -> Renewal {
         try renewAfterRefusal(ofJWT: previous.jwt)
     }
 
     /// `renewAfterRefusal(of:)` for the JWT as it was written on the wire.
-    public func renewAfterRefusal(ofJWT previous: String) throws(ProviderTokenError) -> Renewal {
+    package func renewAfterRefusal(ofJWT previous: String) throws(ProviderTokenError) -> Renewal {
         let time = now()
         return try state.withLock { (state) throws(ProviderTokenError) -> Renewal in
             if let token = state.token, token.jwt != previous {
@@ -98,10 +98,10 @@ public final class ProviderTokenCache: Sendable {
     }
 
     /// The key id and team the tokens are for (for logs; no secret).
-    public var identity: ProviderTokenIdentity { signer.identity }
+    package var identity: ProviderTokenIdentity { signer.identity }
 
     /// How many tokens this cache has signed (for metrics and tests).
-    public var tokensSigned: Int {
+    package var tokensSigned: Int {
         state.withLock { $0.tokensSigned }
     }
 

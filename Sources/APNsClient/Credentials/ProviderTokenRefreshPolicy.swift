@@ -5,16 +5,16 @@ import Foundation
 /// Apple rejects a token older than an hour (403 ExpiredProviderToken) and a
 /// connection that sees new tokens more often than every 20 minutes
 /// (429 TooManyProviderTokenUpdates), so the age must lie between the two.
-public struct ProviderTokenRefreshPolicy: Sendable, Equatable {
-    public static let minimumAge: TimeInterval = 20 * 60
-    public static let expiryAge: TimeInterval = 60 * 60
+package struct ProviderTokenRefreshPolicy: Sendable, Equatable {
+    package static let minimumAge: TimeInterval = 20 * 60
+    package static let expiryAge: TimeInterval = 60 * 60
     /// As Pushy and apns2 do: ten minutes of margin for clock skew.
-    public static let defaultRefreshAge: TimeInterval = 50 * 60
+    package static let defaultRefreshAge: TimeInterval = 50 * 60
 
     /// A token at least this old is replaced before its next use.
-    public let refreshAge: TimeInterval
+    package let refreshAge: TimeInterval
 
-    public init(refreshAge: TimeInterval = defaultRefreshAge) throws(ProviderTokenError) {
+    package init(refreshAge: TimeInterval = defaultRefreshAge) throws(ProviderTokenError) {
         guard refreshAge >= Self.minimumAge, refreshAge < Self.expiryAge else {
             throw .invalidRefreshAge(seconds: refreshAge)
         }
@@ -22,7 +22,7 @@ public struct ProviderTokenRefreshPolicy: Sendable, Equatable {
     }
 
     /// 50 minutes.
-    public static var standard: ProviderTokenRefreshPolicy {
+    package static var standard: ProviderTokenRefreshPolicy {
         ProviderTokenRefreshPolicy(unchecked: defaultRefreshAge)
     }
 

@@ -4,26 +4,26 @@ import PGPushCore
 /// An OAuth 2.0 access token that FCM requests carry as `Authorization: Bearer …`, shared by
 /// an app's connections until shortly before it expires. The value is a secret: it appears
 /// in no description or log.
-public struct AccessToken: Sendable, Equatable, CustomStringConvertible {
-    public let value: String
-    public let expiresAt: Date
+package struct AccessToken: Sendable, Equatable, CustomStringConvertible {
+    package let value: String
+    package let expiresAt: Date
     /// When a new token is fetched: `renewalMargin` before expiry, or halfway through a
     /// lifetime shorter than twice that (a token renewed at once would be a storm).
-    public let renewAt: Date
+    package let renewAt: Date
 
     /// Google's tokens live an hour; five minutes leave room for a slow exchange and a clock
     /// that drifts.
-    public static let renewalMargin: TimeInterval = 300
+    package static let renewalMargin: TimeInterval = 300
     /// A token endpoint that names no lifetime is taken to mean Google's hour.
-    public static let assumedLifetime: TimeInterval = 3600
+    package static let assumedLifetime: TimeInterval = 3600
 
-    public init(value: String, lifetime: TimeInterval, receivedAt: Date) {
+    package init(value: String, lifetime: TimeInterval, receivedAt: Date) {
         self.value = value
         expiresAt = receivedAt + lifetime
         renewAt = receivedAt + max(lifetime - Self.renewalMargin, lifetime / 2)
     }
 
-    public func needsRenewal(at now: Date) -> Bool { now >= renewAt }
+    package func needsRenewal(at now: Date) -> Bool { now >= renewAt }
 
     /// The same token, renewed from `instant` on (after a failed renewal).
     func renewing(at instant: Date) -> AccessToken {
@@ -36,13 +36,13 @@ public struct AccessToken: Sendable, Equatable, CustomStringConvertible {
         self.renewAt = renewAt
     }
 
-    public var description: String { "AccessToken(expires \(expiresAt.formatted(.iso8601)))" }
+    package var description: String { "AccessToken(expires \(expiresAt.formatted(.iso8601)))" }
 }
 
 /// What the token endpoint's answer to an assertion means, decided from the status and the
 /// body alone (RFC 6749 §5, Google's service-account flow). The body comes from the
 /// network: any bytes give an answer, and nothing from it reaches a header or a log raw.
-public enum TokenExchangeAnswer: Sendable, Equatable {
+package enum TokenExchangeAnswer: Sendable, Equatable {
     case issued(AccessToken)
     /// Refused for good (a deleted or rotated key, an email that does not match it, a
     /// clock too far off): FCM sending pauses with this reason until an operator acts.
@@ -57,7 +57,7 @@ public enum TokenExchangeAnswer: Sendable, Equatable {
     /// Error codes that mean "try again" whatever the status (as Google's auth library reads them).
     static let transientErrors: Set<String> = ["internal_failure", "server_error", "temporarily_unavailable"]
 
-    public static func decide(status: Int, body: some Collection<UInt8>, receivedAt: Date) -> TokenExchangeAnswer {
+    package static func decide(status: Int, body: some Collection<UInt8>, receivedAt: Date) -> TokenExchangeAnswer {
         let json = JSONValue.parse(body)
         if status == 200 {
             guard let value = json?["access_token"]?.stringValue, isHeaderSafe(value) else {

@@ -6,16 +6,16 @@ import Locking
 /// exchange at a time (`AccessTokenStateMachine` decides when) over a connection of its own
 /// to the key file's `token_uri`, opened for the exchange and closed after it: exchanges
 /// come about once an hour. The assertion and the tokens appear in no error or log.
-public final class AccessTokenSource: Sendable {
+package final class AccessTokenSource: Sendable {
     /// What a request gets.
-    public enum Availability: Hashable, Sendable {
+    package enum Availability: Hashable, Sendable {
         case token(String)
         /// No token until `until`: the row goes back to the queue uncounted, the reason to health.
         case unavailable(reason: String, until: Date)
     }
 
     /// What a request whose token FCM refused (401) does.
-    public enum AfterRefusal: Equatable, Sendable {
+    package enum AfterRefusal: Equatable, Sendable {
         /// Ask for a token again and resend, uncounted.
         case resend
         /// A freshly renewed token was refused too: the app's FCM sending pauses.
@@ -36,7 +36,7 @@ public final class AccessTokenSource: Sendable {
 
     /// `configuration` carries the TLS trust for the token endpoint; `now` is the clock
     /// (tests move it).
-    public init(account: ServiceAccountKey, client: HTTP2Client, configuration: HTTP2ClientConfiguration,
+    package init(account: ServiceAccountKey, client: HTTP2Client, configuration: HTTP2ClientConfiguration,
                 now: @escaping @Sendable () -> Date = Date.init) {
         self.account = account
         self.client = client
@@ -45,9 +45,9 @@ public final class AccessTokenSource: Sendable {
     }
 
     /// Token exchanges started so far.
-    public var exchanges: Int { state.withLock { $0.exchanges } }
+    package var exchanges: Int { state.withLock { $0.exchanges } }
 
-    public func token() async -> Availability {
+    package func token() async -> Availability {
         while true {
             // Asked and, if it must wait, registered under one lock: an exchange that ends in
             // between cannot be missed. A waiter is resumed with nil: ask again.
@@ -76,7 +76,7 @@ public final class AccessTokenSource: Sendable {
     }
 
     /// FCM answered 401 without an FcmError to a request that carried `token`.
-    public func refused(_ token: String) async -> AfterRefusal {
+    package func refused(_ token: String) async -> AfterRefusal {
         let (refusal, start) = state.withLock { state -> (AccessTokenStateMachine.Refusal, Bool) in
             let refusal = state.machine.tokenRefused(token, at: now())
             if case .wait(let start) = refusal { return (refusal, start) }
@@ -90,7 +90,7 @@ public final class AccessTokenSource: Sendable {
     }
 
     /// FCM answered a request with anything but a refusal of its token.
-    public func accepted() {
+    package func accepted() {
         state.withLock { $0.machine.tokenAccepted() }
     }
 

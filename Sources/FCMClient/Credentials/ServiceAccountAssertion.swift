@@ -7,13 +7,13 @@ import PushCrypto
 /// account's email), `scope` (sending FCM messages), `aud` (Google's token endpoint, as
 /// Google's own libraries send it whatever the file's `token_uri` says), `iat` and `exp`
 /// an hour later, the longest Google accepts.
-public enum ServiceAccountAssertion {
-    public static let scope = "https://www.googleapis.com/auth/firebase.messaging"
-    public static let audience = "https://oauth2.googleapis.com/token"
-    public static let lifetime: Int64 = 3600
+package enum ServiceAccountAssertion {
+    package static let scope = "https://www.googleapis.com/auth/firebase.messaging"
+    package static let audience = "https://oauth2.googleapis.com/token"
+    package static let lifetime: Int64 = 3600
 
     /// The compact JWS, issued at `issuedAt` (whole seconds).
-    public static func sign(_ key: ServiceAccountKey, issuedAt: Date) throws(CredentialError) -> String {
+    package static func sign(_ key: ServiceAccountKey, issuedAt: Date) throws(CredentialError) -> String {
         let issued = Int64(issuedAt.timeIntervalSince1970.rounded(.down))
         let header = json(["alg": "RS256", "kid": key.privateKeyID, "typ": "JWT"])
         let claims = json(["iss": key.clientEmail, "scope": scope, "aud": audience,
@@ -24,7 +24,7 @@ public enum ServiceAccountAssertion {
     }
 
     /// The form body POSTed to the token endpoint.
-    public static func tokenRequestBody(assertion: String) -> [UInt8] {
+    package static func tokenRequestBody(assertion: String) -> [UInt8] {
         // A JWS is base64url and dots only: nothing in it needs percent-encoding.
         Array("grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=\(assertion)".utf8)
     }

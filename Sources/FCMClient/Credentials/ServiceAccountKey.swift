@@ -4,18 +4,18 @@ import PushCrypto
 /// A Google service-account key file (`fcm_credentials_file`): who signs the assertion an
 /// FCM sender trades for access tokens, and where to trade it. Only the fields sending
 /// needs are read; the private key never appears in any error or description.
-public struct ServiceAccountKey: Sendable, CustomStringConvertible {
-    public let projectID: String
+package struct ServiceAccountKey: Sendable, CustomStringConvertible {
+    package let projectID: String
     /// The assertion's `iss`.
-    public let clientEmail: String
+    package let clientEmail: String
     /// The assertion header's `kid`.
-    public let privateKeyID: String
+    package let privateKeyID: String
     /// Where the assertion is POSTed for an access token.
-    public let tokenURI: URL
+    package let tokenURI: URL
     package let privateKey: RS256PrivateKey
 
     /// Reads and checks the file at `path`.
-    public init(contentsOfFile path: String) throws(ServiceAccountKeyError) {
+    package init(contentsOfFile path: String) throws(ServiceAccountKeyError) {
         let bytes: [UInt8]
         do {
             bytes = try CredentialFile.contents(of: path)
@@ -26,7 +26,7 @@ public struct ServiceAccountKey: Sendable, CustomStringConvertible {
     }
 
     /// Parses the file's JSON; `source` names it in errors.
-    public init(json bytes: [UInt8], source: String) throws(ServiceAccountKeyError) {
+    package init(json bytes: [UInt8], source: String) throws(ServiceAccountKeyError) {
         guard let object = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any] else {
             throw .notJSON(source: source)
         }
@@ -53,11 +53,11 @@ public struct ServiceAccountKey: Sendable, CustomStringConvertible {
         }
     }
 
-    public var description: String { "ServiceAccountKey(\(clientEmail), project \(projectID), key id \(privateKeyID))" }
+    package var description: String { "ServiceAccountKey(\(clientEmail), project \(projectID), key id \(privateKeyID))" }
 }
 
 /// Why a service-account key file cannot be used; never quotes the file's secrets.
-public enum ServiceAccountKeyError: Error, Sendable, Equatable, CustomStringConvertible {
+package enum ServiceAccountKeyError: Error, Sendable, Equatable, CustomStringConvertible {
     case unreadable(path: String, detail: String)
     case notJSON(source: String)
     case notAServiceAccount(source: String, type: String?)
@@ -65,7 +65,7 @@ public enum ServiceAccountKeyError: Error, Sendable, Equatable, CustomStringConv
     case tokenURINotHTTPS(source: String)
     case privateKey(CredentialError)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .unreadable(_, let detail):
             return detail
