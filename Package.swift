@@ -47,7 +47,7 @@ let package = Package(
             "Locking",
         ]),
         // What operators see: status snapshots, enqueue requests and their errors, channel management.
-        .target(name: "PGPushOperator", dependencies: ["Postgres", "APNsClient"]),
+        .target(name: "PGPushOperator", dependencies: ["Postgres", "APNsClient", "PGPushCore"]),
         // `pgpush demo`: a scenario run against the simulator with a worker in the same process.
         .target(name: "PGPushDemo", dependencies: [
             "PGPushCore", "Postgres", "PushQueue", "PushTransport", "PushWorker", "APNsSimulator", "FCMSimulator", "PushCrypto",

@@ -1,4 +1,5 @@
 import Foundation
+import PGPushCore
 
 /// How an `APNsSimulator` listens, authenticates and misbehaves.
 package struct SimulatorConfiguration: Sendable {
@@ -25,10 +26,6 @@ package struct SimulatorConfiguration: Sendable {
 
     /// `development` adds `apns-unique-id` (a fresh UUID) to every answer, errors included,
     /// as the sandbox does; `production` never sends it.
-    package enum Environment: String, Sendable {
-        case production
-        case development
-    }
 
     package var host = "127.0.0.1"
     /// 0 picks a free port.
@@ -39,7 +36,7 @@ package struct SimulatorConfiguration: Sendable {
     package var bundleID: String?
     /// SETTINGS_MAX_CONCURRENT_STREAMS once a connection is authenticated.
     package var maxConcurrentStreams = 1000
-    package var environment = Environment.development
+    package var environment = APNsEnvironment.development
     package var faults = FaultPlan()
     /// Broadcast capability of the app: false answers every broadcast and channel request
     /// 400 FeatureNotEnabled, as APNs does until it is enabled on developer.apple.com.

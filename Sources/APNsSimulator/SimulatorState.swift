@@ -20,7 +20,7 @@ struct SimulatorState {
 
     let verifier: ProviderTokenVerifier?
     let bundleID: String?
-    let environment: SimulatorConfiguration.Environment
+    let environment: APNsEnvironment
     let logging: Bool
     var faults: FaultInjector
     var tokenFaults: ProviderTokenFaults

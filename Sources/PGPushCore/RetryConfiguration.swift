@@ -1,4 +1,4 @@
-/// The numbers behind `DeliveryPolicy`'s retries, one set per app (`AppConfiguration.retry`).
+/// The numbers behind `RetryRules`, one set per app and used for every service (`AppConfiguration.retry`).
 /// The defaults are below; the first five properties are settings of each app: flags,
 /// environment variables or keys under `"retry"` in the app's entry of the
 /// configuration file (`pgpush run --help` lists them).
@@ -14,7 +14,7 @@
 ///   (`PGPUSH_RETRY_429_MAX_DELAY_SECONDS`), with equal jitter (half the step fixed,
 ///   half random) so a retry never comes immediately yet spreads out; at most 8
 ///   attempts in total (`PGPUSH_RETRY_429_MAX_ATTEMPTS`).
-/// - Requests APNs certainly did not process (refused streams, GOAWAY) go back to
+/// - Requests a service certainly did not process (refused streams, GOAWAY) go back to
 ///   the queue uncounted, at most `notProcessedRequeues` times: a server refusing
 ///   stream after stream is then treated like one that does not answer. This cap is
 ///   fixed, not a setting.
@@ -26,7 +26,7 @@ package struct RetryConfiguration: Equatable, Sendable {
     package var tooManyRequestsMaximumDelay: Duration
     /// Total attempts (including the first) before a 429 fails the notification.
     package var tooManyRequestsMaximumAttempts: Int
-    /// Uncounted returns to the queue for requests APNs certainly did not process
+    /// Uncounted returns to the queue for requests the service certainly did not process
     /// (refused streams, GOAWAY), after the client's own resends; past it the next
     /// one counts like a lost answer, so a server refusing everything cannot keep a
     /// row circling forever.

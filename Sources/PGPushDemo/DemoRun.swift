@@ -127,7 +127,7 @@ package final class DemoRun: Sendable {
             // The simulator serves the channel management API on its one port too.
             let client = try SenderFactory.makeChannelManagementClient(for: app, channelsURL: simulator.baseURL)
             let management = ChannelManagement(
-                appName: app.name, environment: app.environment == .production ? .production : .development, client: client,
+                appName: app.name, environment: app.environment, client: client,
                 database: database)
             channel = try await management.create(storesMessages: true).channelID
             channels = management

@@ -1,5 +1,6 @@
 import APNsClient
 import Foundation
+import PGPushCore
 import Postgres
 
 /// One channel as `pgpush channels` shows it: what APNs said and what `pgpush.channels` records.
@@ -30,11 +31,11 @@ package final class ChannelManagement {
     /// The app's name in `pgpush.channels`.
     package let appName: String
     /// Which APNs environment the app's channels live in: the table records it per channel.
-    private let environment: APNsEndpoint.Environment
+    private let environment: APNsEnvironment
     package let client: ChannelManagementClient
     private let database: PostgresConnection
 
-    package init(appName: String, environment: APNsEndpoint.Environment, client: ChannelManagementClient,
+    package init(appName: String, environment: APNsEnvironment, client: ChannelManagementClient,
                 database: PostgresConnection) {
         self.appName = appName
         self.environment = environment

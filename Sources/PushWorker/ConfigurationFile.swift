@@ -115,7 +115,7 @@ struct FileApp: Decodable {
         let label = "app \"\(name)\""
         guard !name.isEmpty else { throw ConfigurationError("an app has an empty name") }
         let fcm = try fcmSettings(label: label)
-        let environment: AppConfiguration.Environment
+        let environment: APNsEnvironment
         switch self.environment ?? "production" {
         case "production": environment = .production
         case "development", "sandbox": environment = .development

@@ -57,7 +57,7 @@ package enum SenderFactory {
             if let url = app.apnsURL {
                 endpoint = try APNsEndpoint(baseURL: url)
             } else {
-                endpoint = try APNsEndpoint(environment: app.environment == .production ? .production : .development)
+                endpoint = try APNsEndpoint(environment: app.environment)
             }
         } catch {
             throw ConfigurationError("\(label): PGPUSH_APNS_URL: \(error)")

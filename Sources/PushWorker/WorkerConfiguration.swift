@@ -12,10 +12,6 @@ package struct AppConfiguration: Sendable, Equatable {
         case certificate(file: String, password: String?)
     }
 
-    package enum Environment: String, Sendable {
-        case production, development
-    }
-
     /// FCM HTTP v1: `fcm_credentials_file`, `fcm_project_id`, `fcm_url`.
     package struct FCM: Sendable, Equatable {
         /// A Google service-account key file (JSON).
@@ -35,7 +31,7 @@ package struct AppConfiguration: Sendable, Equatable {
     package var name: String
     /// The app's bundle id: the topic, before the push type's suffix (APNs; empty without APNs).
     package var bundleID: String
-    package var environment: Environment
+    package var environment: APNsEnvironment
     /// Overrides the APNs host, e.g. `https://127.0.0.1:2197` for the simulator.
     package var apnsURL: String?
     /// Extra trust anchors for the APNs endpoint (PEM).
@@ -58,7 +54,7 @@ package struct AppConfiguration: Sendable, Equatable {
     /// `"skip_known_invalid_tokens"` in the file; default true.
     package var skipKnownInvalidTokens: Bool
 
-    package init(name: String, bundleID: String, environment: Environment = .production, apnsURL: String? = nil,
+    package init(name: String, bundleID: String, environment: APNsEnvironment = .production, apnsURL: String? = nil,
                 caFile: String? = nil, authentication: Authentication?, fcm: FCM? = nil, connections: Int = 4,
                 ratePerConnection: Int = RateCap.standardPerConnection, retry: RetryConfiguration = .default,
                 skipKnownInvalidTokens: Bool = true) {

@@ -85,7 +85,7 @@ enum ChannelsCommand {
         _ = try blockOn {
             do {
                 let management = ChannelManagement(
-                    appName: app.name, environment: app.environment == .production ? .production : .development, client: client,
+                    appName: app.name, environment: app.environment, client: client,
                     database: try PostgresConnection(conninfo: conninfo))
                 let records: [ChannelRecord] = switch action {
                 case "create": [try await management.create(storesMessages: storesMessages)]

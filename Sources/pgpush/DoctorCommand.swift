@@ -194,7 +194,7 @@ enum DoctorCommand {
         let endpoint: APNsEndpoint
         do {
             endpoint = try app.apnsURL.map { url throws in try APNsEndpoint(baseURL: url) }
-                ?? APNsEndpoint(environment: app.environment == .production ? .production : .development)
+                ?? APNsEndpoint(environment: app.environment)
         } catch {
             report.fail(subject, "\(error)")
             return false

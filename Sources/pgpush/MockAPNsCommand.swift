@@ -1,5 +1,6 @@
 import APNsSimulator
 import Foundation
+import PGPushCore
 import PushCrypto
 import PushWorker
 
@@ -137,7 +138,7 @@ enum MockAPNsCommand {
         }
         configuration.maxConcurrentStreams = try integer(arguments, "max-streams", range: 1...Int(Int32.max)) ?? 1000
         if let text = arguments.value("environment") {
-            guard let environment = SimulatorConfiguration.Environment(rawValue: text) else {
+            guard let environment = APNsEnvironment(rawValue: text) else {
                 throw UsageError("--environment must be development or production")
             }
             configuration.environment = environment

@@ -32,8 +32,8 @@ struct TokenAuthenticationTests {
         #expect(response.headers.value(of: "apns-unique-id") == nil)
     }
 
-    @Test(arguments: [SimulatorConfiguration.Environment.development, .production])
-    func uniqueIDOnEveryDevelopmentAnswerAndNoneInProduction(_ environment: SimulatorConfiguration.Environment) async throws {
+    @Test(arguments: [APNsEnvironment.development, .production])
+    func uniqueIDOnEveryDevelopmentAnswerAndNoneInProduction(_ environment: APNsEnvironment) async throws {
         let harness = try SimulatorHarness(key: signingKey()) { $0.environment = environment }
         defer { harness.stop() }
         let connection = try await harness.connect()

@@ -1,14 +1,10 @@
 import Foundation
+import PGPushCore
 import PushTransport
 
 /// Where APNs requests go: Apple's production or sandbox host, or a base URL override
 /// such as `https://127.0.0.1:2197` for the simulator.
 package struct APNsEndpoint: Sendable, Hashable, CustomStringConvertible {
-    package enum Environment: String, Sendable, CaseIterable {
-        case production
-        case development
-    }
-
     /// Host name or IP address, without brackets, as given to the resolver.
     package let host: String
     package let port: Int
@@ -33,7 +29,7 @@ package struct APNsEndpoint: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Apple's host for `environment` on port 443 or 2197.
-    package init(environment: Environment, port: Int = 443) throws(APNsEndpointError) {
+    package init(environment: APNsEnvironment, port: Int = 443) throws(APNsEndpointError) {
         guard Self.applePorts.contains(port) else { throw .portNotOfferedByApple(port) }
         self.init(host: environment == .production ? Self.productionHost : Self.developmentHost, port: port)
     }

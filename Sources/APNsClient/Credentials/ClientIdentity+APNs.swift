@@ -1,3 +1,4 @@
+import PGPushCore
 import PushCrypto
 
 extension ClientIdentity {
@@ -10,7 +11,7 @@ extension ClientIdentity {
     }
 
     /// The APNs environments Apple's extensions mark the certificate for; empty for other certificates.
-    package var environments: Set<APNsCertificateEnvironment> {
-        Set(APNsCertificateEnvironment.allCases.filter { hasExtension($0.extensionOID) })
+    package var environments: Set<APNsEnvironment> {
+        Set(APNsEnvironment.allCases.filter { hasExtension($0.certificateExtensionOID) })
     }
 }
