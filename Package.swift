@@ -23,6 +23,8 @@ let package = Package(
 
         // Pure core: notification model, validation, APNs rules, reasons, retry policy.
         .target(name: "PGPushCore"),
+        // APNs's vocabulary and request rules, shared by its client and its simulator.
+        .target(name: "APNsCore", dependencies: ["PGPushCore"]),
 
         // A lock that ThreadSanitizer understands (see Locked.swift).
         .target(name: "Locking"),
@@ -37,17 +39,17 @@ let package = Package(
         // I/O layers.
         .target(name: "EmbeddedPostgres", dependencies: ["Postgres", "Spawn"]),
         .target(name: "PushTransport", dependencies: ["PGPushCore", "HTTP2TLS"]),
-        .target(name: "APNsClient", dependencies: ["PGPushCore", "PushTransport", "HTTP2TLS", "PushCrypto", "Locking"]),
+        .target(name: "APNsClient", dependencies: ["PGPushCore", "APNsCore", "PushTransport", "HTTP2TLS", "PushCrypto", "Locking"]),
         .target(name: "FCMClient", dependencies: ["PGPushCore", "PushTransport", "PushCrypto", "HTTP2TLS", "Locking"]),
         .target(name: "FCMSimulator", dependencies: ["PGPushCore", "HTTP2TLS", "PushCrypto", "Locking"]),
         .target(name: "PushQueue", dependencies: ["PGPushCore", "Postgres"]),
-        .target(name: "APNsSimulator", dependencies: ["PGPushCore", "HTTP2TLS", "PushCrypto", "Locking"]),
+        .target(name: "APNsSimulator", dependencies: ["PGPushCore", "APNsCore", "HTTP2TLS", "PushCrypto", "Locking"]),
         .target(name: "PushWorker", dependencies: [
-            "PGPushCore", "PushQueue", "PushTransport", "APNsClient", "FCMClient", "HTTP2TLS", "PushCrypto", "Postgres", "CShims",
+            "PGPushCore", "PushQueue", "PushTransport", "APNsCore", "APNsClient", "FCMClient", "HTTP2TLS", "PushCrypto", "Postgres", "CShims",
             "Locking",
         ]),
         // What operators see: status snapshots, enqueue requests and their errors, channel management.
-        .target(name: "PGPushOperator", dependencies: ["Postgres", "APNsClient", "PGPushCore"]),
+        .target(name: "PGPushOperator", dependencies: ["Postgres", "APNsClient", "APNsCore", "PGPushCore"]),
         // `pgpush demo`: a scenario run against the simulator with a worker in the same process.
         .target(name: "PGPushDemo", dependencies: [
             "PGPushCore", "Postgres", "PushQueue", "PushTransport", "PushWorker", "APNsSimulator", "FCMSimulator", "PushCrypto",
@@ -55,26 +57,27 @@ let package = Package(
         ]),
         // `pgpush bench`: scenarios and measurement, run against separate simulator and worker processes.
         .target(name: "PGPushBench", dependencies: [
-            "PGPushCore", "Postgres", "EmbeddedPostgres", "PushQueue", "APNsClient", "APNsSimulator", "FCMSimulator", "PushWorker", "PushCrypto",
+            "PGPushCore", "Postgres", "EmbeddedPostgres", "PushQueue", "APNsCore", "APNsClient", "APNsSimulator", "FCMSimulator", "PushWorker", "PushCrypto",
             "Locking", "Spawn",
         ]),
         .executableTarget(name: "pgpush", dependencies: [
-            "PGPushCore", "Postgres", "EmbeddedPostgres", "PushQueue", "PushTransport", "APNsClient", "FCMClient", "APNsSimulator",
+            "PGPushCore", "Postgres", "EmbeddedPostgres", "PushQueue", "PushTransport", "APNsCore", "APNsClient", "FCMClient", "APNsSimulator",
             "FCMSimulator", "PushWorker",
             "PGPushOperator", "PGPushDemo", "PGPushBench", "HTTP2TLS", "PushCrypto", "Locking",
         ]),
 
         // Fuzz targets over every input pgpush takes from outside, and their libFuzzer / replay entry.
-        .target(name: "PGPushFuzzTargets", dependencies: ["PGPushCore", "PushWorker", "APNsSimulator", "HTTP2TLS", "PushCrypto", "FCMClient"]),
+        .target(name: "PGPushFuzzTargets", dependencies: ["PGPushCore", "APNsCore", "PushWorker", "APNsSimulator", "HTTP2TLS", "PushCrypto", "FCMClient"]),
         .executableTarget(name: "pgpush-fuzz", dependencies: ["PGPushFuzzTargets"]),
 
         // Shared by the test targets: the throwaway PostgreSQL cluster and fresh databases.
         .target(name: "PGPushTestSupport", dependencies: ["Postgres", "EmbeddedPostgres", "PushQueue", "Spawn", "Locking", "APNsSimulator", "APNsClient", "PushTransport", "HTTP2TLS", "PushCrypto", "PushWorker"]),
 
         // Tests mirror the modules.
-        .testTarget(name: "PGPushCoreTests", dependencies: ["PGPushCore"]),
+        .testTarget(name: "PGPushCoreTests", dependencies: ["PGPushCore", "APNsCore"]),
+        .testTarget(name: "APNsCoreTests", dependencies: ["APNsCore", "PGPushCore"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "EmbeddedPostgres", "PGPushTestSupport"]),
-        .testTarget(name: "PushQueueTests", dependencies: ["PushQueue", "Postgres", "PGPushTestSupport", "PGPushCore"]),
+        .testTarget(name: "PushQueueTests", dependencies: ["PushQueue", "Postgres", "PGPushTestSupport", "PGPushCore", "APNsCore"]),
         .testTarget(name: "PushCryptoTests", dependencies: ["PushCrypto", "COpenSSL", "PGPushTestSupport"]),
         .testTarget(name: "FCMClientTests", dependencies: ["FCMClient", "PushCrypto", "PGPushCore", "PGPushTestSupport"]),
         .testTarget(name: "FCMSimulatorTests", dependencies: [
@@ -83,10 +86,10 @@ let package = Package(
         .testTarget(name: "HTTP2TLSTests", dependencies: ["HTTP2TLS", "PushCrypto", "COpenSSL", "Locking", "PGPushTestSupport"]),
         .testTarget(name: "PushTransportTests", dependencies: ["PushTransport", "PGPushCore", "HTTP2TLS"]),
         .testTarget(name: "APNsClientTests", dependencies: [
-            "APNsClient", "APNsSimulator", "PushTransport", "HTTP2TLS", "PushCrypto", "PGPushCore", "Locking", "PGPushTestSupport",
+            "APNsClient", "APNsCore", "APNsSimulator", "PushTransport", "HTTP2TLS", "PushCrypto", "PGPushCore", "Locking", "PGPushTestSupport",
         ]),
         .testTarget(name: "PushWorkerTests", dependencies: [
-            "PushWorker", "PushQueue", "PGPushCore", "PGPushTestSupport", "Postgres", "APNsSimulator", "APNsClient", "PushCrypto",
+            "PushWorker", "PushQueue", "PGPushCore", "APNsCore", "PGPushTestSupport", "Postgres", "APNsSimulator", "APNsClient", "PushCrypto",
             "Locking", "EmbeddedPostgres", "FCMClient", "FCMSimulator", "PushTransport",
         ]),
         .testTarget(name: "PGPushFuzzTargetsTests", dependencies: ["PGPushFuzzTargets"]),
@@ -94,7 +97,7 @@ let package = Package(
         .testTarget(name: "PGPushOperatorTests", dependencies: ["PGPushOperator", "PGPushTestSupport", "Postgres"]),
         .testTarget(name: "PGPushDemoTests", dependencies: ["PGPushDemo", "PGPushTestSupport", "Postgres", "Locking"]),
         .testTarget(name: "APNsSimulatorTests", dependencies: [
-            "APNsSimulator", "HTTP2TLS", "PushCrypto", "PGPushCore", "PGPushTestSupport", "Locking",
+            "APNsSimulator", "APNsCore", "HTTP2TLS", "PushCrypto", "PGPushCore", "PGPushTestSupport", "Locking",
         ]),
         .testTarget(name: "PGPushBenchTests", dependencies: ["PGPushBench", "PGPushTestSupport", "Postgres"]),
         // Fault suite: kills, database outages and APNs storms against the "nothing is lost" invariants.

@@ -1,3 +1,4 @@
+import APNsCore
 import PGPushCore
 
 /// A channel management request that did not succeed, said in words: what APNs answered,

@@ -1,3 +1,4 @@
+import APNsCore
 import PGPushCore
 
 /// Which `apns-topic` values a connection may use.

@@ -1,4 +1,5 @@
 import APNsClient
+import APNsCore
 import Dispatch
 import Foundation
 import Locking

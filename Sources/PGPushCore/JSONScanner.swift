@@ -15,18 +15,18 @@
 /// Compaction copies runs of significant bytes between whitespace gaps, so the
 /// hot path is a byte loop plus a few bulk appends. A `JSONValue` tree is built
 /// only when asked for.
-struct JSONScanner {
-    static let defaultMaximumDepth = 64
+package struct JSONScanner {
+    package static let defaultMaximumDepth = 64
 
-    struct Result {
+    package struct Result {
         /// The input without insignificant whitespace; empty unless requested.
-        var compact: [UInt8]
+        package var compact: [UInt8]
         /// The parsed value; nil unless requested.
-        var value: JSONValue?
+        package var value: JSONValue?
     }
 
     /// Validates `bytes` as one JSON text and returns what was requested.
-    static func scan(
+    package static func scan(
         _ bytes: some Collection<UInt8>,
         compacting: Bool,
         buildingValue: Bool,

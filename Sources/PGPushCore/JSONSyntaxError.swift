@@ -1,5 +1,5 @@
 /// Where and why JSON text is not valid RFC 8259 JSON (or exceeds the nesting limit).
-struct JSONSyntaxError: Error, Equatable, Sendable, CustomStringConvertible {
+package struct JSONSyntaxError: Error, Equatable, Sendable, CustomStringConvertible {
     enum Kind: Equatable, Sendable {
         case empty
         case unexpectedEnd
@@ -16,7 +16,7 @@ struct JSONSyntaxError: Error, Equatable, Sendable, CustomStringConvertible {
     /// Byte offset in the input where the problem was found.
     let offset: Int
 
-    var description: String {
+    package var description: String {
         let what = switch kind {
         case .empty: "empty input"
         case .unexpectedEnd: "unexpected end of input"

@@ -1,11 +1,14 @@
 import APNsClient
+import APNsCore
 import FCMClient
 import Foundation
 import HTTP2TLS
-import PushCrypto
+import Locking
 import PGPushCore
 import Postgres
+import PushCrypto
 import PushQueue
+import PushTransport
 import PushWorker
 
 enum DoctorCommand {
@@ -371,6 +374,3 @@ struct DoctorReport: Sendable {
         for line in lines { Swift.print(line) }
     }
 }
-
-import Locking
-import PushTransport

@@ -1,4 +1,5 @@
 @testable import APNsClient
+import APNsCore
 import Foundation
 import HTTP2TLS
 import PGPushCore

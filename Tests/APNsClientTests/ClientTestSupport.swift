@@ -1,11 +1,12 @@
-import PGPushTestSupport
 import APNsClient
+import APNsCore
 import Foundation
-import PushTransport
 import HTTP2TLS
-import PushCrypto
 import Locking
 import PGPushCore
+import PGPushTestSupport
+import PushCrypto
+import PushTransport
 
 /// A lock in a class, so handlers, tasks and tests can share state.
 final class Guarded<Value: Sendable>: Sendable {

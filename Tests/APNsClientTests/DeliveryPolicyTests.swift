@@ -1,4 +1,5 @@
 @testable import APNsClient
+import APNsCore
 import PGPushCore
 import Testing
 

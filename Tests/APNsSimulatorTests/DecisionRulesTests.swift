@@ -1,3 +1,4 @@
+import APNsCore
 import APNsSimulator
 import Foundation
 import HTTP2TLS

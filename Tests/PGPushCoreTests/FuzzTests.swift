@@ -1,6 +1,7 @@
+import APNsCore
 import Foundation
-import Testing
 @testable import PGPushCore
+import Testing
 
 /// Thousands of random and mutated inputs through every parser that sees
 /// outside data: each must return a result or a typed failure, never crash,

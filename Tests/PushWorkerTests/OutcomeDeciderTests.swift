@@ -1,9 +1,10 @@
 import APNsClient
+import APNsCore
 import Foundation
 import PGPushCore
-@testable import PushWorker
 import PushQueue
 import PushTransport
+@testable import PushWorker
 import Testing
 
 /// APNs answers through `DeliveryPolicy` and then the shared `OutcomeDecider`: the whole pure

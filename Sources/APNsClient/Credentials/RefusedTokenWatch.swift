@@ -1,7 +1,8 @@
+import APNsCore
 import HTTP2TLS
 import Locking
-import PushTransport
 import PGPushCore
+import PushTransport
 
 /// Acts on a refused provider token on the I/O thread, where the refusal arrives: the
 /// token is renewed and every connection carrying the refused one is retired at once, so

@@ -1,5 +1,6 @@
+import APNsCore
+import PGPushCore
 import Testing
-@testable import PGPushCore
 
 struct PayloadTests {
     static func reason(_ text: String, _ type: PushType = .alert) -> ValidationFailure.Reason? {

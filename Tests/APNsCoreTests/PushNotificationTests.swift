@@ -1,6 +1,7 @@
+import APNsCore
 import Foundation
+import PGPushCore
 import Testing
-@testable import PGPushCore
 
 struct PushNotificationTests {
     static let token = String(repeating: "AB", count: 32)

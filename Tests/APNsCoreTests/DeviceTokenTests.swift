@@ -1,5 +1,6 @@
+import APNsCore
+import PGPushCore
 import Testing
-@testable import PGPushCore
 
 struct DeviceTokenTests {
     @Test(arguments: [2, 64, 108, 160, 400])

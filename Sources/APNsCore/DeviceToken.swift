@@ -1,3 +1,5 @@
+import PGPushCore
+
 /// A device token as APNs wants it in a device push's URL: lowercase hex of the bytes the app
 /// received at registration.
 ///

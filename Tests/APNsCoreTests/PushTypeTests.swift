@@ -1,5 +1,6 @@
+import APNsCore
+import PGPushCore
 import Testing
-@testable import PGPushCore
 
 struct PushTypeTests {
     struct Expectation: Sendable, CustomTestStringConvertible {

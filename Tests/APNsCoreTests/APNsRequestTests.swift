@@ -1,6 +1,7 @@
+import APNsCore
 import Foundation
+import PGPushCore
 import Testing
-@testable import PGPushCore
 
 /// A validated row in APNs's terms; how it is written on the wire is `APNsWireRequestTests`'s.
 struct APNsRequestTests {

@@ -1,3 +1,5 @@
+import PGPushCore
+
 /// Every `reason` APNs documents for `/3/device` and for broadcasts and channel
 /// management, with the status Apple lists it under. What each means for a row is
 /// `DeliveryPolicy`'s to say.

@@ -1,6 +1,7 @@
+import APNsCore
 import Foundation
+import PGPushCore
 import Testing
-@testable import PGPushCore
 
 struct APNsErrorBodyTests {
     static func parse(_ text: String) -> APNsErrorBody? {

@@ -1,4 +1,5 @@
 import Foundation
+import PGPushCore
 
 /// The JSON body of an APNs error answer, `{"reason": "...", "timestamp": ms}`.
 /// The same JSON can arrive as GOAWAY debug data.

@@ -1,6 +1,7 @@
+import APNsCore
 import Foundation
+import PGPushCore
 import Testing
-@testable import PGPushCore
 
 /// Channel rows become broadcasts to the app's channel (their wire form is in
 /// `APNsWireRequestTests`), and Live Activity bodies must carry the fields Apple requires, on token and channel rows.

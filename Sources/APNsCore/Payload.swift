@@ -1,3 +1,5 @@
+import PGPushCore
+
 /// A notification body ready to send: valid JSON, a top-level object, compact,
 /// within its push type's size limit.
 ///

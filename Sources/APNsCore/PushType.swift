@@ -1,3 +1,5 @@
+import PGPushCore
+
 /// The `apns-push-type` values and the per-type rules pgpush enforces before
 /// spending an APNs request.
 ///

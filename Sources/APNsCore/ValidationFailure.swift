@@ -1,3 +1,5 @@
+import PGPushCore
+
 /// Why a notification cannot be sent, found before spending an APNs request
 /// ("what only the worker can tell becomes status `failed` with a clear
 /// `last_reason`"). Where APNs has a reason for the same fault, the same spelling

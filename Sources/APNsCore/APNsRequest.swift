@@ -1,4 +1,5 @@
 import Foundation
+import PGPushCore
 
 /// A validated notification in APNs's terms: who gets it (one device, or a broadcast
 /// channel of the app), its push type, topic, priority, expiration, collapse id and

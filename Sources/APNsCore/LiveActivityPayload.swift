@@ -1,3 +1,5 @@
+import PGPushCore
+
 /// The `aps` fields a Live Activity push must carry. APNs accepts a Live Activity push
 /// without them (200) and the device then ignores it, so the mistake would go unseen:
 /// each missing field fails the row with a reason that names it, before a request is spent.
