@@ -41,13 +41,13 @@ echo "== pgpush bench --quick --check: the benchmark runs and its figures are co
 # simulator on two shared cores counts its own delays (BENCHMARKS.md, "Capped").
 .build/debug/pgpush bench --quick --check --capped-connections 1 > /dev/null
 
-echo "== AddressSanitizer: transport, queue, worker, core and FCM tests ==" >&2
+echo "== AddressSanitizer: transport, queue, worker, cores and FCM tests ==" >&2
 # Leak reports come from Foundation and libcurl internals in the test runner, not from
 # pgpush objects (those are counted by the LiveObjects tests), so only memory errors fail.
 # Tests that assert rates or delays are left out: the sanitizer slows everything down.
 # (--skip matches test ids, Module.Suite/function(), not display names.)
 ASAN_OPTIONS=detect_leaks=0 swift test --sanitize=address --scratch-path .build/asan -Xswiftc -use-ld=lld \
-    --filter 'PostgresTests|PushQueueTests|PushCryptoTests|HTTP2TLSTests|PushTransportTests|APNsClientTests|PushWorkerTests|PGPushCoreTests|FCMClientTests|FCMSimulatorTests' \
+    --filter 'PostgresTests|PushQueueTests|PushCryptoTests|HTTP2TLSTests|PushTransportTests|APNsClientTests|PushWorkerTests|PGPushCoreTests|APNsCoreTests|FCMClientTests|FCMSimulatorTests' \
     --skip 'oneConnectionNeverExceeds|answersFollowTheDefaultRetryPolicy|rateCap|answeredRequestsAreCountedFromTheirAnswers|singleStreamUntilFirstAnswer|pingTimeout|deadline'
 
 echo "== ThreadSanitizer: transport, queue, clients, simulators and worker tests ==" >&2
