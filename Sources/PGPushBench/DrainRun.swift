@@ -94,7 +94,14 @@ struct DrainRun {
         // SIGTERM to every worker first, so they drain side by side, then collect each one.
         for process in processes { process.process.signal(SIGTERM) }
         var usages: [ProcessUsage] = []
-        for process in processes { usages.append(try process.stop(signalled: true)) }
+        do {
+            for process in processes { usages.append(try process.stop(signalled: true)) }
+        } catch {
+            // A worker that died on the way out must not leave the simulator running.
+            for process in processes { _ = process.process.stop(signal: SIGKILL) }
+            _ = try? simulator.stop()
+            throw error
+        }
         let figures: SimulatorFigures
         let simulatorUsage: ProcessUsage
         if service == .fcm {
