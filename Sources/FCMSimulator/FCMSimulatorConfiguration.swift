@@ -52,6 +52,9 @@ package struct FCMFaults: Sendable, Equatable {
     package var refuseAssertions = false
     /// Every access token is refused by `messages:send` (401 UNAUTHENTICATED, no FcmError).
     package var refuseAccessTokens = false
+    /// The first access token issued is refused by `messages:send` (401 UNAUTHENTICATED, no
+    /// FcmError), as one revoked before it expired; the ones after it are good.
+    package var revokeFirstAccessToken = false
     /// `messages:send` answers 403 PERMISSION_DENIED, as when the FCM API is not enabled.
     package var permissionDenied = false
 

@@ -40,6 +40,7 @@ struct FCMSimulatorRules {
 
     struct State {
         var accessTokens: [String: Date] = [:]
+        var revokedTokens: Set<String> = []
         var nextToken = 1
         var nextMessage = 1
         var report = FCMSimulatorReport()
@@ -61,6 +62,7 @@ struct FCMSimulatorRules {
         let token = "ya29.simulated-\(state.nextToken)-\(UUID().uuidString.prefix(8))"
         state.nextToken += 1
         state.accessTokens[token] = now + TimeInterval(configuration.accessTokenLifetime)
+        if configuration.faults.revokeFirstAccessToken && state.report.tokensIssued == 0 { state.revokedTokens.insert(token) }
         state.report.tokensIssued += 1
         return FCMSimulatorAnswer(status: 200, headers: [("content-type", "application/json; charset=utf-8")],
                                   body: Array(#"{"access_token":"\#(token)","expires_in":\#(configuration.accessTokenLifetime),"token_type":"Bearer"}"#.utf8))
@@ -102,8 +104,9 @@ struct FCMSimulatorRules {
             return Self.status(404, "NOT_FOUND", "Requested entity was not found.", state: &state)
         }
         let authorization = headers.first { $0.0 == "authorization" }?.1 ?? ""
-        guard authorization.hasPrefix("Bearer "), let expiry = state.accessTokens[String(authorization.dropFirst(7))], expiry > now,
-              !configuration.faults.refuseAccessTokens
+        let presented = String(authorization.dropFirst(7))
+        guard authorization.hasPrefix("Bearer "), let expiry = state.accessTokens[presented], expiry > now,
+              !configuration.faults.refuseAccessTokens, !state.revokedTokens.contains(presented)
         else {
             var answer = Self.status(401, "UNAUTHENTICATED", "Request had invalid authentication credentials. "
                                      + "Expected OAuth 2 access token, login cookie or other valid authentication credential.", state: &state)

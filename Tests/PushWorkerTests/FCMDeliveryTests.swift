@@ -127,6 +127,12 @@ struct FCMWorld {
         #expect((0..<listed.rowCount).allSatisfy { listed.string($0, 0) == "fcm" })
         #expect(Set((0..<listed.rowCount).compactMap { listed.string($0, 1) }) == [gone, invalid, foreign])
         #expect(try world.row(bad).status == "failed" && world.row(bad).reason == "INVALID_ARGUMENT")
+        // Failed at the first answer: no retry, one attempt, one error row.
+        let attempts = try world.database.query("""
+            SELECT n.attempts, (SELECT count(*) FROM pgpush.delivery_errors e WHERE e.notification_id = n.id)
+              FROM pgpush.notifications n WHERE n.id = $1
+            """, [bad])
+        #expect(attempts.int(0, 0) == 1 && attempts.int(0, 1) == 1, "attempts \(attempts.int(0, 0) ?? -1), errors \(attempts.int(0, 1) ?? -1)")
         let detail = try world.database.query("SELECT detail, service FROM pgpush.delivery_errors WHERE notification_id = $1", [bad])
         #expect(detail.string(0, 0)?.contains("message.notification") == true && detail.string(0, 1) == "fcm")
         // The row's bad token is not listed: only answers about the token list it.
@@ -185,6 +191,23 @@ struct FCMWorld {
         #expect(report.tokenRequests >= 2 && report.tokenRequests <= 3, "\(report.tokenRequests) token requests")
         #expect(report.sends <= 3, "\(report.sends) sends")
         #expect(!log.text.contains("ya29."), "an access token reached the log")
+    }
+
+    @Test("401 for a revoked access token: one renewal, the same request resent with the new token and delivered, uncounted")
+    func revokedAccessTokenIsRenewedAndTheRowResent() async throws {
+        let world = try FCMWorld { $0.faults.revokeFirstAccessToken = true }
+        defer { world.stop() }
+        let id = try world.insert(token: Self.token)
+        #expect(try await world.run { _ in try world.unfinished() == 0 })
+        let row = try world.row(id)
+        #expect(row.status == "delivered", "\(row)")
+        // Resent inside the one claim, not paused and claimed again.
+        let counts = try world.database.query("SELECT attempts, claim_count FROM pgpush.notifications WHERE id = $1", [id])
+        #expect(counts.int(0, 0) == 1 && counts.int(0, 1) == 1, "attempts \(counts.int(0, 0) ?? -1), claims \(counts.int(0, 1) ?? -1)")
+        let report = world.simulator.report()
+        #expect(report.tokenRequests == 2, "\(report.tokenRequests) token requests")
+        #expect(report.delivered == 1)
+        #expect(try world.database.query("SELECT count(*) FROM pgpush.app_health WHERE NOT healthy").int(0, 0) == 0)
     }
 
     @Test("429 QUOTA_EXCEEDED: retried after Retry-After, then delivered; the attempt counts")
