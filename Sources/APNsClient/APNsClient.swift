@@ -45,12 +45,12 @@ package final class APNsClient: Sendable {
                                                app: configuration.appName)
         }
         var connection = HTTP2ClientConfiguration(tls: tls)
-        connection.requestTimeout = configuration.requestTimeout
-        connection.connectTimeout = configuration.connectTimeout
+        connection.requestTimeout = configuration.connection.requestTimeout
+        connection.connectTimeout = configuration.connection.connectTimeout
         // The pool spaces requests; the transport enforces the cap again at the instant of
         // writing, so a stalled I/O loop can delay requests but never bunch them: the cap
         // holds over any one-second window.
-        connection.maxRequestsPerSecond = configuration.effectiveRatePerConnection
+        connection.maxRequestsPerSecond = configuration.connection.effectiveRatePerConnection
         var refusals: RefusedTokenWatch?
         if case .token(let cache) = configuration.authentication {
             // APNs allows one stream until it has seen a valid JWT.
@@ -64,9 +64,9 @@ package final class APNsClient: Sendable {
         } catch {
             throw APNsClientConfigurationError(setting: "I/O thread", error.description, app: configuration.appName)
         }
-        pool = ConnectionPool(endpoint: configuration.endpoint.address, connections: configuration.connections,
-                                  ratePerConnection: configuration.effectiveRatePerConnection,
-                                  backoff: configuration.reconnectBackoff, transport: transport,
+        pool = ConnectionPool(endpoint: configuration.endpoint.address, connections: configuration.connection.connections,
+                                  ratePerConnection: configuration.connection.effectiveRatePerConnection,
+                                  backoff: configuration.connection.reconnectBackoff, transport: transport,
                                   connectionConfiguration: connection, statistics: recorder)
         refusals?.attach(pool)
     }
@@ -121,7 +121,7 @@ package final class APNsClient: Sendable {
         while true {
             let granted: (lease: ConnectionLease, token: ProviderToken?)
             var rateWait: Duration?
-            switch await pool.acquire(avoiding: avoidedSlot, requestTimeout: configuration.requestTimeout,
+            switch await pool.acquire(avoiding: avoidedSlot, requestTimeout: configuration.connection.requestTimeout,
                                       credential: providerToken, carrying: Self.carried, rateWait: &rateWait) {
             case .success(let lease): granted = lease
             case .failure(let failure): return failed(failure, request: request, resends: resends.total, since: started)
@@ -130,7 +130,7 @@ package final class APNsClient: Sendable {
             // Built once the connection is granted, with the token read for it: a request
             // that waited through a renewal never carries the token that was refused.
             let wireRequest = APNsWireRequest.make(for: request, authority: configuration.endpoint.authority,
-                                                   providerToken: token, timeout: configuration.requestTimeout)
+                                                   providerToken: token, timeout: configuration.connection.requestTimeout)
             let outcome = await pool.send(wireRequest, on: lease, rateWait: rateWait)
 
             let result: Delivery

@@ -30,10 +30,10 @@ package struct APNsSender: NotificationSender {
     package func send(_ request: APNsRequest) async -> Delivery { await client.send(request) }
 
     package var requestsPerSecond: Int? {
-        client.configuration.effectiveRatePerConnection.map { $0 * client.configuration.connections }
+        client.configuration.connection.effectiveRatePerConnection.map { $0 * client.configuration.connection.connections }
     }
 
-    package var connections: Int { client.configuration.connections }
+    package var connections: Int { client.configuration.connection.connections }
 
     package var statistics: SenderStatistics { client.statistics }
 

@@ -18,12 +18,8 @@ package struct FCMSenderConfiguration: Sendable {
     package var url: String = standardURL
     package var extraCAFile: String?
     package var tlsKeyLog: TLSKeyLog?
-    package var connections = 4
-    /// Requests per second per connection; nil: no cap.
-    package var ratePerConnection: Int?
-    package var requestTimeout: Duration = .seconds(10)
-    package var connectTimeout: Duration = .seconds(10)
-    package var reconnectBackoff: ReconnectBackoff = .standard
+    /// Connections, rate cap, timeouts and reconnect back-off, as for every service.
+    package var connection = ConnectionSettings()
 
     package init(appName: String, account: ServiceAccountKey, projectID: String? = nil) {
         self.appName = appName
@@ -65,8 +61,8 @@ package final class FCMSender: NotificationSender {
             throw FCMSenderConfigurationError(description: "\(label): PGPUSH_FCM_PROJECT_ID must be a Firebase project id "
                                               + "(letters, digits, - and :), got \"\(configuration.projectID)\"")
         }
-        guard (1...64).contains(configuration.connections) else {
-            throw FCMSenderConfigurationError(description: "\(label): PGPUSH_CONNECTIONS must be between 1 and 64")
+        if let (setting, problem) = configuration.connection.problem() {
+            throw FCMSenderConfigurationError(description: "\(label): \(setting): \(problem)")
         }
         self.configuration = configuration
         let tls: ClientTLSContext
@@ -81,18 +77,18 @@ package final class FCMSender: NotificationSender {
             throw FCMSenderConfigurationError(description: "\(label): I/O thread: \(error)")
         }
         var connection = HTTP2ClientConfiguration(tls: tls)
-        connection.requestTimeout = configuration.requestTimeout
-        connection.connectTimeout = configuration.connectTimeout
+        connection.requestTimeout = configuration.connection.requestTimeout
+        connection.connectTimeout = configuration.connection.connectTimeout
         // As for APNs: the pool spaces requests, the transport holds the cap at the instant of writing.
-        connection.maxRequestsPerSecond = configuration.ratePerConnection
+        connection.maxRequestsPerSecond = configuration.connection.effectiveRatePerConnection
         let port = url.port ?? 443
         authority = url.port.map { "\(host):\($0)" } ?? host
-        pool = ConnectionPool(endpoint: ServiceAddress(host: host, port: port), connections: configuration.connections,
-                              ratePerConnection: configuration.ratePerConnection, backoff: configuration.reconnectBackoff,
+        pool = ConnectionPool(endpoint: ServiceAddress(host: host, port: port), connections: configuration.connection.connections,
+                              ratePerConnection: configuration.connection.effectiveRatePerConnection, backoff: configuration.connection.reconnectBackoff,
                               transport: transport, connectionConfiguration: connection, statistics: recorder)
         var exchange = HTTP2ClientConfiguration(tls: tls)
-        exchange.requestTimeout = configuration.requestTimeout
-        exchange.connectTimeout = configuration.connectTimeout
+        exchange.requestTimeout = configuration.connection.requestTimeout
+        exchange.connectTimeout = configuration.connection.connectTimeout
         tokens = AccessTokenSource(account: configuration.account, client: transport, configuration: exchange)
     }
 
@@ -118,8 +114,8 @@ package final class FCMSender: NotificationSender {
     /// FCM pauses nothing smaller than the app's whole FCM sending.
     package func scope(of request: FCMMessage) -> String? { nil }
 
-    package var requestsPerSecond: Int? { configuration.ratePerConnection.map { $0 * configuration.connections } }
-    package var connections: Int { configuration.connections }
+    package var requestsPerSecond: Int? { configuration.connection.effectiveRatePerConnection.map { $0 * configuration.connection.connections } }
+    package var connections: Int { configuration.connection.connections }
 
     package var statistics: SenderStatistics {
         var snapshot = recorder.snapshot
@@ -166,7 +162,7 @@ package final class FCMSender: NotificationSender {
             }
             var rateWait: Duration?
             let lease: ConnectionLease
-            switch await pool.acquire(avoiding: avoidedSlot, requestTimeout: configuration.requestTimeout,
+            switch await pool.acquire(avoiding: avoidedSlot, requestTimeout: configuration.connection.requestTimeout,
                                       credential: { () -> Result<String?, DeliveryFailure> in .success(nil) },
                                       rateWait: &rateWait) {
             case .success(let granted): lease = granted.0
@@ -176,7 +172,7 @@ package final class FCMSender: NotificationSender {
                 path: FCMMessage.path(project: configuration.projectID), authority: authority,
                 headers: [HeaderField("authorization", "Bearer \(token)", neverIndex: true),
                           HeaderField("content-type", "application/json; charset=utf-8")],
-                body: message.body, timeout: configuration.requestTimeout)
+                body: message.body, timeout: configuration.connection.requestTimeout)
             switch await pool.send(request, on: lease, rateWait: rateWait) {
             case .success(let response):
                 if FCMPolicy.refusesAccessToken(status: response.status, body: response.body) {

@@ -123,9 +123,9 @@ package final class SimulatorHarness: Sendable {
             appName: "default", bundleID: bundleID, endpoint: try APNsEndpoint(baseURL: baseURL),
             authentication: .token(try tokenCache()))
         configuration.extraCAFile = caFile
-        configuration.connections = connections
-        configuration.ratePerConnection = ratePerConnection
-        configuration.requestTimeout = requestTimeout
+        configuration.connection.connections = connections
+        configuration.connection.ratePerConnection = ratePerConnection
+        configuration.connection.requestTimeout = requestTimeout
         return APNsSender(client: try APNsClient(configuration: configuration))
     }
 

@@ -2,6 +2,7 @@ import APNsCore
 import Foundation
 import PGPushCore
 import Postgres
+import PushTransport
 
 /// A setting is missing or wrong; the message names it.
 package struct ConfigurationError: Error, CustomStringConvertible, Sendable, Equatable {
@@ -145,17 +146,16 @@ struct FileApp: Decodable {
         if authentication != nil, bundleID.isEmpty {
             throw ConfigurationError("\(label): the bundle id is missing (PGPUSH_TOPIC, or \"topic\" in the file)")
         }
-        let connections = self.connections ?? 4
-        guard (1...64).contains(connections) else {
-            throw ConfigurationError("\(label): PGPUSH_CONNECTIONS must be between 1 and 64, got \(connections)")
-        }
-        let rate = ratePerConnection ?? RateCap.standardPerConnection
-        guard rate >= 0 else { throw ConfigurationError("\(label): PGPUSH_RATE_PER_CONNECTION must be ≥ 0") }
+        var connection = ConnectionSettings()
+        if let connections { connection.connections = connections }
+        if let ratePerConnection { connection.ratePerConnection = ratePerConnection }
+        if let (setting, problem) = connection.problem() { throw ConfigurationError("\(label): \(setting): \(problem)") }
         if let apnsUrl, !apnsUrl.hasPrefix("https://") {
             throw ConfigurationError("\(label): PGPUSH_APNS_URL must start with https:// (TLS is always on), got \"\(apnsUrl)\"")
         }
         return AppConfiguration(name: name, bundleID: bundleID, environment: environment, apnsURL: apnsUrl, caFile: caFile,
-                                authentication: authentication, fcm: fcm, connections: connections, ratePerConnection: rate,
+                                authentication: authentication, fcm: fcm, connections: connection.connections,
+                                ratePerConnection: connection.ratePerConnection ?? RateCap.standardPerConnection,
                                 retry: try (retry ?? FileRetry()).validated(app: name),
                                 skipKnownInvalidTokens: skipKnownInvalidTokens ?? true)
     }

@@ -40,8 +40,8 @@ package enum SenderFactory {
         configuration.url = fcm.url ?? FCMSenderConfiguration.standardURL
         configuration.extraCAFile = app.caFile
         configuration.tlsKeyLog = keyLog
-        configuration.connections = app.connections
-        configuration.ratePerConnection = RateCap.perConnection(app.ratePerConnection)
+        configuration.connection.connections = app.connections
+        configuration.connection.ratePerConnection = app.ratePerConnection
         do {
             return try FCMSender(configuration: configuration)
         } catch {
@@ -67,8 +67,8 @@ package enum SenderFactory {
                                                     authentication: authentication)
         configuration.extraCAFile = app.caFile
         configuration.tlsKeyLog = keyLog
-        configuration.connections = app.connections
-        configuration.ratePerConnection = RateCap.perConnection(app.ratePerConnection)
+        configuration.connection.connections = app.connections
+        configuration.connection.ratePerConnection = app.ratePerConnection
         do {
             return try APNsClient(configuration: configuration)
         } catch {

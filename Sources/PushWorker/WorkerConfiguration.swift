@@ -2,6 +2,7 @@ import APNsCore
 import Foundation
 import PGPushCore
 import Postgres
+import PushTransport
 
 /// One app a worker serves: for each service it has credentials for, where to send and as
 /// whom; how fast and how rows are retried.
@@ -56,7 +57,7 @@ package struct AppConfiguration: Sendable, Equatable {
     package var skipKnownInvalidTokens: Bool
 
     package init(name: String, bundleID: String, environment: APNsEnvironment = .production, apnsURL: String? = nil,
-                caFile: String? = nil, authentication: Authentication?, fcm: FCM? = nil, connections: Int = 4,
+                caFile: String? = nil, authentication: Authentication?, fcm: FCM? = nil, connections: Int = ConnectionSettings().connections,
                 ratePerConnection: Int = RateCap.standardPerConnection, retry: RetryConfiguration = .default,
                 skipKnownInvalidTokens: Bool = true) {
         self.name = name

@@ -212,11 +212,11 @@ enum ClientTestValues {
                                                     endpoint: try APNsEndpoint(baseURL: "https://127.0.0.1:\(port)"),
                                                     authentication: authentication)
         configuration.extraCAFile = pki.caFile
-        configuration.connections = connections
-        configuration.ratePerConnection = rate
-        configuration.requestTimeout = requestTimeout
-        configuration.connectTimeout = .seconds(5)
-        configuration.reconnectBackoff = ReconnectBackoff(initial: .milliseconds(20), maximum: .milliseconds(200))
+        configuration.connection.connections = connections
+        configuration.connection.ratePerConnection = rate
+        configuration.connection.requestTimeout = requestTimeout
+        configuration.connection.connectTimeout = .seconds(5)
+        configuration.connection.reconnectBackoff = ReconnectBackoff(initial: .milliseconds(20), maximum: .milliseconds(200))
         return try APNsClient(configuration: configuration)
     }
 }

@@ -66,34 +66,34 @@ struct APNsClientConfigurationTests {
     @Test("defaults: 4 connections, 100 requests/s, 10 s timeout, 1 s to 60 s backoff")
     func defaults() throws {
         let configuration = try configuration()
-        #expect(configuration.connections == 4)
-        #expect(configuration.ratePerConnection == 100)
-        #expect(configuration.effectiveRatePerConnection == 100)
-        #expect(configuration.requestTimeout == .seconds(10))
-        #expect(configuration.reconnectBackoff == ReconnectBackoff(initial: .seconds(1), maximum: .seconds(60)))
+        #expect(configuration.connection.connections == 4)
+        #expect(configuration.connection.ratePerConnection == 100)
+        #expect(configuration.connection.effectiveRatePerConnection == 100)
+        #expect(configuration.connection.requestTimeout == .seconds(10))
+        #expect(configuration.connection.reconnectBackoff == ReconnectBackoff(initial: .seconds(1), maximum: .seconds(60)))
         try configuration.validate()
     }
 
     @Test("rate 0 or nil means no cap")
     func unlimited() throws {
         var configuration = try configuration()
-        configuration.ratePerConnection = 0
-        #expect(configuration.effectiveRatePerConnection == nil)
+        configuration.connection.ratePerConnection = 0
+        #expect(configuration.connection.effectiveRatePerConnection == nil)
         try configuration.validate()
-        configuration.ratePerConnection = nil
-        #expect(configuration.effectiveRatePerConnection == nil)
+        configuration.connection.ratePerConnection = nil
+        #expect(configuration.connection.effectiveRatePerConnection == nil)
     }
 
     @Test("each bad setting is named")
     func badSettings() throws {
         let base = try configuration()
         let cases: [(String, (inout APNsClientConfiguration) -> Void)] = [
-            ("PGPUSH_CONNECTIONS", { $0.connections = 0 }),
-            ("PGPUSH_CONNECTIONS", { $0.connections = 1000 }),
-            ("PGPUSH_RATE_PER_CONNECTION", { $0.ratePerConnection = -1 }),
+            ("PGPUSH_CONNECTIONS", { $0.connection.connections = 0 }),
+            ("PGPUSH_CONNECTIONS", { $0.connection.connections = 1000 }),
+            ("PGPUSH_RATE_PER_CONNECTION", { $0.connection.ratePerConnection = -1 }),
             ("PGPUSH_TOPIC", { $0.bundleID = "" }),
-            ("request timeout", { $0.requestTimeout = .zero }),
-            ("reconnect backoff", { $0.reconnectBackoff = ReconnectBackoff(initial: .seconds(5), maximum: .seconds(1)) }),
+            ("request timeout", { $0.connection.requestTimeout = .zero }),
+            ("reconnect backoff", { $0.connection.reconnectBackoff = ReconnectBackoff(initial: .seconds(5), maximum: .seconds(1)) }),
             ("PGPUSH_CA_FILE", { $0.extraCAFile = "/nonexistent/ca.pem" }),
             ("app name", { $0.appName = " " }),
         ]

@@ -79,7 +79,7 @@ import Testing
         (["PGPUSH_CERT_FILE": "/c.p12"], "bundle id is missing"),
         (["PGPUSH_CERT_FILE": "/c.p12", "PGPUSH_TOPIC": "x", "PGPUSH_APNS_ENV": "staging"], "production or development"),
         (["PGPUSH_CERT_FILE": "/c.p12", "PGPUSH_TOPIC": "x", "PGPUSH_APNS_URL": "http://127.0.0.1:2197"], "https://"),
-        (["PGPUSH_CERT_FILE": "/c.p12", "PGPUSH_TOPIC": "x", "PGPUSH_CONNECTIONS": "0"], "between 1 and 64"),
+        (["PGPUSH_CERT_FILE": "/c.p12", "PGPUSH_TOPIC": "x", "PGPUSH_CONNECTIONS": "0"], "PGPUSH_CONNECTIONS): must be from 1 to 64"),
         (["PGPUSH_CERT_FILE": "/c.p12", "PGPUSH_TOPIC": "x", "PGPUSH_RATE_PER_CONNECTION": "fast"], "whole number"),
         ([:], "no app configured"),
         (["PGPUSH_FCM_PROJECT_ID": "p"], "need PGPUSH_FCM_CREDENTIALS_FILE"),

@@ -17,22 +17,8 @@ package struct APNsClientConfiguration: Sendable {
     package var extraCAFile: String?
     /// Where the connections' TLS secrets are appended for reading a capture; nil: nowhere.
     package var tlsKeyLog: TLSKeyLog?
-    /// HTTP/2 connections kept open for this app.
-    package var connections: Int = 4
-    /// Requests per second per connection, over any one-second window; nil or 0: no cap
-    /// (benchmarks). Sends are paced in tenths of a second (a tenth of the rate each) so
-    /// that APNs never counts more in a second. A connection whose answers are more than
-    /// 10% 429 TooManyRequests runs at half this rate for a while (see
-    /// `TooManyRequestsThrottle`); an uncapped one does not.
-    package var ratePerConnection: Int? = RateCap.standardPerConnection
-    /// From writing a request to its answer; also how long `send` waits for a connection.
-    package var requestTimeout: Duration = .seconds(10)
-    /// TCP connect plus TLS handshake.
-    package var connectTimeout: Duration = .seconds(10)
-    package var reconnectBackoff: ReconnectBackoff = .standard
-
-    package static let maximumConnections = 64
-    package static let maximumRatePerConnection = 1_000_000
+    /// Connections, rate cap, timeouts and reconnect back-off, as for every service.
+    package var connection = ConnectionSettings()
 
     package init(appName: String, bundleID: String, endpoint: APNsEndpoint, authentication: APNsAuthentication) {
         self.appName = appName
@@ -41,9 +27,6 @@ package struct APNsClientConfiguration: Sendable {
         self.authentication = authentication
     }
 
-    /// The cap as the rate limiter takes it: nil when unlimited.
-    package var effectiveRatePerConnection: Int? { RateCap.perConnection(ratePerConnection) }
-
     package func validate() throws(APNsClientConfigurationError) {
         let trimmedApp = appName.trimmingCharacters(in: .whitespaces)
         guard !trimmedApp.isEmpty else { throw .init(setting: "app name", "must not be empty") }
@@ -51,25 +34,7 @@ package struct APNsClientConfiguration: Sendable {
         guard bundleID.utf8.count <= 255, !bundleID.contains(where: { $0.isWhitespace || $0.isNewline }) else {
             throw .init(setting: "bundle id (PGPUSH_TOPIC)", "must be at most 255 bytes without spaces", app: appName)
         }
-        guard (1...Self.maximumConnections).contains(connections) else {
-            throw .init(setting: "connections (PGPUSH_CONNECTIONS)",
-                        "must be from 1 to \(Self.maximumConnections), got \(connections)", app: appName)
-        }
-        if let ratePerConnection {
-            guard (0...Self.maximumRatePerConnection).contains(ratePerConnection) else {
-                throw .init(setting: "rate per connection (PGPUSH_RATE_PER_CONNECTION)",
-                            "must be from 0 (no cap) to \(Self.maximumRatePerConnection) requests/s, got \(ratePerConnection)", app: appName)
-            }
-        }
-        guard requestTimeout > .zero, requestTimeout <= .seconds(600) else {
-            throw .init(setting: "request timeout", "must be more than 0 and at most 600 s, got \(requestTimeout)", app: appName)
-        }
-        guard connectTimeout > .zero, connectTimeout <= .seconds(600) else {
-            throw .init(setting: "connect timeout", "must be more than 0 and at most 600 s, got \(connectTimeout)", app: appName)
-        }
-        guard reconnectBackoff.initial > .zero, reconnectBackoff.maximum >= reconnectBackoff.initial else {
-            throw .init(setting: "reconnect backoff", "initial delay must be more than 0 and at most the maximum", app: appName)
-        }
+        if let (setting, problem) = connection.problem() { throw .init(setting: setting, problem, app: appName) }
         if let extraCAFile {
             var isDirectory: ObjCBool = false
             guard FileManager.default.fileExists(atPath: extraCAFile, isDirectory: &isDirectory), !isDirectory.boolValue else {
