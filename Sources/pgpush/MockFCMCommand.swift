@@ -36,6 +36,7 @@ enum MockFCMCommand {
           --retry-after S           Retry-After on 503 and 429 (default 1)
           --refuse-assertions       the token endpoint refuses every assertion (invalid_grant)
           --refuse-access-tokens    every access token is refused with 401 UNAUTHENTICATED
+          --revoke-first-access-token  the first access token issued is refused (401), later ones not
           --permission-denied       every send is refused with 403 PERMISSION_DENIED
 
         Output:
@@ -51,9 +52,10 @@ enum MockFCMCommand {
     static let flags: Set<String> = [
         "help", "port", "host", "ca-out", "credentials", "credentials-out", "project", "unregistered", "invalid",
         "sender-id-mismatch", "third-party-auth-error", "fault-503-every", "fault-500-every", "fault-429-every",
-        "retry-after", "refuse-assertions", "refuse-access-tokens", "permission-denied", "report",
+        "retry-after", "refuse-assertions", "refuse-access-tokens", "revoke-first-access-token", "permission-denied", "report",
     ]
-    static let switches: Set<String> = ["help", "refuse-assertions", "refuse-access-tokens", "permission-denied"]
+    static let switches: Set<String> = ["help", "refuse-assertions", "refuse-access-tokens", "revoke-first-access-token",
+                                        "permission-denied"]
 
     static func run(_ arguments: Arguments) throws -> Int32 {
         let account: (key: RS256PrivateKey, projectID: String, email: String, keyID: String)
@@ -87,6 +89,7 @@ enum MockFCMCommand {
         configuration.faults.retryAfterSeconds = try integer(arguments, "retry-after", range: 0...3600) ?? 1
         configuration.faults.refuseAssertions = arguments.isSet("refuse-assertions")
         configuration.faults.refuseAccessTokens = arguments.isSet("refuse-access-tokens")
+        configuration.faults.revokeFirstAccessToken = arguments.isSet("revoke-first-access-token")
         configuration.faults.permissionDenied = arguments.isSet("permission-denied")
 
         let simulator = FCMSimulator(configuration: configuration)
