@@ -64,6 +64,15 @@ final class AppHealth: Sendable {
         case wait(generation: Int)
     }
 
+    /// What `admitWithoutWaiting(scope:)` says.
+    enum ScopeAdmission: Equatable {
+        case send
+        /// Back to the queue for this long.
+        case park(Duration)
+        /// The scope's probe is out: `admit(scope:)` waits for its answer.
+        case waitForProbe
+    }
+
     static let firstPause: Duration = .seconds(5)
     static let longestPause: Duration = .seconds(300)
 
@@ -93,27 +102,40 @@ final class AppHealth: Sendable {
         while true {
             // Waiting returns at once for a cancelled task: without this the loop would spin.
             if Task.isCancelled { return .zero }
-            let now = self.now()
-            let admission = state.withLock { state -> Admission in
-                var entry = state.scopes[scope, default: Scope()]
-                defer { state.scopes[scope] = entry }
-                switch entry.gate.currentPhase(at: now) {
-                case .healthy:
-                    return .send
-                case .paused(let until):
-                    return .park(max(now.duration(to: until), .seconds(1)))
-                case .probing:
-                    guard entry.probeInFlight else {
-                        entry.probeInFlight = true
-                        return .send
-                    }
-                    return .wait(generation: entry.generation)
-                }
-            }
-            switch admission {
+            switch decide(scope: scope) {
             case .send: return nil
             case .park(let wait): return wait
             case .wait(let generation): await waitForProbe(of: scope, after: generation)
+            }
+        }
+    }
+
+    /// `admit(scope:)`'s answer when it needs no waiting, which is every row's but those
+    /// behind a probe: a call that is not async, so a healthy scope's row costs no task frame.
+    func admitWithoutWaiting(scope: String) -> ScopeAdmission {
+        switch decide(scope: scope) {
+        case .send: .send
+        case .park(let wait): .park(wait)
+        case .wait: .waitForProbe
+        }
+    }
+
+    private func decide(scope: String) -> Admission {
+        let now = self.now()
+        return state.withLock { state -> Admission in
+            var entry = state.scopes[scope, default: Scope()]
+            defer { state.scopes[scope] = entry }
+            switch entry.gate.currentPhase(at: now) {
+            case .healthy:
+                return .send
+            case .paused(let until):
+                return .park(max(now.duration(to: until), .seconds(1)))
+            case .probing:
+                guard entry.probeInFlight else {
+                    entry.probeInFlight = true
+                    return .send
+                }
+                return .wait(generation: entry.generation)
             }
         }
     }

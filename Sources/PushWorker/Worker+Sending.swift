@@ -59,10 +59,18 @@ extension Worker {
             return
         }
         let scope = sender.scope(of: request)
-        if let scope, let wait = await health[route]?.admit(scope: scope) {
-            // Its scope is paused: back to the queue unsent and uncounted, last answer kept.
-            put(Outcome(id: row.id, claimCount: row.claimCount, disposition: .retry(after: wait, countsAsAttempt: false)), route: route)
-            return
+        if let scope, let health = health[route] {
+            let wait: Duration? = switch health.admitWithoutWaiting(scope: scope) {
+            case .send: nil
+            case .park(let wait): wait
+            case .waitForProbe: await health.admit(scope: scope)
+            }
+            if let wait {
+                // Its scope is paused: back to the queue unsent and uncounted, last answer kept.
+                put(Outcome(id: row.id, claimCount: row.claimCount, disposition: .retry(after: wait, countsAsAttempt: false)),
+                    route: route)
+                return
+            }
         }
         let delivery = await sender.send(request)
         metrics.recordLatency(delivery.latency)

@@ -45,6 +45,21 @@ import Testing
         #expect(health.phase == .probing)
     }
 
+    /// The worker asks without waiting first: the same answers as `admit`, and only a row
+    /// behind a probe is told to wait.
+    @Test func admittingWithoutWaitingGivesAdmitsAnswers() {
+        let frozen = ContinuousClock.now
+        let health = AppHealth(now: { frozen })
+        #expect(health.admitWithoutWaiting(scope: "com.example.app") == .send)
+        #expect(health.admitWithoutWaiting(scope: "com.example.app") == .waitForProbe)
+        _ = health.scopeAnswered("com.example.app", accepted: true)
+        #expect(health.admitWithoutWaiting(scope: "com.example.app") == .send)
+        #expect(health.admitWithoutWaiting(scope: "com.example.app") == .send)
+        #expect(health.admitWithoutWaiting(scope: "com.example.app.voip") == .send)
+        #expect(health.reportProblem(scope: "com.example.app.voip") == AppHealth.firstPause)
+        #expect(health.admitWithoutWaiting(scope: "com.example.app.voip") == .park(AppHealth.firstPause))
+    }
+
     @Test func aStoppingWorkersWaitingRowGoesBackAtOnce() async throws {
         let health = AppHealth()
         #expect(await health.admit(scope: "com.example.app") == nil)
