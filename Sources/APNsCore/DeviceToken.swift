@@ -22,6 +22,11 @@ package struct DeviceToken: Hashable, Sendable, CustomStringConvertible {
         guard utf8.count % 2 == 0 else {
             throw ValidationFailure(.badDeviceToken, "device token must have an even number of hex digits, got \(utf8.count)")
         }
+        // Most tokens are stored as the app formatted them, lowercase: kept as they are.
+        if utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0) }) {
+            hex = text
+            return
+        }
         var lowered = [UInt8]()
         lowered.reserveCapacity(utf8.count)
         for (offset, byte) in utf8.enumerated() {

@@ -58,7 +58,7 @@ package enum PushType: String, CaseIterable, Sendable {
     /// The topic derived from a bundle id, or nil when this type cannot derive one.
     package func derivedTopic(bundleID: String) -> String? {
         switch topicRule {
-        case .bundleID(let suffix): bundleID + suffix
+        case .bundleID(let suffix): suffix.isEmpty ? bundleID : bundleID + suffix
         case .explicitOnly: nil
         }
     }

@@ -5,8 +5,7 @@ import Foundation
 /// and `uuidString.lowercased()` formats and then copies the text again.
 extension UUID {
     package var lowercasedString: String {
-        let hex: [UInt8] = Array("0123456789abcdef".utf8)
-        return withUnsafeBytes(of: uuid) { bytes in
+        withUnsafeBytes(of: uuid) { bytes in
             String(unsafeUninitializedCapacity: 36) { text in
                 var position = 0
                 for (index, byte) in bytes.enumerated() {
@@ -14,13 +13,18 @@ extension UUID {
                         text[position] = UInt8(ascii: "-")
                         position += 1
                     }
-                    text[position] = hex[Int(byte >> 4)]
-                    text[position + 1] = hex[Int(byte & 0x0F)]
+                    text[position] = Self.hexDigit(byte >> 4)
+                    text[position + 1] = Self.hexDigit(byte & 0x0F)
                     position += 2
                 }
                 return position
             }
         }
+    }
+
+    /// A lowercase hex digit, computed: a table would be an array allocated per call.
+    private static func hexDigit(_ nibble: UInt8) -> UInt8 {
+        nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") + nibble - 10
     }
 
     /// Parses canonical 8-4-4-4-12 hex text (either case) without Foundation's scanner;
