@@ -193,7 +193,7 @@ package final class APNsClient: Sendable {
         let success = (200..<300).contains(response.status)
         let body = success || response.body.isEmpty ? nil : APNsErrorBody.parse(response.body)
         var delivery = DeliveryPolicy.delivery(status: response.status, body: body,
-                                               uniqueID: response.headers.value(of: "apns-unique-id"),
+                                               uniqueID: response.headers.withValue(of: "apns-unique-id", UUID.init(canonicalText:)) ?? nil,
                                                topicIsExplicit: request.topicIsExplicit)
         delivery.resends = resends
         delivery.latency = started.duration(to: clock.now)

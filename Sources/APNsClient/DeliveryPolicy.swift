@@ -66,11 +66,11 @@ package enum DeliveryPolicy {
     // MARK: the verdict
 
     /// The delivery an HTTP answer makes: its verdict and what the row records of it.
-    package static func delivery(status: Int, body: APNsErrorBody?, uniqueID: String?, topicIsExplicit: Bool) -> Delivery {
+    package static func delivery(status: Int, body: APNsErrorBody?, uniqueID: UUID?, topicIsExplicit: Bool) -> Delivery {
         let success = (200..<300).contains(status)
         let reason = success ? nil : body?.reason
         return Delivery(verdict: verdict(status: status, reason: body?.reason, topicIsExplicit: topicIsExplicit),
-                        status: status, reason: reason, apnsUniqueID: uniqueID.flatMap(UUID.init(uuidString:)),
+                        status: status, reason: reason, apnsUniqueID: uniqueID,
                         targetInvalidSince: body?.timestamp, provesCredentials: (200..<500).contains(status),
                         hintsWrongSetup: body?.reason == APNsReason.badDeviceToken.rawValue)
     }

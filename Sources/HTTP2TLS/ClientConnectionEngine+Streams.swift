@@ -145,7 +145,7 @@ extension ClientConnectionEngine {
         if name.count == 7 && name.elementsEqual(":status".utf8) {
             stream.status = Int(String(decoding: value, as: UTF8.self))
         } else {
-            stream.headers.append(HeaderField(String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self)))
+            stream.headers.append(name: name, value: value)
         }
         return true
     }

@@ -7,7 +7,7 @@ final class ClientStream {
     var headersSent = false
     var endStreamReceived = false
     var status: Int?
-    var headers: [HeaderField] = []
+    var headers = ResponseHeaders()
     /// The decoded size of its header fields so far, trailers included (name + value + 32 each).
     var headerListSize = 0
     /// The answer went past this bound, which ends the connection: the close fails it with it.

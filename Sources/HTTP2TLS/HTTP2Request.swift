@@ -23,12 +23,12 @@ package struct HTTP2Request: Sendable {
 /// A complete answer to an `HTTP2Request`.
 package struct HTTP2Response: Sendable {
     package var status: Int
-    package var headers: [HeaderField]
+    package var headers: ResponseHeaders
     package var body: [UInt8]
     /// The stream the answer came on.
     package var streamID: Int32
 
-    package init(status: Int, headers: [HeaderField], body: [UInt8], streamID: Int32) {
+    package init(status: Int, headers: ResponseHeaders, body: [UInt8], streamID: Int32) {
         self.status = status
         self.headers = headers
         self.body = body

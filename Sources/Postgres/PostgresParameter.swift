@@ -16,7 +16,9 @@ extension Int32: PostgresParameter { package var postgresText: String { String(s
 extension Int16: PostgresParameter { package var postgresText: String { String(self) } }
 extension Bool: PostgresParameter { package var postgresText: String { self ? "t" : "f" } }
 extension Double: PostgresParameter { package var postgresText: String { String(self) } }
-extension UUID: PostgresParameter { package var postgresText: String { uuidString.lowercased() } }
+// PostgreSQL reads uuid text in either case: Foundation's uppercase string as it is, one
+// string per value rather than two.
+extension UUID: PostgresParameter { package var postgresText: String { uuidString } }
 
 /// Elements of an array parameter: how one element is written inside `{…}`.
 package protocol PostgresArrayElement: Sendable {
@@ -28,7 +30,7 @@ extension Int64: PostgresArrayElement { package func appendArrayElement(to text:
 extension Int32: PostgresArrayElement { package func appendArrayElement(to text: inout String) { text += String(self) } }
 extension Double: PostgresArrayElement { package func appendArrayElement(to text: inout String) { text += String(self) } }
 extension Bool: PostgresArrayElement { package func appendArrayElement(to text: inout String) { text += self ? "t" : "f" } }
-extension UUID: PostgresArrayElement { package func appendArrayElement(to text: inout String) { text += uuidString.lowercased() } }
+extension UUID: PostgresArrayElement { package func appendArrayElement(to text: inout String) { text += uuidString } }
 
 extension String: PostgresArrayElement {
     /// Always quoted, so empty strings, `NULL`, commas and braces stay data.

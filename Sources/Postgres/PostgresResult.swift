@@ -52,6 +52,14 @@ package final class PostgresResult {
         return value.withMemoryRebound(to: UInt8.self, capacity: length) { Array(UnsafeBufferPointer(start: $0, count: length)) }
     }
 
+    /// Calls `body` with a text-format value's bytes where libpq keeps them (valid only
+    /// inside it): for values parsed at once, without an array made per row.
+    package func withBytes<T>(_ row: Int, _ column: Int, _ body: (UnsafeBufferPointer<UInt8>) -> T) -> T? {
+        guard !isNull(row, column), let value = PQgetvalue(handle, Int32(row), Int32(column)) else { return nil }
+        let length = Int(PQgetlength(handle, Int32(row), Int32(column)))
+        return value.withMemoryRebound(to: UInt8.self, capacity: length) { body(UnsafeBufferPointer(start: $0, count: length)) }
+    }
+
     package func int64(_ row: Int, _ column: Int) -> Int64? {
         guard !isNull(row, column), let value = PQgetvalue(handle, Int32(row), Int32(column)) else { return nil }
         return Self.parseInt64(value)

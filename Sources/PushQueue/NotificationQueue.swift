@@ -70,7 +70,7 @@ package final class NotificationQueue {
                 collapseID: result.string(row, 9),
                 expiration: result.int64(row, 10),
                 deliverOnce: result.bool(row, 12),
-                apnsID: result.bytes(row, 11).flatMap(UUID.init(canonicalBytes:)) ?? UUID(),
+                apnsID: (result.withBytes(row, 11, UUID.init(canonicalText:)) ?? nil) ?? UUID(),
                 channelID: result.string(row, 13)
             )
             claimed.append(ClaimedNotification(

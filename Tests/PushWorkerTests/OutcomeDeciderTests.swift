@@ -21,7 +21,7 @@ import Testing
             claimCount: claimCount, attempts: attempts)
     }
 
-    func answer(_ status: Int, _ reason: String? = nil, timestamp: Date? = nil, uniqueID: String? = nil,
+    func answer(_ status: Int, _ reason: String? = nil, timestamp: Date? = nil, uniqueID: UUID? = nil,
                 topicIsExplicit: Bool = false) -> Delivery {
         DeliveryPolicy.delivery(status: status, body: reason.map { APNsErrorBody(reason: $0, timestamp: timestamp) },
                                 uniqueID: uniqueID, topicIsExplicit: topicIsExplicit)
@@ -107,7 +107,7 @@ import Testing
 
     @Test func theAnswersUniqueIDIsKept() {
         let id = UUID()
-        #expect(decide(answer(200, uniqueID: id.uuidString.lowercased())).apnsUniqueID == id)
+        #expect(decide(answer(200, uniqueID: id)).apnsUniqueID == id)
     }
 
     @Test func notProcessedGoesBackWithoutAnAttemptOrAnErrorRow() {

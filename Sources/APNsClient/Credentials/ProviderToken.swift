@@ -9,15 +9,16 @@ package struct ProviderToken: Sendable, Equatable, CustomStringConvertible, Cust
     package let keyID: String
     /// The `iat` claim, whole seconds.
     package let issuedAt: Date
+    /// The value of the `authorization` request header, made once: every request of the
+    /// token's hour carries it.
+    package let authorizationHeader: String
 
     package init(jwt: String, keyID: String, issuedAt: Date) {
         self.jwt = jwt
         self.keyID = keyID
         self.issuedAt = issuedAt
+        authorizationHeader = "bearer \(jwt)"
     }
-
-    /// The value of the `authorization` request header.
-    package var authorizationHeader: String { "bearer \(jwt)" }
 
     package func age(at now: Date) -> TimeInterval {
         now.timeIntervalSince(issuedAt)
