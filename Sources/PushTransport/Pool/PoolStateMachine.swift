@@ -143,16 +143,20 @@ package struct PoolStateMachine<Connection: AnyObject & Sendable> {
         var best: Candidate?
         for index in slots.indices {
             guard let live = slots[index].live else { continue }
-            let status = availability(live.connection)
-            guard status.acceptsRequests else { continue }
             if let token, let carried = live.token, carried != token {
-                if carried.issuedAt <= token.issuedAt { retire(slot: index, connection: live.connection, at: now, into: &actions) }
+                if carried.issuedAt <= token.issuedAt && availability(live.connection).acceptsRequests {
+                    retire(slot: index, connection: live.connection, at: now, into: &actions)
+                }
                 continue
             }
-            guard live.inFlight < status.streamLimit else { continue }
             let candidate = Candidate(slot: index, start: max(slots[index].rate.earliestStart(at: now), now),
                                       load: live.inFlight, avoided: index == avoided)
-            if best.map({ candidate.isBetter(than: $0) }) ?? true { best = candidate }
+            if let best, !candidate.isBetter(than: best) { continue }
+            // Asked only of a connection that would win: the transport answers under its own
+            // lock, and asking all of them cost most of a lease with 20 connections.
+            let status = availability(live.connection)
+            guard status.acceptsRequests, live.inFlight < status.streamLimit else { continue }
+            best = candidate
         }
         guard let best, let live = slots[best.slot].live else {
             return (.unavailable(generation: generation, rateLimited: false), actions)
