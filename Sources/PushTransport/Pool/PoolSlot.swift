@@ -6,7 +6,6 @@ package struct PoolSlot<Connection: AnyObject & Sendable> {
     /// A connection that fills the slot, from its install until it stops taking requests.
     package struct Live {
         let connection: Connection
-        let connectedAt: ContinuousClock.Instant
         /// Failed connections before this one since the last healthy one: if this one
         /// fails too, the backoff grows from there.
         let failuresBefore: Int
@@ -34,6 +33,11 @@ package struct PoolSlot<Connection: AnyObject & Sendable> {
     }
 
     package var phase: Phase = .waitingToConnect(afterFailures: 0)
+    /// When the slot's current (or last) connection was installed. Kept out of `Live`: a
+    /// clock instant's layout is unknown at compile time (the standard library's, resilient),
+    /// and with one inside, every look at a live connection copied it through runtime type
+    /// metadata, in every lease.
+    package var connectedAt: ContinuousClock.Instant?
     package var throttle: TooManyRequestsThrottle<ContinuousClock.Instant>?
     package var rate: ConnectionRate
     package var firstAttemptDone = false

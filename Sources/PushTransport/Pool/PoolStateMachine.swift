@@ -142,7 +142,7 @@ package struct PoolStateMachine<Connection: AnyObject & Sendable> {
         if let token, token.text == refusedJWT { return (.tokenRefused, actions) }
         var best: Candidate?
         for index in slots.indices {
-            guard let live = slots[index].live else { continue }
+            guard case .connected(let live) = slots[index].phase else { continue }
             if let token, let carried = live.token, carried != token {
                 if carried.issuedAt <= token.issuedAt && availability(live.connection).acceptsRequests {
                     retire(slot: index, connection: live.connection, at: now, into: &actions)
@@ -295,8 +295,9 @@ package struct PoolStateMachine<Connection: AnyObject & Sendable> {
     /// looks again.
     package mutating func connected(_ connection: Connection, slot: Int, at now: Instant) -> Installation {
         guard !isShuttingDown else { return .refused }
-        let live = PoolSlot.Live(connection: connection, connectedAt: now, failuresBefore: failuresSoFar(slot: slot))
+        let live = PoolSlot.Live(connection: connection, failuresBefore: failuresSoFar(slot: slot))
         slots[slot].phase = .connected(live)
+        slots[slot].connectedAt = now
         let isReconnect = slots[slot].connectedBefore
         slots[slot].connectedBefore = true
         generation += 1
@@ -331,7 +332,8 @@ package struct PoolStateMachine<Connection: AnyObject & Sendable> {
 
     private mutating func stop(slot: Int, connection: Connection, at now: Instant, into actions: inout Actions) {
         guard let live = slots[slot].live(of: connection) else { return }
-        let healthy = live.answeredSinceConnect || live.connectedAt.duration(to: now) >= Self.healthyLifetime
+        let healthy = live.answeredSinceConnect
+            || slots[slot].connectedAt.map { $0.duration(to: now) >= Self.healthyLifetime } ?? false
         let failures = healthy ? 0 : live.failuresBefore + 1
         slots[slot].phase = .waitingToConnect(afterFailures: failures)
         if live.keeperWaits {
