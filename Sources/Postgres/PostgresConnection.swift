@@ -11,6 +11,15 @@ package final class PostgresConnection {
     private var handle: OpaquePointer
     private var listeningChannels: [String] = []
     package let conninfo: String
+    /// Statements prepared on this session, by SQL text: their names.
+    private var preparedNames: [String: String] = [:]
+    /// Whether `query` prepares its statements once per session (named statements) instead
+    /// of sending them unnamed, parsed and planned again every time. Worth it for the
+    /// worker's few statements run thousands of times; off by default. Turned off for good
+    /// on this connection when a statement it prepared is missing (a transaction pooler
+    /// gave the next transaction another server session) or its result type changed (a
+    /// migration ran).
+    package var preparesStatements = false
 
     /// Connects with a libpq connection string or URI. An empty string means
     /// "from the PG* environment variables", as in psql.
@@ -51,10 +60,61 @@ package final class PostgresConnection {
             throw PostgresError(kind: .server, message: "parameter $\(position + 1) contains a NUL character",
                                 sqlState: PostgresError.characterNotInRepertoire)
         }
+        if preparesStatements && PQtransactionStatus(handle) == PQTRANS_IDLE {
+            do {
+                return try queryPrepared(sql, texts)
+            } catch let error as PostgresError where Self.endsPreparing(error) {
+                // The statement did not run: sent again unnamed, as every later one is.
+                preparesStatements = false
+                preparedNames.removeAll()
+            }
+        }
         let result = withCStringArray(texts) { values in
-            PQexecParams(handle, sql, Int32(parameters.count), nil, values, nil, nil, 0)
+            PQexecParams(handle, sql, Int32(texts.count), nil, values, nil, nil, 0)
         }
         return try check(result)
+    }
+
+    /// The most statements one session keeps prepared: the worker has a handful; anything
+    /// past this is sent unnamed rather than filling the server's memory.
+    static let preparedStatementLimit = 32
+
+    /// Outside a transaction block only: there, a failed statement ends nothing else, so it
+    /// can be sent again unnamed.
+    private func queryPrepared(_ sql: String, _ texts: [String?]) throws -> PostgresResult {
+        let name: String
+        if let known = preparedNames[sql] {
+            name = known
+        } else {
+            guard preparedNames.count < Self.preparedStatementLimit else {
+                return try check(withCStringArray(texts) { PQexecParams(handle, sql, Int32(texts.count), nil, $0, nil, nil, 0) })
+            }
+            // Named after the text itself: should a pooler hand this connection a server
+            // session that another connection prepared on, a name found there is this very
+            // statement, never another one with the same number of parameters.
+            name = Self.statementName(sql)
+            _ = try check(PQprepare(handle, name, sql, Int32(texts.count), nil))
+            preparedNames[sql] = name
+        }
+        return try check(withCStringArray(texts) { PQexecPrepared(handle, name, Int32(texts.count), $0, nil, nil, 0) })
+    }
+
+    /// `pgpush_` and the text's 64-bit FNV-1a hash and length.
+    static func statementName(_ sql: String) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in sql.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        return "pgpush_" + String(hash, radix: 16) + "_" + String(sql.utf8.count)
+    }
+
+    /// Errors that say prepared statements cannot be relied on with this connection: a
+    /// name missing or already taken (a pooler's server sessions), a changed result type.
+    private static func endsPreparing(_ error: PostgresError) -> Bool {
+        switch error.sqlState {
+        case PostgresError.undefinedPreparedStatement, PostgresError.duplicatePreparedStatement: true
+        // "cached plan must not change result type": a function's result type changed under it.
+        case PostgresError.featureNotSupported: error.message.contains("cached plan must not change result type")
+        default: false
+        }
     }
 
     /// Runs SQL text that may hold several statements and takes no parameters
@@ -137,6 +197,8 @@ package final class PostgresConnection {
     /// listens again on every channel this connection listened on.
     package func reconnect() throws {
         PQreset(handle)
+        // A new server session: nothing of the old one is prepared there.
+        preparedNames.removeAll()
         guard PQstatus(handle) == CONNECTION_OK else {
             throw PostgresError(kind: .connection, message: PostgresError.connectionMessage(handle))
         }

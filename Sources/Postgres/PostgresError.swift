@@ -53,6 +53,9 @@ package struct PostgresError: Error, Sendable, CustomStringConvertible {
     package static let characterNotInRepertoire = "22021"
     /// SQLSTATE 57014: `statement_timeout` (or a cancel) ended the statement.
     package static let queryCanceled = "57014"
+    package static let undefinedPreparedStatement = "26000"
+    package static let duplicatePreparedStatement = "42P05"
+    package static let featureNotSupported = "0A000"
 
     package var description: String {
         var text = "PostgreSQL error"

@@ -41,6 +41,9 @@ final class DatabaseExecutor: @unchecked Sendable {
         if let queue, queue.connection.isConnected { return queue }
         let connection = try PostgresConnection(conninfo: conninfo)
         try connection.execute(script: "SET application_name = 'pgpush worker'")
+        // The claim and outcome statements, thousands a minute, parsed and planned once per
+        // session (through a transaction pooler the connection finds out and stops).
+        connection.preparesStatements = true
         let fresh = NotificationQueue(connection: connection, workerID: workerID)
         queue = fresh
         return fresh

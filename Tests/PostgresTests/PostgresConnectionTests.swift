@@ -111,6 +111,41 @@ import Testing
         }
         #expect(received.map(\.payload) == ["again"])
     }
+    /// The worker's statements are prepared once per session and then only executed: the
+    /// server parses and plans each once, not at every claim.
+    @Test func statementsArePreparedOncePerSession() throws {
+        let connection = try PostgresConnection(conninfo: try TestDatabase.empty())
+        connection.preparesStatements = true
+        for value in 1...3 {
+            #expect(try connection.query("SELECT $1::int + 1", [value]).int(0, 0) == value + 1)
+        }
+        #expect(try connection.query("SELECT $1::int * 3", [2]).int(0, 0) == 6)
+        // Through a pooler the statements are wherever its server sessions were.
+        guard !TestDatabase.throughPooler else { return }
+        connection.preparesStatements = false
+        let prepared = try connection.query("SELECT statement FROM pg_prepared_statements ORDER BY prepare_time")
+        #expect(prepared.rowCount == 2)
+        #expect(prepared.string(0, 0) == "SELECT $1::int + 1" && prepared.string(1, 0) == "SELECT $1::int * 3")
+        try connection.reconnect()
+        connection.preparesStatements = true
+        #expect(try connection.query("SELECT $1::int + 1", [7]).int(0, 0) == 8)
+        #expect(connection.preparesStatements, "after a reconnect the statement is prepared again, not missed")
+    }
+
+    /// A migration that changes what a prepared statement's function returns: the statement
+    /// runs (unnamed), and the connection prepares nothing more.
+    @Test func aChangedResultTypeEndsPreparingWithoutFailingTheStatement() throws {
+        let connection = try PostgresConnection(conninfo: try TestDatabase.empty())
+        try connection.execute(script: "CREATE FUNCTION public.answer() RETURNS integer LANGUAGE sql AS 'SELECT 42'")
+        connection.preparesStatements = true
+        #expect(try connection.query("SELECT * FROM public.answer() AS a WHERE $1::bool", [true]).int(0, 0) == 42)
+        try connection.execute(script: """
+            DROP FUNCTION public.answer();
+            CREATE FUNCTION public.answer() RETURNS text LANGUAGE sql AS 'SELECT ''forty-two''';
+            """)
+        #expect(try connection.query("SELECT * FROM public.answer() AS a WHERE $1::bool", [true]).string(0, 0) == "forty-two")
+        #expect(!connection.preparesStatements)
+    }
 }
 
 /// A cluster of its own: restarting the shared one would disturb tests running beside it.

@@ -132,4 +132,25 @@ struct TransactionPoolingTests {
              WHERE datname = current_database() AND query LIKE 'LISTEN%pgpush_queued%'
             """).int(0, 0) ?? -1
     }
+
+    /// A statement prepared on one server session, and the next transaction on another: the
+    /// statement is sent again unnamed and answers; the connection prepares nothing more.
+    @Test func preparedStatementsEndWhenThePoolerSwitchesSessions() throws {
+        let (pooled, _) = try TestDatabase.emptyBehindPooler()
+        let connection = try PostgresConnection(conninfo: pooled)
+        connection.preparesStatements = true
+        // A text of its own: no other connection of the pooler has prepared it anywhere.
+        let sql = "SELECT $1::int * 2 /* \(UUID().uuidString) */"
+        #expect(try connection.query(sql, [21]).int(0, 0) == 42)
+        for attempt in 1...20 where connection.preparesStatements {
+            // Other clients hold server sessions inside transactions (the most recently
+            // released first: the one this connection used), so its next runs elsewhere.
+            let holders = try (0..<3).map { _ in try PostgresConnection(conninfo: pooled) }
+            for holder in holders { try holder.execute(script: "BEGIN; SELECT 1") }
+            #expect(try connection.query(sql, [attempt]).int(0, 0) == attempt * 2)
+            for holder in holders { try holder.execute(script: "COMMIT") }
+        }
+        #expect(!connection.preparesStatements)
+        #expect(try connection.query(sql, [50]).int(0, 0) == 100)
+    }
 }
