@@ -110,9 +110,10 @@ package final class PostgresConnection {
     /// name missing or already taken (a pooler's server sessions), a changed result type.
     private static func endsPreparing(_ error: PostgresError) -> Bool {
         switch error.sqlState {
-        case PostgresError.undefinedPreparedStatement, PostgresError.duplicatePreparedStatement: true
-        // "cached plan must not change result type": a function's result type changed under it.
-        case PostgresError.featureNotSupported: error.message.contains("cached plan must not change result type")
+        // 0A000 is also "cached plan must not change result type", whatever the server's
+        // language: a genuine 0A000 of the statement comes back the same way unnamed.
+        case PostgresError.undefinedPreparedStatement, PostgresError.duplicatePreparedStatement,
+             PostgresError.featureNotSupported: true
         default: false
         }
     }
