@@ -80,8 +80,11 @@ import Testing
         #expect(cost.notificationHOTUpdates == 1)
         #expect(cost.notificationHOTShare == 0.5)
         #expect(cost.rowsDeleted == 0)
-        // Five statements, and the two sessions' starts.
-        #expect(cost.commits == 7)
+        // Five statements, and the two sessions' starts. An autovacuum worker that visits the
+        // database meanwhile commits a transaction of its own: on a loaded machine with many
+        // test databases (the launcher visits each in turn) it happened once in CI, in a window
+        // of 27 s; two such visits at most.
+        #expect((7...9).contains(cost.commits), "commits: \(cost.commits)")
         #expect(cost.walBytes > 0)
         #expect(cost.walRecords > 0)
         #expect(try #require(cost.serverCPUSeconds) > 0)
