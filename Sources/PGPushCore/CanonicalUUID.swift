@@ -27,16 +27,11 @@ extension UUID {
         nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") + nibble - 10
     }
 
-    /// Parses canonical 8-4-4-4-12 hex text (either case) without Foundation's scanner;
-    /// nil for anything else.
-    package init?(canonicalBytes text: [UInt8]) {
-        guard let uuid = text.withUnsafeBufferPointer({ UUID(canonicalText: $0) }) else { return nil }
-        self = uuid
-    }
-
-    /// The same from bytes in place (a claimed row's column, read where libpq keeps it).
-    /// Not generic: called once per claimed row from another module, a generic version ran
-    /// unspecialised there, with a runtime metadata look-up for every character.
+    /// Parses canonical 8-4-4-4-12 hex text (either case) without Foundation's scanner, from
+    /// bytes in place (a claimed row's column where libpq keeps it, an answer's header where
+    /// it arrived); nil for anything else. Not generic: called once per claimed row from
+    /// another module, a generic version ran unspecialised there, with a runtime metadata
+    /// look-up for every character.
     package init?(canonicalText text: UnsafeBufferPointer<UInt8>) {
         guard text.count == 36 else { return nil }
         var uuid: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)

@@ -62,7 +62,7 @@ package final class PostgresConnection {
         }
         if preparesStatements && PQtransactionStatus(handle) == PQTRANS_IDLE {
             do {
-                return try queryPrepared(sql, texts)
+                if let result = try queryPrepared(sql, texts) { return result }
             } catch let error as PostgresError where Self.endsPreparing(error) {
                 // The statement did not run: sent again unnamed, as every later one is.
                 preparesStatements = false
@@ -77,18 +77,16 @@ package final class PostgresConnection {
 
     /// The most statements one session keeps prepared: the worker has a handful; anything
     /// past this is sent unnamed rather than filling the server's memory.
-    static let preparedStatementLimit = 32
+    package static let preparedStatementLimit = 32
 
     /// Outside a transaction block only: there, a failed statement ends nothing else, so it
-    /// can be sent again unnamed.
-    private func queryPrepared(_ sql: String, _ texts: [String?]) throws -> PostgresResult {
+    /// can be sent again unnamed. Nil when the session holds as many as it may: sent unnamed.
+    private func queryPrepared(_ sql: String, _ texts: [String?]) throws -> PostgresResult? {
         let name: String
         if let known = preparedNames[sql] {
             name = known
         } else {
-            guard preparedNames.count < Self.preparedStatementLimit else {
-                return try check(withCStringArray(texts) { PQexecParams(handle, sql, Int32(texts.count), nil, $0, nil, nil, 0) })
-            }
+            guard preparedNames.count < Self.preparedStatementLimit else { return nil }
             // Named after the text itself: should a pooler hand this connection a server
             // session that another connection prepared on, a name found there is this very
             // statement, never another one with the same number of parameters.

@@ -132,6 +132,22 @@ import Testing
         #expect(connection.preparesStatements, "after a reconnect the statement is prepared again, not missed")
     }
 
+    /// Past the limit a session's statements are sent unnamed: the server's memory holds only
+    /// as many as the limit, and every statement still answers.
+    @Test func aSessionPreparesNoMoreThanItsLimit() throws {
+        let connection = try PostgresConnection(conninfo: try TestDatabase.empty())
+        connection.preparesStatements = true
+        let count = PostgresConnection.preparedStatementLimit + 5
+        for index in 0..<count {
+            #expect(try connection.query("SELECT $1::int + \(index)", [1]).int(0, 0) == index + 1)
+        }
+        #expect(connection.preparesStatements)
+        guard !TestDatabase.throughPooler else { return }
+        connection.preparesStatements = false
+        #expect(try connection.query("SELECT count(*) FROM pg_prepared_statements").int(0, 0)
+                == PostgresConnection.preparedStatementLimit)
+    }
+
     /// A migration that changes what a prepared statement's function returns: the statement
     /// runs (unnamed), and the connection prepares nothing more.
     @Test func aChangedResultTypeEndsPreparingWithoutFailingTheStatement() throws {
