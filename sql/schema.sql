@@ -1654,7 +1654,7 @@ CREATE TABLE pgpush.notifications_1 (
     CONSTRAINT notifications_sending_needs_lease CHECK (((status <> 'sending'::text) OR ((locked_by IS NOT NULL) AND (locked_until IS NOT NULL)))),
     CONSTRAINT notifications_status_unknown CHECK ((status = ANY (ARRAY['queued'::text, 'sending'::text, 'delivered'::text, 'failed'::text, 'expired'::text, 'cancelled'::text])))
 )
-WITH (fillfactor='90');
+WITH (fillfactor='70');
 
 
 --
@@ -1694,7 +1694,7 @@ CREATE TABLE pgpush.notifications_1000001 (
     CONSTRAINT notifications_sending_needs_lease CHECK (((status <> 'sending'::text) OR ((locked_by IS NOT NULL) AND (locked_until IS NOT NULL)))),
     CONSTRAINT notifications_status_unknown CHECK ((status = ANY (ARRAY['queued'::text, 'sending'::text, 'delivered'::text, 'failed'::text, 'expired'::text, 'cancelled'::text])))
 )
-WITH (fillfactor='90');
+WITH (fillfactor='70');
 
 
 --
@@ -1734,7 +1734,7 @@ CREATE TABLE pgpush.notifications_default (
     CONSTRAINT notifications_sending_needs_lease CHECK (((status <> 'sending'::text) OR ((locked_by IS NOT NULL) AND (locked_until IS NOT NULL)))),
     CONSTRAINT notifications_status_unknown CHECK ((status = ANY (ARRAY['queued'::text, 'sending'::text, 'delivered'::text, 'failed'::text, 'expired'::text, 'cancelled'::text])))
 )
-WITH (fillfactor='90');
+WITH (fillfactor='70');
 
 
 --

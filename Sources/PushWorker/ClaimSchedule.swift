@@ -11,6 +11,14 @@ import Synchronization
 /// worker's coming due, the poll interval since the last claim — and never sooner than `gap`
 /// after the previous claim, so that rows inserted in a burst share one claim. A finished
 /// send makes no claim by itself: it matters only when the loop waits for room.
+///
+/// While rows keep coming (`pollingRate` or more a second, as its claims find them), the loop
+/// polls instead: it claims once per row it expects, at most every gap and at least every
+/// `1 / pollingRate`, and needs no NOTIFY. A NOTIFY costs PostgreSQL a transaction in the
+/// listening session and the inserting session a signal, for each row (BENCHMARKS.md, 0.5.0);
+/// a poll at the rows' own pace makes as many claims as the NOTIFYs would have, and a row
+/// waits at most one interval (20 ms at 50 rows/s, 5 ms from 200/s). When the rows' rate
+/// falls below half `pollingRate`, the loop listens again.
 package struct ClaimSchedule {
     enum Step: Equatable {
         case claim
@@ -23,10 +31,12 @@ package struct ClaimSchedule {
     /// five rows instead of one; a row inserted after a quiet spell is claimed at once.
     package static let standardGap: Duration = .milliseconds(5)
 
-    /// Claims in a row that each took at least two rows (or all they asked for) before the
-    /// loop polls: rows then come faster than one per gap, or wait for room, and a claim every
-    /// gap finds them without a NOTIFY each.
-    static let claimsBeforePolling = 4
+    /// Rows per second of one app from which its loop polls instead of waiting for NOTIFYs.
+    static let pollingRate = 50.0
+
+    /// How much each claim moves the rows' rate (an exponential moving average): four claims
+    /// at a steady rate bring it from nothing to over half of it.
+    static let rateSmoothing = 0.2
 
     /// How long before its previous claim a claim looks back for rows that became visible
     /// since: a transaction's rows carry the `send_after` of its start (`now()`), and commit
@@ -35,11 +45,13 @@ package struct ClaimSchedule {
 
     let gap: Duration
     let pollInterval: Duration
-    /// Rows come faster than the gap: the loop claims every gap without waiting for news, and
-    /// needs no NOTIFY (the worker stops listening while every app polls). Ends with a claim
-    /// that finds nothing.
+    /// Rows come at `pollingRate` or more: the loop claims at their pace without waiting for
+    /// news, and needs no NOTIFY (the worker stops listening while every app polls).
     private(set) var polling = false
-    private var busyClaimsInARow = 0
+    /// Rows per second the claims found, smoothed over the last few claims.
+    private(set) var rowRate = 0.0
+    /// Time from the claim before the current one to the current one's start.
+    private var sinceClaimBefore: Duration?
     /// The most rows the next claim asks for: fewer for a while after the database
     /// cancelled a claim for time.
     private(set) var claimSize: AdaptiveBatchSize
@@ -97,6 +109,7 @@ package struct ClaimSchedule {
             lastFullClaim = now
             olderRowsMayWait = false
         }
+        sinceClaimBefore = lastClaim.map { $0.duration(to: now) }
         lastClaim = now
         rowsMayWait = false
         retriesDue.removeAll { $0 <= now }
@@ -106,11 +119,15 @@ package struct ClaimSchedule {
     /// The claim took `taken` rows (expired and known-invalid ones included) of `asked`:
     /// a full claim may have left rows behind.
     mutating func claimEnded(taken: Int, asked: Int) {
-        // Busy: rows came faster than the gap, or the claim was full (more wait).
-        busyClaimsInARow = taken >= 2 || (taken >= asked && taken > 0) ? busyClaimsInARow + 1 : 0
-        if busyClaimsInARow >= Self.claimsBeforePolling { polling = true }
-        if taken == 0 { polling = false }
-        if taken >= asked || polling { rowsMayWait = true }
+        if let elapsed = sinceClaimBefore, elapsed > .zero {
+            // Any rate above a row per gap means a claim every gap; capped at twice that, so
+            // that after a backlog the loop listens again after about a dozen empty claims.
+            let sample = min(Double(taken) / (elapsed / .seconds(1)), 2 * (.seconds(1) / gap))
+            rowRate += Self.rateSmoothing * (sample - rowRate)
+        }
+        if rowRate >= Self.pollingRate { polling = true }
+        if rowRate < Self.pollingRate / 2 { polling = false }
+        if taken >= asked { rowsMayWait = true }
         // A full claim left rows behind, older ones too.
         if taken >= asked { olderRowsMayWait = true }
         claimSize.succeeded()
@@ -123,14 +140,21 @@ package struct ClaimSchedule {
         olderRowsMayWait = true
         // Listen again: whatever comes after the outage should wake the loop.
         polling = false
-        busyClaimsInARow = 0
+        rowRate = 0
         if timedOut { claimSize.timedOut() }
+    }
+
+    /// While polling: one claim per row expected, within the gap and `1 / pollingRate`.
+    var pollingInterval: Duration {
+        let perRow = Duration.seconds(1 / max(rowRate, Self.pollingRate))
+        return max(perRow, gap)
     }
 
     func next(at now: ContinuousClock.Instant) -> Step {
         guard let last = lastClaim else { return .claim }
         var due = last + pollInterval
         if let retry = retriesDue.min() { due = min(due, retry) }
+        if polling { due = min(due, last + pollingInterval) }
         if rowsMayWait { due = last }
         due = max(due, last + gap)
         return now >= due ? .claim : .wait(until: due, wakeEarly: !rowsMayWait)

@@ -12,7 +12,7 @@ import PushQueue
 /// then rings every app, since rows may have arrived while it was deaf.
 ///
 /// It stops listening while the worker does not need wake-ups (`setListening`): when every
-/// app's claim loop polls because rows come faster than its claims (`ClaimSchedule.polling`).
+/// app's claim loop polls because its rows keep coming (`ClaimSchedule.polling`).
 /// A NOTIFY then costs PostgreSQL a transaction in the listening session for nothing, and the
 /// worker a thread wake-up (BENCHMARKS.md, 0.5.0). Listening again, it rings every app, as
 /// after a reconnect: a row committed before LISTEN took effect sent its NOTIFY to no one, and

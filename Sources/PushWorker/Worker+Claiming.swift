@@ -9,7 +9,7 @@ import Synchronization
 /// The claim loop: one per route (an app and a service), claiming what there is room for,
 /// when `ClaimSchedule` says.
 extension Worker {
-    /// Wake-ups are needed unless every app's loop claims every gap anyway
+    /// Wake-ups are needed unless every app's loop polls at its rows' pace anyway
     /// (`ClaimSchedule.polling`): then the listener stops listening until one does not.
     func listenUnlessEveryAppPolls() {
         listener.setListening(!claimLoops.values.allSatisfy { $0.schedule.withLock { $0.polling } })

@@ -57,42 +57,112 @@ struct ClaimScheduleTests {
         #expect(schedule.next(at: start + gap) == .claim)
     }
 
-    /// Rows faster than the gap (claims that keep taking two or more): the loop claims every
-    /// gap without waiting for a NOTIFY, until a claim finds nothing.
-    @Test func busyClaimsInARowMakeTheLoopPollEveryGapUntilAClaimFindsNothing() {
-        var schedule = schedule()
-        var now = start
-        for claim in 1...ClaimSchedule.claimsBeforePolling {
-            #expect(!schedule.polling)
-            schedule.claimStarted(at: now)
-            schedule.claimEnded(taken: 3, asked: 100)
-            if claim < ClaimSchedule.claimsBeforePolling {
-                #expect(schedule.next(at: now + gap) == .wait(until: now + poll, wakeEarly: true))
-                schedule.rowsMayBeWaiting()
+    /// Rows inserted evenly at `rate` per second, each with its NOTIFY, claimed by the loop as
+    /// `schedule` says, for `seconds`; returns the claims made (at which instant, how many rows).
+    private func simulate(_ schedule: inout ClaimSchedule, rate: Int, seconds: Int,
+                          from begin: ContinuousClock.Instant) -> [(at: ContinuousClock.Instant, taken: Int)] {
+        let spacing = Duration.seconds(1) / rate
+        var claims: [(at: ContinuousClock.Instant, taken: Int)] = []
+        var claimed = 0
+        var now = begin
+        let end = begin + .seconds(seconds)
+        while now < end {
+            let inserted = Int((begin.duration(to: now)) / spacing) + 1
+            if inserted > claimed { schedule.rowsMayBeWaiting() }  // the NOTIFYs since the last look
+            switch schedule.next(at: now) {
+            case .claim:
+                schedule.claimStarted(at: now)
+                schedule.claimEnded(taken: inserted - claimed, asked: 100)
+                claims.append((now, inserted - claimed))
+                claimed = inserted
+                now = now + .microseconds(1)
+            case .wait(let until, let wakeEarly):
+                // A NOTIFY wakes an early wait when the next row comes before `until`.
+                let nextRow = begin + spacing * inserted
+                now = wakeEarly && !schedule.polling ? min(until, nextRow) : until
             }
-            now = now + gap
         }
-        #expect(schedule.polling)
-        // No NOTIFY needed: the next claim is due one gap after the last.
-        #expect(schedule.next(at: now - .milliseconds(1)) == .wait(until: now, wakeEarly: false))
-        #expect(schedule.next(at: now) == .claim)
-        schedule.claimStarted(at: now)
-        schedule.claimEnded(taken: 1, asked: 100)
-        #expect(schedule.polling && schedule.next(at: now + gap) == .claim)
-        schedule.claimStarted(at: now + gap)
-        schedule.claimEnded(taken: 0, asked: 100)
-        #expect(!schedule.polling)
-        #expect(schedule.next(at: now + gap * 2) == .wait(until: now + gap + poll, wakeEarly: true))
+        return claims
     }
 
-    /// One busy claim, or busy claims broken by a quiet one, is not a stream.
-    @Test func busyClaimsNotInARowDoNotPoll() {
+    /// Rows faster than the gap: after a few claims that each follow a NOTIFY the loop claims
+    /// every gap without one; when the rows stop, it claims at longer intervals (at most
+    /// `1 / pollingRate`) and listens again after about a dozen empty claims.
+    @Test func rowsAtAThousandASecondAreClaimedEveryGapUntilTheyStop() {
+        var schedule = schedule()
+        let claims = simulate(&schedule, rate: 1000, seconds: 1, from: start)
+        #expect(schedule.polling)
+        // Polling from the fourth claim on at the latest, every gap from the tenth on.
+        #expect(claims.count > 150)
+        for (earlier, later) in zip(claims.dropFirst(10), claims.dropFirst(11)) {
+            #expect(earlier.at.duration(to: later.at) < gap + .milliseconds(1))
+        }
+        var now = claims.last!.at
+        var emptyClaims = 0
+        while schedule.polling {
+            guard case .wait(let until, let wakeEarly) = schedule.next(at: now + .microseconds(1)) else {
+                Issue.record("claims at once"); return
+            }
+            #expect(until - now >= gap && until - now <= .milliseconds(20) && wakeEarly)
+            now = until
+            schedule.claimStarted(at: now)
+            schedule.claimEnded(taken: 0, asked: 100)
+            emptyClaims += 1
+        }
+        #expect(emptyClaims <= 13)
+        // Listening again: the next claim waits for news or the poll interval.
+        #expect(schedule.next(at: now + gap) == .wait(until: now + poll, wakeEarly: true))
+    }
+
+    /// Rows at 100/s: the loop polls, one claim per row's interval, and keeps polling when a
+    /// claim finds none or two now and then.
+    @Test func rowsAtAHundredASecondArePolledAtTheirPace() {
+        var schedule = schedule()
+        let claims = simulate(&schedule, rate: 100, seconds: 2, from: start)
+        #expect(schedule.polling)
+        #expect(schedule.pollingInterval > .milliseconds(9) && schedule.pollingInterval < .milliseconds(11))
+        // As many claims as rows, give or take the start.
+        #expect(claims.count >= 180 && claims.count <= 210)
+        var now = claims.last!.at
+        for taken in [1, 0, 2, 1, 0, 0, 2, 1, 1, 2, 0, 1] {
+            guard case .wait(let until, _) = schedule.next(at: now + .microseconds(1)) else {
+                Issue.record("claims before its interval"); return
+            }
+            now = until
+            schedule.claimStarted(at: now)
+            schedule.claimEnded(taken: taken, asked: 100)
+            #expect(schedule.polling)
+        }
+    }
+
+    /// Rows slower than `pollingRate`, or a burst after a quiet spell, are claimed after their
+    /// NOTIFYs: polling would cost more empty claims than the NOTIFYs it saves.
+    @Test func rowsBelowThePollingRateAreClaimedOnNews() {
+        var schedule = schedule()
+        for claim in 0..<20 {
+            schedule.claimStarted(at: start + .milliseconds(40) * claim)
+            schedule.claimEnded(taken: 1, asked: 100)
+            #expect(!schedule.polling)
+        }
+        var burst = self.schedule()
+        burst.claimStarted(at: start)
+        burst.claimEnded(taken: 0, asked: 100)
+        burst.claimStarted(at: start + poll)
+        burst.claimEnded(taken: 20, asked: 100)
+        #expect(!burst.polling)
+    }
+
+    /// A failed claim forgets the rate: after an outage the loop listens.
+    @Test func aFailedClaimStopsPolling() {
         var schedule = schedule()
         for claim in 0..<10 {
             schedule.claimStarted(at: start + gap * claim)
-            schedule.claimEnded(taken: claim % ClaimSchedule.claimsBeforePolling == 0 ? 1 : 5, asked: 100)
-            #expect(!schedule.polling)
+            schedule.claimEnded(taken: 5, asked: 100)
         }
+        #expect(schedule.polling)
+        schedule.claimStarted(at: start + gap * 10)
+        schedule.claimFailed()
+        #expect(!schedule.polling && schedule.rowRate == 0)
     }
 
     /// A claim after news looks back only to a little before the previous claim; every due
