@@ -170,6 +170,40 @@ import Testing
         try await running.value
     }
 
+    /// Rows at 100/s, one per claim, are also a stream: the worker claims at their pace and
+    /// stops listening, where it took a NOTIFY per row before (ClaimSchedule.pollingRate).
+    @Test func rowsAtAHundredASecondAreClaimedWithoutWakeUps() async throws {
+        let harness = try SimulatorHarness(faults: FaultPlan())
+        defer { harness.stop() }
+        let conninfo = try TestDatabase.migrated()
+        let database = try PostgresConnection(conninfo: conninfo)
+        let worker = try Self.wakeUpWorker(harness, conninfo: conninfo, id: "trickle-worker")
+        let running = Task { try await worker.run() }
+        defer { worker.stop() }
+        let monitor = try PostgresConnection(conninfo: try TestDatabase.session(conninfo))
+        func listenerSaid(_ statement: String) throws -> Bool {
+            try monitor.query("SELECT count(*) FROM pg_stat_activity WHERE query = $1", [statement]).int(0, 0) == 1
+        }
+        #expect(try await eventually { try listenerSaid("LISTEN \"pgpush_queued\"") })
+
+        // One row every 10 ms, each due at its own instant, until the listener stops.
+        let clock = ContinuousClock(), start = clock.now, giveUp = start + .seconds(120)
+        var inserted = 0, unlistened = false
+        while !unlistened && clock.now < giveUp {
+            try await Task.sleep(until: start + .milliseconds(10) * inserted, clock: clock)
+            try database.query("SELECT pgpush.enqueue(device_token => $1, payload => '{\"aps\":{\"alert\":\"hi\"}}')",
+                               [Self.token(inserted + 1)])
+            inserted += 1
+            if inserted % 10 == 0 { unlistened = try listenerSaid("UNLISTEN \"pgpush_queued\"") }
+        }
+        #expect(unlistened, "still listening after \(inserted) rows at 100/s")
+        try await Self.waitUntilFinished(database, timeout: .seconds(300))
+        #expect(try database.query("SELECT count(*) FROM pgpush.notifications WHERE status = 'delivered'").int(0, 0)
+                == inserted)
+        worker.stop()
+        try await running.value
+    }
+
     /// The worker logged in as a member of pgpush_worker only (sql/roles.sql), and the rows
     /// enqueued by a member of pgpush_app granted the app: the worker's column grants and
     /// row-level security cover everything it writes (claims, deliveries, error rows, an invalid
