@@ -131,6 +131,13 @@ import Testing
         try await running.value
     }
 
+    /// Whether the worker's listening session's last statement, in this test's database, was
+    /// `statement` (LISTEN or UNLISTEN).
+    static func listener(of monitor: PostgresConnection, said statement: String) throws -> Bool {
+        try monitor.query("SELECT count(*) FROM pg_stat_activity WHERE query = $1 AND datname = current_database()",
+                          [statement]).int(0, 0) == 1
+    }
+
     /// While rows come faster than the claim gap the worker stops listening (every NOTIFY
     /// would cost PostgreSQL a transaction for nothing); when they stop, it listens again, and
     /// a row inserted into the quiet queue is sent at once, not at the 600 s poll.
@@ -143,9 +150,7 @@ import Testing
         let running = Task { try await worker.run() }
         defer { worker.stop() }
         let monitor = try PostgresConnection(conninfo: try TestDatabase.session(conninfo))
-        func listenerSaid(_ statement: String) throws -> Bool {
-            try monitor.query("SELECT count(*) FROM pg_stat_activity WHERE query = $1", [statement]).int(0, 0) == 1
-        }
+        let listenerSaid = { try Self.listener(of: monitor, said: $0) }
         #expect(try await eventually { try listenerSaid("LISTEN \"pgpush_queued\"") })
 
         // One row per statement, as fast as this connection goes, until the listener stops.
@@ -181,9 +186,7 @@ import Testing
         let running = Task { try await worker.run() }
         defer { worker.stop() }
         let monitor = try PostgresConnection(conninfo: try TestDatabase.session(conninfo))
-        func listenerSaid(_ statement: String) throws -> Bool {
-            try monitor.query("SELECT count(*) FROM pg_stat_activity WHERE query = $1", [statement]).int(0, 0) == 1
-        }
+        let listenerSaid = { try Self.listener(of: monitor, said: $0) }
         #expect(try await eventually { try listenerSaid("LISTEN \"pgpush_queued\"") })
 
         // One row every 10 ms, each due at its own instant, until the listener stops.
