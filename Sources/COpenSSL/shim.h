@@ -13,6 +13,9 @@
 #include <openssl/bn.h>
 #include <openssl/rand.h>
 #include <openssl/provider.h>
+#include <openssl/hmac.h>
+#include <openssl/param_build.h>
+#include <openssl/core_names.h>
 
 // Function-like macros Swift cannot import, as static inline functions.
 static inline long pgpush_SSL_CTX_set_min_proto_version(SSL_CTX *ctx, int version) { return SSL_CTX_set_min_proto_version(ctx, version); }
@@ -27,4 +30,6 @@ static inline uint64_t pgpush_SSL_OP_ALL(void) { return SSL_OP_ALL; }
 static inline long pgpush_SSL_CTX_set1_groups_list(SSL_CTX *ctx, const char *list) { return SSL_CTX_set1_groups_list(ctx, list); }
 static inline long pgpush_SSL_CTX_add_extra_chain_cert(SSL_CTX *ctx, X509 *x509) { return SSL_CTX_add_extra_chain_cert(ctx, x509); }
 static inline unsigned long pgpush_XN_FLAG_RFC2253(void) { return XN_FLAG_RFC2253; }
+static inline int pgpush_EVP_PKEY_KEYPAIR(void) { return EVP_PKEY_KEYPAIR; }
+static inline int pgpush_EVP_PKEY_PUBLIC_KEY(void) { return EVP_PKEY_PUBLIC_KEY; }
 #endif

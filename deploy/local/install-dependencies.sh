@@ -51,3 +51,13 @@ if ! "$tools/venv/bin/kubernetes-validate" --version 2>/dev/null | grep -qF "$ku
     "$tools/venv/bin/pip" install -q --disable-pip-version-check "kubernetes-validate==$kubernetes_validate_version"
     ln -sf ../venv/bin/kubernetes-validate "$tools/bin/kubernetes-validate"
 fi
+
+# http_ece and the cryptography package it runs on, pinned: a Web Push decrypter and
+# encrypter (RFC 8188, RFC 8291) written outside pgpush, which the crypto tests check
+# pgpush's messages against (WebPushInteropTests).
+http_ece_version=1.2.1
+cryptography_version=50.0.2
+if ! "$tools/venv/bin/python" -c "import importlib.metadata as m; assert (m.version('http_ece'), m.version('cryptography')) == ('$http_ece_version', '$cryptography_version')" 2>/dev/null; then
+    echo "installing http_ece $http_ece_version into $tools/venv" >&2
+    "$tools/venv/bin/pip" install -q --disable-pip-version-check "http_ece==$http_ece_version" "cryptography==$cryptography_version"
+fi
