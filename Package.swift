@@ -42,6 +42,8 @@ let package = Package(
         .target(name: "APNsClient", dependencies: ["PGPushCore", "APNsCore", "PushTransport", "HTTP2TLS", "PushCrypto", "Locking"]),
         .target(name: "FCMClient", dependencies: ["PGPushCore", "PushTransport", "PushCrypto", "HTTP2TLS", "Locking"]),
         .target(name: "FCMSimulator", dependencies: ["PGPushCore", "HTTP2TLS", "PushCrypto", "Locking"]),
+        // Web Push (RFC 8030, 8291, 8292): VAPID tokens so far; requests and answers to come.
+        .target(name: "WebPushClient", dependencies: ["PGPushCore", "PushCrypto", "Locking"]),
         .target(name: "PushQueue", dependencies: ["PGPushCore", "Postgres"]),
         .target(name: "APNsSimulator", dependencies: ["PGPushCore", "APNsCore", "HTTP2TLS", "PushCrypto", "Locking"]),
         .target(name: "PushWorker", dependencies: [
@@ -80,6 +82,7 @@ let package = Package(
         .testTarget(name: "PushQueueTests", dependencies: ["PushQueue", "Postgres", "PGPushTestSupport", "PGPushCore", "APNsCore"]),
         .testTarget(name: "PushCryptoTests", dependencies: ["PushCrypto", "COpenSSL", "PGPushTestSupport"]),
         .testTarget(name: "FCMClientTests", dependencies: ["FCMClient", "PushCrypto", "PGPushCore", "PGPushTestSupport"]),
+        .testTarget(name: "WebPushClientTests", dependencies: ["WebPushClient", "PushCrypto", "PGPushCore", "PGPushTestSupport"]),
         .testTarget(name: "FCMSimulatorTests", dependencies: [
             "FCMSimulator", "FCMClient", "HTTP2TLS", "PushCrypto", "PGPushCore", "PGPushTestSupport",
         ]),

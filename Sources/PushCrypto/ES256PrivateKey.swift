@@ -64,6 +64,16 @@ package final class ES256PrivateKey: @unchecked Sendable, CustomStringConvertibl
         try DigestSignature.publicKeyPEM(key)
     }
 
+    /// The public half as an uncompressed point (0x04 ‖ x ‖ y, 65 bytes): a VAPID key as
+    /// browsers take it (`applicationServerKey`) and as the `k` of its header.
+    package func uncompressedPublicKey() throws(CredentialError) -> [UInt8] {
+        var encoded: UnsafeMutablePointer<UInt8>?
+        let length = EVP_PKEY_get1_encoded_public_key(key, &encoded)
+        defer { pgpush_OPENSSL_free(encoded) }
+        guard length == 65, let encoded else { throw .openSSL("EVP_PKEY_get1_encoded_public_key") }
+        return Array(UnsafeBufferPointer(start: encoded, count: length))
+    }
+
     /// The public half, holding no private material.
     package func publicKey() throws(CredentialError) -> ES256PublicKey {
         try ES256PublicKey(pemEncoded: publicKeyPEM(), source: "derived public key")
