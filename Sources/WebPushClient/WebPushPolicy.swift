@@ -1,0 +1,86 @@
+import Foundation
+import PGPushCore
+
+/// What every push service's answer to a Web Push request means, in one place: the Web Push
+/// half of the README's answer table. Decided from the status, `Location`, `apns-id`,
+/// `Retry-After` and the error body alone; when a retried row is due again is the shared
+/// `RetryRules`'.
+///
+/// | answer | verdict |
+/// |---|---|
+/// | 2xx (201; Mozilla sometimes 200, others 202) | delivered, `message_id` = `Location`, else Apple's `apns-id` |
+/// | 404, 410 | failed, the endpoint listed in `invalid_tokens` |
+/// | 400, 413, other 4xx | failed with the service's reason |
+/// | 403, or an answer that the subscription was made with another VAPID key (Apple's `VapidPkHashMismatch`, Mozilla's 401 errno 109) | failed `VapidKeyMismatch`, nothing listed; when most of an app's answers are, `app_health` says the key is likely wrong |
+/// | other 401 (the VAPID token refused: malformed, expired, a clock off) | the origin paused for the app, rows back in the queue |
+/// | 429 | throttled, after `Retry-After` when given |
+/// | 5xx | server trouble, never sooner than `Retry-After` |
+///
+/// Why a key mismatch fails the row instead of pausing: push services refuse a subscription
+/// made with another application server key one subscription at a time (a web app that
+/// changed its VAPID key keeps old subscribers), and pausing the origin for one of them would
+/// hold back every other subscriber there.
+package enum WebPushPolicy {
+    package static let keyMismatch = "VapidKeyMismatch"
+    /// Mozilla's errno for a VAPID key other than the subscription's.
+    static let mozillaKeyMismatch = 109
+
+    /// The delivery an answer from `origin` makes.
+    package static func delivery(status: Int, location: String?, apnsID: String?, retryAfter: String?,
+                                 body: some Collection<UInt8>, origin: PushServiceOrigin, now: Date = Date()) -> Delivery {
+        if (200..<300).contains(status) {
+            let id = [location, apnsID].compactMap { $0 }.first { !$0.isEmpty && $0.utf8.count <= 1024 }
+            return Delivery(verdict: .delivered, status: status, messageID: id, provesCredentials: true, hintsWrongSetup: false)
+        }
+        let error = WebPushErrorBody(body)
+        let wait = retryAfter.flatMap { RetryAfter.duration($0, now: now) }
+        var delivery = Delivery(verdict: .failed(listsTarget: false), status: status, reason: error.reason, detail: error.message,
+                                provesCredentials: status < 500 && status != 401 && status != 403, hintsWrongSetup: false)
+        if status == 403 || error.reason == "VapidPkHashMismatch" || (status == 401 && error.errno == mozillaKeyMismatch) {
+            delivery.reason = keyMismatch
+            delivery.detail = [error.reason, error.message].compactMap { $0 }.joined(separator: ": ").nilIfEmpty
+            delivery.hintsWrongSetup = true
+            delivery.provesCredentials = false
+            return delivery
+        }
+        switch status {
+        case 404, 410:
+            delivery.verdict = .failed(listsTarget: true)
+        case 401:
+            delivery.verdict = .paused(.requestScope, reason: "\(origin) refused the VAPID token"
+                + (error.reason.map { " (\($0))" } ?? "")
+                + "; check vapid_subject, the key file and this machine's clock")
+        case 429:
+            delivery.verdict = .throttled(retryAfter: wait, from: nil)
+        case 400..<500:
+            break
+        default:
+            delivery.verdict = .serverTrouble(notBefore: wait)
+        }
+        return delivery
+    }
+}
+
+/// What a push service says about a refusal, where it says it: Apple `{"reason": "…"}`,
+/// Mozilla `{"errno": …, "message": "…"}`; anything else (FCM's plain text, a proxy's HTML)
+/// gives neither. Reasons are kept only when short and plain.
+struct WebPushErrorBody {
+    var reason: String?
+    var errno: Int?
+    var message: String?
+
+    init(_ body: some Collection<UInt8>) {
+        guard body.count <= 16_384, case .object(let members)? = JSONValue.parse(body) else { return }
+        if let text = members["reason"]?.stringValue, (1...64).contains(text.utf8.count),
+           text.utf8.allSatisfy({ ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x7a) || ($0 >= 0x30 && $0 <= 0x39) }) {
+            reason = text
+        }
+        errno = members["errno"]?.integerValue.flatMap { Int(exactly: $0) }
+        if let errno, reason == nil { reason = "errno \(errno)" }
+        message = members["message"]?.stringValue.map { String($0.prefix(512)) }
+    }
+}
+
+extension String {
+    fileprivate var nilIfEmpty: String? { isEmpty ? nil : self }
+}
