@@ -80,12 +80,8 @@ package enum FCMPolicy {
                 + (error?.message.map { " (\($0))" } ?? "")
                 + "; check that the Firebase Cloud Messaging API is enabled for the project and that the account may send "
                 + "(role Firebase Cloud Messaging API Admin)")
-        case 429:
-            delivery.verdict = .throttled(retryAfter: wait, from: quotaBackoffFloor)
-        case 400..<500:
-            break
         default:
-            delivery.verdict = .serverTrouble(notBefore: wait)
+            delivery.verdict = .answered(status: status, retryAfter: wait, throttledFrom: quotaBackoffFloor)
         }
         return delivery
     }

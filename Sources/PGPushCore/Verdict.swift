@@ -24,6 +24,18 @@ package enum Verdict: Equatable, Sendable {
     /// with back-off. `reason` is what `app_health` shows: what to check.
     case paused(PauseScope, reason: String)
 
+    /// The HTTP rule every service shares for an answer its policy has no rule of its own for:
+    /// 429 throttled (from `throttledFrom` when the service asks for a longer start), a 4xx
+    /// fails the row, anything else (5xx, statuses no service uses) is server trouble; both
+    /// waits never shorter than `retryAfter`.
+    package static func answered(status: Int, retryAfter: Duration?, throttledFrom: Duration? = nil) -> Verdict {
+        switch status {
+        case 429: .throttled(retryAfter: retryAfter, from: throttledFrom)
+        case 400..<500: .failed(listsTarget: false)
+        default: .serverTrouble(notBefore: retryAfter)
+        }
+    }
+
     /// The verdict on a request that got no answer, for every service: a request the HTTP/2
     /// layer would not encode fails; any other is sent again, uncounted when it certainly
     /// never reached the service, else under the 5xx rule. A service's policy first takes

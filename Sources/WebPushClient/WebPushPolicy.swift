@@ -50,12 +50,8 @@ package enum WebPushPolicy {
             delivery.verdict = .paused(.requestScope, reason: "\(origin) refused the VAPID token"
                 + (error.reason.map { " (\($0))" } ?? "")
                 + "; check vapid_subject, the key file and this machine's clock")
-        case 429:
-            delivery.verdict = .throttled(retryAfter: wait, from: nil)
-        case 400..<500:
-            break
         default:
-            delivery.verdict = .serverTrouble(notBefore: wait)
+            delivery.verdict = .answered(status: status, retryAfter: wait)
         }
         return delivery
     }
