@@ -23,6 +23,19 @@ package final class ES256PublicKey: @unchecked Sendable, CustomStringConvertible
         self.init(owning: try ES256KeyCheck.acceptDecoded(loaded, missing: .notAPublicKey(source: source), source: source))
     }
 
+    /// A key given as an uncompressed point (0x04 ‖ x ‖ y, 65 bytes): the `k` of a VAPID
+    /// header, which the Web Push simulator checks tokens with.
+    package convenience init(uncompressedPoint point: [UInt8]) throws(CredentialError) {
+        let key: OpaquePointer
+        do throws(WebPushCryptoError) {
+            try P256KeyAgreementKey.checkEncoding(of: point)
+            key = try P256KeyAgreementKey.fromData(selection: pgpush_EVP_PKEY_PUBLIC_KEY(), publicKey: point, privateKey: nil)
+        } catch {
+            throw .notAPublicKey(source: "a 65-byte uncompressed P-256 point (\(error.description))")
+        }
+        self.init(owning: key)
+    }
+
     /// Loads a PEM public key file, or the public half of a `.p8` private key file,
     /// so the simulator can be pointed at the same key file as the worker.
     package convenience init(contentsOfFile path: String) throws(CredentialError) {

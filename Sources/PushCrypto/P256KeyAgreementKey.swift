@@ -93,7 +93,7 @@ package final class P256KeyAgreementKey: @unchecked Sendable {
         return secret
     }
 
-    private static func checkEncoding(of publicKey: [UInt8]) throws(WebPushCryptoError) {
+    static func checkEncoding(of publicKey: [UInt8]) throws(WebPushCryptoError) {
         guard publicKey.count == publicKeyLength else {
             throw .invalidPublicKey("\(publicKey.count) bytes; an uncompressed point is 65")
         }
@@ -102,7 +102,7 @@ package final class P256KeyAgreementKey: @unchecked Sendable {
 
     /// An EVP_PKEY (owned by the caller) on P-256 from its public point and, for a key pair,
     /// its private scalar.
-    private static func fromData(selection: Int32, publicKey: [UInt8], privateKey: [UInt8]?) throws(WebPushCryptoError) -> OpaquePointer {
+    static func fromData(selection: Int32, publicKey: [UInt8], privateKey: [UInt8]?) throws(WebPushCryptoError) -> OpaquePointer {
         // The builder keeps pointers to the names and values it is given until it makes the
         // parameters, so each lives in memory of its own until then.
         let names: [UnsafeMutablePointer<CChar>] = ["group", "prime256v1", "pub", "priv"].map { (name: String) in strdup(name)! }

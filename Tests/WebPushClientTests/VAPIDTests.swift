@@ -95,3 +95,41 @@ final class ManualDate: Sendable {
     var now: Date { instant.withLock { $0 } }
     func advance(by seconds: TimeInterval) { instant.withLock { $0 += seconds } }
 }
+
+/// The other side of VAPID, as the simulator checks it: RFC 8292's own example token
+/// verifies against its `k`, and our tokens against theirs.
+struct VAPIDVerificationTests {
+    /// RFC 8292 §2.4: the token and key of its example request.
+    static let exampleJWT = "eyJ0eXAiOiJKV1QiLCJhbGciOiJFUzI1NiJ9.eyJhdWQiOiJodHRwczovL3B1c2guZXhhbXBsZS5uZXQiLCJleHAiOjE0NTM1MjM3NjgsInN1YiI6Im1haWx0bzpwdXNoQGV4YW1wbGUuY29tIn0.i3CYb7t4xfxCDquptFOepC9GAu_HLGkMlMuCGSK2rpiUfnK9ojFwDXb1JrErtmysazNjjvW2L9OkSSHzvoD1oA"
+    static let exampleKey = "BA1Hxzyi1RUM1b5wjxsn7nGxAszw2u61m164i3MrAIxHF6YK5h4SDYic-dRuU_RCPCfA5aq9ojSwk5Y2EmClBPs"
+
+    static func verifies(_ jwt: String, with key: ES256PublicKey) -> Bool {
+        let segments = jwt.split(separator: ".")
+        guard segments.count == 3, let signature = Base64URL.decode(segments[2]) else { return false }
+        return key.verify(message: Array((segments[0] + "." + segments[1]).utf8), rawSignature: signature)
+    }
+
+    @Test func theRFCExampleVerifiesWithItsKeyAndNotOnceAltered() throws {
+        let key = try ES256PublicKey(uncompressedPoint: try #require(Base64URL.decode(Self.exampleKey)))
+        #expect(Self.verifies(Self.exampleJWT, with: key))
+        #expect(!Self.verifies(Self.exampleJWT.replacingOccurrences(of: "eyJhdWQi", with: "eyJhdWRi"), with: key))
+        let claims = try #require(Base64URL.decode(Self.exampleJWT.split(separator: ".")[1]))
+        #expect(String(decoding: claims, as: UTF8.self) == #"{"aud":"https://push.example.net","exp":1453523768,"sub":"mailto:push@example.com"}"#)
+    }
+
+    @Test func ourTokensVerifyWithTheKeyTheirHeaderCarries() throws {
+        let token = try VAPIDSigner(key: try ES256PrivateKey.generate(), subject: VAPIDTests.subject)
+            .sign(audience: "https://push.example.net", now: Date())
+        let (jwt, k, _, _) = try VAPIDTests.parts(of: token.authorizationHeader)
+        let key = try ES256PublicKey(uncompressedPoint: try #require(Base64URL.decode(k)))
+        #expect(Self.verifies(jwt, with: key))
+        let other = try ES256PublicKey(uncompressedPoint: try #require(Base64URL.decode(Self.exampleKey)))
+        #expect(!Self.verifies(jwt, with: other))
+    }
+
+    @Test func pointsThatAreNoKeyAreRefused() {
+        for bad in [[UInt8](repeating: 4, count: 65), [4] + [UInt8](repeating: 0, count: 64), [UInt8](repeating: 1, count: 33)] {
+            #expect(throws: CredentialError.self) { try ES256PublicKey(uncompressedPoint: bad) }
+        }
+    }
+}
