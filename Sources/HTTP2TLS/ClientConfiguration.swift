@@ -41,6 +41,13 @@ package struct HTTP2ClientConfiguration: Sendable {
     /// meanwhile would meet the same answer.
     package var answerObserver: (@Sendable (HTTP2Request, HTTP2Response) -> Void)?
 
+    /// Which of a host's resolved addresses a connection may go to, each given as 4 bytes
+    /// (IPv4) or 16 (IPv6); nil: any. Only the addresses it permits are connected to, so the
+    /// address checked is the address used (a Web Push endpoint names a host that must not
+    /// lead into the operator's own network). None permitted: `addressNotPermitted`, and no
+    /// connection is attempted.
+    package var permitsAddress: (@Sendable ([UInt8]) -> Bool)?
+
     package init(tls: ClientTLSContext) {
         self.tls = tls
     }

@@ -22,7 +22,14 @@ package final class HTTP2Client: Sendable {
     /// and returns the connection once ALPN h2 is agreed. The server's SETTINGS may still
     /// be on the way; requests sent before it go out one at a time.
     package func connect(host: String, port: Int, configuration: HTTP2ClientConfiguration) async throws(ConnectError) -> HTTP2ClientConnection {
-        let addresses = try await Self.resolve(host: host, port: port).get()
+        var addresses = try await Self.resolve(host: host, port: port).get()
+        if let permits = configuration.permitsAddress {
+            let resolved = addresses
+            addresses = resolved.filter { permits($0.addressBytes) }
+            guard !addresses.isEmpty else {
+                throw .addressNotPermitted(host: host, addresses: resolved.map(\.description).joined(separator: ", "))
+            }
+        }
         let id = nextConnectionID.add(1, ordering: .relaxed).oldValue
         let shared = ClientConnectionShared()
         let connection = HTTP2ClientConnection(id: id, host: host, port: port, loop: loop, shared: shared,

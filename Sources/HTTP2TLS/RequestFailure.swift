@@ -72,6 +72,8 @@ package enum ResponseBound: Sendable, Equatable, CustomStringConvertible {
 /// Why a connection could not be opened.
 package enum ConnectError: Error, Sendable, Equatable, CustomStringConvertible {
     case resolutionFailed(host: String, detail: String)
+    /// Every address the host resolved to was refused (`permitsAddress`); nothing was connected to.
+    case addressNotPermitted(host: String, addresses: String)
     case connectFailed(String)
     case tlsHandshakeFailed(String)
     /// The handshake failed because the server's certificate did not verify (expired, for
@@ -86,6 +88,8 @@ package enum ConnectError: Error, Sendable, Equatable, CustomStringConvertible {
     package var description: String {
         switch self {
         case .resolutionFailed(let host, let detail): return "cannot resolve \(host): \(detail)"
+        case .addressNotPermitted(let host, let addresses):
+            return "\(host) resolves only to addresses not permitted (\(addresses)); no connection attempted"
         case .connectFailed(let text): return "TCP connect failed: \(text)"
         case .tlsHandshakeFailed(let text): return "TLS handshake failed: \(text)"
         case .certificateRejected(let rejection): return "TLS handshake failed: \(rejection)"

@@ -16,6 +16,18 @@ struct SocketAddress: Sendable, CustomStringConvertible {
         }
     }
 
+    /// The address alone: 4 bytes (IPv4) or 16 (IPv6), in network order.
+    var addressBytes: [UInt8] {
+        storage.withUnsafeBytes { raw -> [UInt8] in
+            if family == AF_INET6 {
+                let offset = MemoryLayout<sockaddr_in6>.offset(of: \sockaddr_in6.sin6_addr)!
+                return Array(raw[offset..<offset + 16])
+            }
+            let offset = MemoryLayout<sockaddr_in>.offset(of: \sockaddr_in.sin_addr)!
+            return Array(raw[offset..<offset + 4])
+        }
+    }
+
     var description: String {
         var host = [CChar](repeating: 0, count: Int(NI_MAXHOST))
         var service = [CChar](repeating: 0, count: Int(NI_MAXSERV))

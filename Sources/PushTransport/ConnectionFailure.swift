@@ -9,6 +9,9 @@ package struct ConnectionFailure: Error, Sendable, Equatable, CustomStringConver
     package enum Cause: String, Sendable, CaseIterable, Comparable {
         /// The host name did not resolve.
         case dns
+        /// The host resolved only to addresses the sender may not connect to (a Web Push
+        /// endpoint's host inside a private range): nothing was connected to.
+        case addressNotPermitted = "address_not_permitted"
         /// No TCP connection (refused, unreachable).
         case tcpConnect = "tcp_connect"
         /// The connect timeout passed before the handshake and the first SETTINGS.
@@ -59,6 +62,8 @@ package struct ConnectionFailure: Error, Sendable, Equatable, CustomStringConver
         switch error {
         case .clientShutDown: return nil
         case .resolutionFailed(_, let detail): self.init(endpoint: endpoint, cause: .dns, reason: detail)
+        case .addressNotPermitted(_, let addresses):
+            self.init(endpoint: endpoint, cause: .addressNotPermitted, reason: "resolves only to addresses not permitted: \(addresses)")
         case .connectFailed(let text): self.init(endpoint: endpoint, cause: .tcpConnect, reason: text)
         case .timedOut: self.init(endpoint: endpoint, cause: .timeout, reason: "connect timed out")
         case .tlsHandshakeFailed(let text): self.init(endpoint: endpoint, cause: .tlsHandshake, reason: text)
@@ -91,7 +96,7 @@ package struct ConnectionFailure: Error, Sendable, Equatable, CustomStringConver
     /// Whether the connection never opened (as against opened, then ended on an error).
     package var duringConnect: Bool {
         switch cause {
-        case .dns, .tcpConnect, .timeout, .tlsCertificate, .tlsHandshake, .alpn: true
+        case .dns, .addressNotPermitted, .tcpConnect, .timeout, .tlsCertificate, .tlsHandshake, .alpn: true
         case .protocolError, .ioError, .unresponsive, .responseTooLarge: false
         }
     }
