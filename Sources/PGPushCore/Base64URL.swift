@@ -4,7 +4,7 @@
 /// URL-safe alphabet, an impossible length (one leftover character) and
 /// non-zero trailing bits, so one value has exactly one encoding.
 package enum Base64URL {
-    private static let alphabet: [UInt8] = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+    package static let alphabet: [UInt8] = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
 
     /// Six-bit value of each byte, or `invalid` for bytes outside the alphabet.
     private static let invalid: UInt8 = 0xFF

@@ -48,11 +48,7 @@ package struct WebPushMessage: Sendable {
     }
 
     static func check(topic: String) throws(WebPushRowError) {
-        let alphabet = topic.utf8.allSatisfy { byte in
-            (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5a) || (byte >= 0x61 && byte <= 0x7a)
-                || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_")
-        }
-        guard alphabet, (1...longestTopic).contains(topic.utf8.count), topic.utf8.count % 4 != 1 else {
+        guard topic.utf8.allSatisfy(Base64URL.alphabet.contains), (1...longestTopic).contains(topic.utf8.count), topic.utf8.count % 4 != 1 else {
             throw .invalidTopic("a topic is 1-32 characters of A-Z a-z 0-9 - _, not 1 more than a multiple of 4 long")
         }
     }
