@@ -44,7 +44,7 @@ let package = Package(
         .target(name: "FCMSimulator", dependencies: ["PGPushCore", "HTTP2TLS", "PushCrypto", "Locking"]),
         // Web Push (RFC 8030, 8291, 8292): VAPID tokens so far; requests and answers to come.
         .target(name: "WebPushClient", dependencies: ["PGPushCore", "PushCrypto", "Locking"]),
-        .target(name: "WebPushSimulator", dependencies: ["PGPushCore", "PushCrypto", "Locking"]),
+        .target(name: "WebPushSimulator", dependencies: ["PGPushCore", "PushCrypto", "HTTP2TLS", "Locking"]),
         .target(name: "PushQueue", dependencies: ["PGPushCore", "Postgres"]),
         .target(name: "APNsSimulator", dependencies: ["PGPushCore", "APNsCore", "HTTP2TLS", "PushCrypto", "Locking"]),
         .target(name: "PushWorker", dependencies: [
@@ -84,7 +84,9 @@ let package = Package(
         .testTarget(name: "PushCryptoTests", dependencies: ["PushCrypto", "COpenSSL", "PGPushTestSupport"]),
         .testTarget(name: "FCMClientTests", dependencies: ["FCMClient", "PushCrypto", "PGPushCore", "PGPushTestSupport"]),
         .testTarget(name: "WebPushClientTests", dependencies: ["WebPushClient", "PushCrypto", "PGPushCore", "PGPushTestSupport"]),
-        .testTarget(name: "WebPushSimulatorTests", dependencies: ["WebPushSimulator", "WebPushClient", "PushCrypto", "PGPushCore"]),
+        .testTarget(name: "WebPushSimulatorTests", dependencies: [
+            "WebPushSimulator", "WebPushClient", "PushCrypto", "PGPushCore", "HTTP2TLS", "PGPushTestSupport",
+        ]),
         .testTarget(name: "FCMSimulatorTests", dependencies: [
             "FCMSimulator", "FCMClient", "HTTP2TLS", "PushCrypto", "PGPushCore", "PGPushTestSupport",
         ]),

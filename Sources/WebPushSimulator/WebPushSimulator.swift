@@ -1,0 +1,84 @@
+import Foundation
+import HTTP2TLS
+import Locking
+import PushCrypto
+
+/// A Web Push service look-alike over real TLS + HTTP/2, for tests, the demo and the bench:
+/// `POST /push/<id>` for each subscription it minted (`mint`), checked and answered by
+/// `WebPushSimulatorRules`, the plaintext of each accepted message kept in its report.
+/// (HTTP/1.1, which some push services answer with, is to come with pgpush's sender.)
+package final class WebPushSimulator: Sendable {
+    private let faults: WebPushSimulatorFaults
+    private let handler = Handler()
+    private let running = Locked<(server: HTTP2Server, caPath: String, folder: URL)?>(nil)
+
+    package init(faults: WebPushSimulatorFaults = WebPushSimulatorFaults()) {
+        self.faults = faults
+    }
+
+    deinit { stop() }
+
+    /// Starts listening on 127.0.0.1 with a certificate from a fresh authority; returns the port.
+    @discardableResult
+    package func start(port: Int = 0) throws -> Int {
+        let authority = try SelfSignedAuthority.generate(commonName: "pgpush mock-webpush CA")
+        let issued = try authority.issueServerCertificate()
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("pgpush-mock-webpush-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let caPath = folder.appendingPathComponent("ca.pem").path
+        try Data(authority.certificatePEM.utf8).write(to: URL(fileURLWithPath: caPath))
+        var configuration = HTTP2ServerConfiguration(certificateChain: .text(issued.certificatePEM), privateKey: .text(issued.privateKeyPEM))
+        configuration.port = port
+        let server = try HTTP2Server(configuration: configuration, handler: handler, threadName: "mock-webpush")
+        handler.state.withLock { $0.rules = WebPushSimulatorRules(origin: "https://127.0.0.1:\(server.port)", faults: faults) }
+        running.withLock { $0 = (server, caPath, folder) }
+        return server.port
+    }
+
+    /// The PEM file of the authority that signed the server's certificate, while running.
+    package var caCertificatePath: String? { running.withLock { $0?.caPath } }
+
+    /// `https://127.0.0.1:port` while running: the push service's origin.
+    package var origin: String? { handler.state.withLock { $0.rules?.origin } }
+
+    /// A new browser subscription for a web app whose VAPID public key is `applicationServerKey`;
+    /// its `json(origin:)` is what the web app would store in a row.
+    package func mint(applicationServerKey: [UInt8]) throws -> SimulatedSubscription {
+        try handler.state.withLock { held throws -> SimulatedSubscription in
+            guard let rules = held.rules else { throw WebPushSimulatorError("start the simulator first") }
+            return try rules.mint(applicationServerKey: applicationServerKey, state: &held.state)
+        }
+    }
+
+    /// Answers 410 for the subscription from now on, as after the browser dropped it.
+    package func drop(_ subscription: SimulatedSubscription) {
+        handler.state.withLock { _ = $0.state.gone.insert(subscription.id) }
+    }
+
+    package func report() -> WebPushSimulatorReport { handler.state.withLock { $0.state.report } }
+
+    package func stop() {
+        guard let stopped = running.withLock({ running in defer { running = nil }; return running }) else { return }
+        stopped.server.shutdown()
+        try? FileManager.default.removeItem(at: stopped.folder)
+    }
+
+    final class Handler: HTTP2ServerHandler {
+        let state = Locked<(rules: WebPushSimulatorRules?, state: WebPushSimulatorRules.State)>((nil, WebPushSimulatorRules.State()))
+
+        func handle(_ request: ServerRequest, responder: ServerResponder) {
+            let now = Date()
+            let headers = request.headers.map { ($0.name, $0.value) }
+            let answer = state.withLock { held -> WebPushSimulatorAnswer? in
+                held.rules?.push(method: request.method, path: request.path, headers: headers, body: request.body, now: now,
+                                 state: &held.state)
+            } ?? WebPushSimulatorAnswer(status: 503, headers: [], body: [])
+            responder.respond(status: answer.status, headers: answer.headers.map { HeaderField($0.0, $0.1) }, body: answer.body)
+        }
+    }
+}
+
+package struct WebPushSimulatorError: Error, CustomStringConvertible {
+    package let description: String
+    init(_ description: String) { self.description = description }
+}
