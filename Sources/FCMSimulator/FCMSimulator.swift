@@ -10,7 +10,7 @@ import PushCrypto
 package final class FCMSimulator: Sendable {
     package let configuration: FCMSimulatorConfiguration
     private let handler: Handler
-    private let running = Locked<(server: HTTP2Server, caPath: String, folder: URL)?>(nil)
+    private let running = Locked<(server: HTTP2Server, identity: TemporaryServerIdentity)?>(nil)
 
     package init(configuration: FCMSimulatorConfiguration) {
         self.configuration = configuration
@@ -22,23 +22,18 @@ package final class FCMSimulator: Sendable {
     /// Starts listening with a certificate from a fresh authority; returns the bound port.
     @discardableResult
     package func start() throws -> Int {
-        let authority = try SelfSignedAuthority.generate(commonName: "pgpush mock-fcm CA")
-        let issued = try authority.issueServerCertificate()
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("pgpush-mock-fcm-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        let caPath = folder.appendingPathComponent("ca.pem").path
-        try Data(authority.certificatePEM.utf8).write(to: URL(fileURLWithPath: caPath))
-        var serverConfiguration = HTTP2ServerConfiguration(certificateChain: .text(issued.certificatePEM),
-                                                           privateKey: .text(issued.privateKeyPEM))
+        let identity = try TemporaryServerIdentity(name: "mock-fcm")
+        var serverConfiguration = HTTP2ServerConfiguration(certificateChain: .text(identity.certificatePEM),
+                                                           privateKey: .text(identity.privateKeyPEM))
         serverConfiguration.host = configuration.host
         serverConfiguration.port = configuration.port
         let server = try HTTP2Server(configuration: serverConfiguration, handler: handler, threadName: "mock-fcm")
-        running.withLock { $0 = (server, caPath, folder) }
+        running.withLock { $0 = (server, identity) }
         return server.port
     }
 
     /// The PEM file of the authority that signed the server's certificate, while running.
-    package var caCertificatePath: String? { running.withLock { $0?.caPath } }
+    package var caCertificatePath: String? { running.withLock { $0?.identity.caPath } }
 
     /// `https://127.0.0.1:port` while running.
     package var baseURL: String? { running.withLock { $0.map { "https://127.0.0.1:\($0.server.port)" } } }
@@ -48,7 +43,7 @@ package final class FCMSimulator: Sendable {
     package func stop() {
         guard let stopped = running.withLock({ running in defer { running = nil }; return running }) else { return }
         stopped.server.shutdown()
-        try? FileManager.default.removeItem(at: stopped.folder)
+        stopped.identity.remove()
     }
 
     final class Handler: HTTP2ServerHandler {

@@ -10,7 +10,7 @@ import PushCrypto
 package final class WebPushSimulator: Sendable {
     private let faults: WebPushSimulatorFaults
     private let handler = Handler()
-    private let running = Locked<(server: HTTP2Server, caPath: String, folder: URL)?>(nil)
+    private let running = Locked<(server: HTTP2Server, identity: TemporaryServerIdentity)?>(nil)
 
     package init(faults: WebPushSimulatorFaults = WebPushSimulatorFaults()) {
         self.faults = faults
@@ -21,22 +21,17 @@ package final class WebPushSimulator: Sendable {
     /// Starts listening on 127.0.0.1 with a certificate from a fresh authority; returns the port.
     @discardableResult
     package func start(port: Int = 0) throws -> Int {
-        let authority = try SelfSignedAuthority.generate(commonName: "pgpush mock-webpush CA")
-        let issued = try authority.issueServerCertificate()
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("pgpush-mock-webpush-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        let caPath = folder.appendingPathComponent("ca.pem").path
-        try Data(authority.certificatePEM.utf8).write(to: URL(fileURLWithPath: caPath))
-        var configuration = HTTP2ServerConfiguration(certificateChain: .text(issued.certificatePEM), privateKey: .text(issued.privateKeyPEM))
+        let identity = try TemporaryServerIdentity(name: "mock-webpush")
+        var configuration = HTTP2ServerConfiguration(certificateChain: .text(identity.certificatePEM), privateKey: .text(identity.privateKeyPEM))
         configuration.port = port
         let server = try HTTP2Server(configuration: configuration, handler: handler, threadName: "mock-webpush")
         handler.state.withLock { $0.rules = WebPushSimulatorRules(origin: "https://127.0.0.1:\(server.port)", faults: faults) }
-        running.withLock { $0 = (server, caPath, folder) }
+        running.withLock { $0 = (server, identity) }
         return server.port
     }
 
     /// The PEM file of the authority that signed the server's certificate, while running.
-    package var caCertificatePath: String? { running.withLock { $0?.caPath } }
+    package var caCertificatePath: String? { running.withLock { $0?.identity.caPath } }
 
     /// `https://127.0.0.1:port` while running: the push service's origin.
     package var origin: String? { handler.state.withLock { $0.rules?.origin } }
@@ -60,7 +55,7 @@ package final class WebPushSimulator: Sendable {
     package func stop() {
         guard let stopped = running.withLock({ running in defer { running = nil }; return running }) else { return }
         stopped.server.shutdown()
-        try? FileManager.default.removeItem(at: stopped.folder)
+        stopped.identity.remove()
     }
 
     final class Handler: HTTP2ServerHandler {
