@@ -276,6 +276,8 @@ package struct BenchReport: Sendable, Codable {
     package var history: ClaimAtScaleResult?
     /// The history scenario's finished rows retired by row deletes and by partition drops.
     package var retirement: HistoryRetirementResult?
+    /// Web Push encryption per message, beside its floor (`webpush` scenario).
+    package var webPush: WebPushSealResult?
     package var targets: [TargetCheck] = []
     package var loadAverageAtEnd: String?
 

@@ -197,6 +197,12 @@ extension BenchReport {
             lines.append("    claim plan with the history in place (EXPLAIN ANALYZE, BUFFERS):")
             lines.append(contentsOf: history.plan.map { "      " + $0 })
         }
+        if let webPush {
+            row("Web Push encryption (\(webPush.payloadBytes) B → \(webPush.bodyBytes) B)",
+                String(format: "%.1f µs per message; floor %.1f µs (P-256 key pair + ECDH); %.2f× the floor",
+                       webPush.sealMicroseconds, webPush.floorMicroseconds,
+                       webPush.sealMicroseconds / max(webPush.floorMicroseconds, 1e-3)))
+        }
         if let retirement {
             row("history: retiring \(retirement.rows) finished rows", String(
                 format: "migration to partitions %.1f s, WAL %@", retirement.migrationSeconds,

@@ -40,6 +40,8 @@ enum BenchCommand {
                      table, and the claim's EXPLAIN ANALYZE; then that many finished rows retired by row
                      deletes (schema 7) and by a partition drop (the same table migrated to 9): time, WAL,
                      claim p99 meanwhile (10,000,000 rows: about 9 minutes, three tables of ~4 GB in turn)
+          webpush    --webpush-messages Web Push messages of --payload-bytes sealed (RFC 8291), beside
+                     the floor of that work: a new P-256 key pair and one ECDH per message
 
         Flags:
           --quick                    about two minutes: 20,000 rows, 5 s capped and latency runs,
@@ -72,6 +74,7 @@ enum BenchCommand {
           --memory-rows N            (default 1000000)
           --memory-seconds N         (default 15)
           --history-rows N           (default 10000000)
+          --webpush-messages N       (default 20000)
           --keep-files               keep the scratch folder (simulator logs and reports, worker output)
           --pgbouncer                the steady runs' worker through a PgBouncer in transaction pooling mode
                                      (LISTEN on a session connection); the floor stays direct
@@ -91,7 +94,7 @@ enum BenchCommand {
         "capped-connections", "capped-seconds", "latency-rate", "latency-seconds", "latency-cap", "steady-rates", "steady-seconds",
         "steady-history",
         "scale-workers", "scale-connections", "scale-seconds", "fault-rows", "fault-mix",
-        "goaway-after", "broadcast-rows", "broadcast-every", "broadcast-channels", "memory-rows", "memory-seconds", "history-rows", "database-url", "reset-database", "keep-files", "check", "pgbouncer",
+        "goaway-after", "broadcast-rows", "broadcast-every", "broadcast-channels", "memory-rows", "memory-seconds", "history-rows", "webpush-messages", "database-url", "reset-database", "keep-files", "check", "pgbouncer",
     ]
     static let switches: Set<String> = ["help", "quick", "reset-database", "keep-files", "check", "pgbouncer"]
 
@@ -161,6 +164,7 @@ enum BenchCommand {
         try integer("memory-rows", 1...100_000_000, \.memoryRows)
         try integer("memory-seconds", 1...3600, \.memorySeconds)
         try integer("history-rows", 0...1_000_000_000, \.historyRows)
+        try integer("webpush-messages", 10...10_000_000, \.webPushMessages)
         if let text = arguments.value("capped-connections") {
             let values = text.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
             guard !values.isEmpty, values.count == text.split(separator: ",").count, values.allSatisfy({ (1...64).contains($0) }) else {
