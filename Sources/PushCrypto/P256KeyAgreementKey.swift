@@ -83,8 +83,11 @@ package final class P256KeyAgreementKey: @unchecked Sendable {
         guard let context = EVP_PKEY_CTX_new_from_pkey(nil, key, nil) else { throw .openSSL("EVP_PKEY_CTX_new_from_pkey") }
         defer { EVP_PKEY_CTX_free(context) }
         guard EVP_PKEY_derive_init(context) == 1 else { throw .openSSL("EVP_PKEY_derive_init") }
-        // Validates the peer's point (on the curve, not the point at infinity).
-        guard EVP_PKEY_derive_set_peer_ex(context, peer, 1) == 1 else {
+        // No second validation of the peer: making `peer` from its octets already refused a
+        // point off the curve (and the point at infinity has no uncompressed form), and on
+        // P-256, whose cofactor is 1, every other point has the group's prime order. The full
+        // check would multiply the point by that order: as much work again as the agreement.
+        guard EVP_PKEY_derive_set_peer_ex(context, peer, 0) == 1 else {
             throw .invalidPublicKey("not a point on P-256 (\(CredentialError.takeOpenSSLErrors()))")
         }
         var secret = [UInt8](repeating: 0, count: 32)
