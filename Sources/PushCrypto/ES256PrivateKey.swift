@@ -67,11 +67,10 @@ package final class ES256PrivateKey: @unchecked Sendable, CustomStringConvertibl
     /// The public half as an uncompressed point (0x04 ‖ x ‖ y, 65 bytes): a VAPID key as
     /// browsers take it (`applicationServerKey`) and as the `k` of its header.
     package func uncompressedPublicKey() throws(CredentialError) -> [UInt8] {
-        var encoded: UnsafeMutablePointer<UInt8>?
-        let length = EVP_PKEY_get1_encoded_public_key(key, &encoded)
-        defer { pgpush_OPENSSL_free(encoded) }
-        guard length == 65, let encoded else { throw .openSSL("EVP_PKEY_get1_encoded_public_key") }
-        return Array(UnsafeBufferPointer(start: encoded, count: length))
+        guard let encoded = P256KeyAgreementKey.uncompressedPublicKey(of: key) else {
+            throw .openSSL("EVP_PKEY_get1_encoded_public_key")
+        }
+        return encoded
     }
 
     /// The public half, holding no private material.

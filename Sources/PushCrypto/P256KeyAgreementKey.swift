@@ -17,15 +17,20 @@ package final class P256KeyAgreementKey: @unchecked Sendable {
 
     private init(owning key: OpaquePointer) throws(WebPushCryptoError) {
         self.key = key
-        var encoded: UnsafeMutablePointer<UInt8>?
-        let length = EVP_PKEY_get1_encoded_public_key(key, &encoded)
-        guard length == Self.publicKeyLength, let encoded else {
-            pgpush_OPENSSL_free(encoded)
+        guard let encoded = Self.uncompressedPublicKey(of: key) else {
             EVP_PKEY_free(key)
             throw .openSSL("EVP_PKEY_get1_encoded_public_key")
         }
-        publicKey = Array(UnsafeBufferPointer(start: encoded, count: length))
-        pgpush_OPENSSL_free(encoded)
+        publicKey = encoded
+    }
+
+    /// An EC key's public point, uncompressed (65 bytes for P-256); nil when OpenSSL gives none.
+    static func uncompressedPublicKey(of key: OpaquePointer) -> [UInt8]? {
+        var encoded: UnsafeMutablePointer<UInt8>?
+        let length = EVP_PKEY_get1_encoded_public_key(key, &encoded)
+        defer { pgpush_OPENSSL_free(encoded) }
+        guard length == publicKeyLength, let encoded else { return nil }
+        return Array(UnsafeBufferPointer(start: encoded, count: length))
     }
 
     deinit {
