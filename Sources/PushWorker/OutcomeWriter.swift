@@ -48,18 +48,22 @@ final class OutcomeWriter: Sendable {
     /// The rows whose outcome is here and not yet in the database.
     var unwrittenIDs: [Int64] { unwritten.withLock { Array($0.keys) } }
 
-    /// Flushes until `shouldStop()` and nothing is pending (or `giveUpAt` passes).
+    /// Flushes until `shouldStop()` and nothing is pending (or `giveUpAt` passes). Once
+    /// `shouldStop()` is true it must stay true, and no outcome may be added after it.
     func run(shouldStop: @escaping @Sendable () -> Bool, giveUpAt: @escaping @Sendable () -> ContinuousClock.Instant?) async {
         var backoff = Duration.milliseconds(100)
         var size = AdaptiveBatchSize(largest: batchSize)
         while true {
+            // Asked before taking the batch: when it says stop, every outcome has been added,
+            // so an empty batch taken after it means nothing is left.
+            let stopping = shouldStop()
             let batch = pending.withLock { pending -> [Outcome] in
                 let taken = Array(pending.prefix(size.current))
                 pending.removeFirst(taken.count)
                 return taken
             }
             if batch.isEmpty {
-                if shouldStop() { return }
+                if stopping { return }
                 await doorbell.wait(timeout: interval)
                 continue
             }

@@ -132,8 +132,12 @@ package final class Worker: Sendable {
 
         await withTaskGroup(of: Void.self) { group in
             let writerDone = Doorbell()
+            // Every send has added its outcome once the claim loops and their sends have
+            // ended. "Stopping and nothing in flight" came too early: a claim still on its
+            // way returns rows after it, and their release would find no writer.
+            let sendsEnded = Latch()
             group.addTask { [self] in
-                await writer.run(shouldStop: { [self] in isStopping && inFlight.isEmpty },
+                await writer.run(shouldStop: { sendsEnded.isOpen },
                                  giveUpAt: { [self] in drainDeadline.withLock { $0 }.map { $0 + .seconds(10) } })
                 writerDone.ring()
             }
@@ -165,6 +169,7 @@ package final class Worker: Sendable {
                 }
                 apps.cancelAll()
             }
+            sendsEnded.open()
             writer.wake()
             await writerDone.wait(timeout: configuration.drainTimeout + .seconds(15))
             group.cancelAll()

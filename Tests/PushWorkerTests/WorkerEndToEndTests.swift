@@ -279,6 +279,41 @@ import Testing
         #expect(try database.query("SELECT count(*) FROM pgpush.workers").int(0, 0) == 0)
     }
 
+    /// A stop that comes while a claim is on its way, with nothing else in flight: the rows
+    /// that claim returns are given back before the worker exits. The outcome writer used
+    /// to quit as soon as nothing was in flight, before the claim came back, and its rows
+    /// stayed `sending` until their leases ran out.
+    @Test func rowsOfAClaimInProgressAtStopAreGivenBack() async throws {
+        let harness = try SimulatorHarness(faults: FaultPlan())
+        defer { harness.stop() }
+        let conninfo = try TestDatabase.migrated()
+        let database = try PostgresConnection(conninfo: conninfo)
+        try TestDatabase.enqueueAlerts(database, count: 5)
+        // EXCLUSIVE conflicts with the claim's row locks, not with reading: the claim waits here.
+        let blocker = try PostgresConnection(conninfo: conninfo)
+        try blocker.query("BEGIN")
+        try blocker.query("LOCK TABLE pgpush.notifications IN EXCLUSIVE MODE")
+        let worker = try harness.worker(conninfo: conninfo, id: "stopped-mid-claim", log: Log(minimum: .error)) {
+            $0.drainTimeout = .seconds(10)
+        }
+        let running = Task { try await worker.run() }
+        let claimWaits = try await eventually(timeout: .seconds(120)) {
+            try database.query("""
+                SELECT count(*) FROM pg_stat_activity
+                 WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%claim%'
+                """).int(0, 0) ?? 0 > 0
+        }
+        #expect(claimWaits, "the worker's claim never waited for the lock")
+        worker.stop()
+        // Long enough for a writer that quits early to have quit (it checks every flush interval).
+        try await Task.sleep(for: .milliseconds(500))
+        try blocker.query("COMMIT")
+        try await running.value
+        let states = try Self.counts(database, "SELECT status, count(*) FROM pgpush.notifications GROUP BY 1")
+        #expect(states == ["queued": 5], "\(states)")
+        #expect(harness.simulator.report().totalRequests == 0)
+    }
+
     /// An operator's `DELETE FROM pgpush.workers` (or a cleanup job) removes a live
     /// worker's row: its next heartbeat finds no row to update and registers it again,
     /// so the worker shows in status and is not mistaken for a dead one.
