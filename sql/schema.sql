@@ -73,8 +73,9 @@ BEGIN
                   pgpush.error_breakdown, pgpush.worker_health, pgpush.unserved_apps
       FROM pgpush_app, pgpush_worker, pgpush_monitor;
     REVOKE ALL ON FUNCTION
-        pgpush.enqueue(text, jsonb, text, text, integer, text, text, timestamptz, timestamptz, text, boolean, text),
-        pgpush.enqueue_many(text[], jsonb, text, text, integer, text, text, timestamptz, timestamptz, text, boolean, text),
+        pgpush.enqueue(text, jsonb, text, text, integer, text, text, timestamptz, timestamptz, text, boolean, text, jsonb),
+        pgpush.enqueue_many(text[], jsonb, text, text, integer, text, text, timestamptz, timestamptz, text, boolean, text,
+                            jsonb),
         pgpush.enqueue(varchar, jsonb, text, integer, text, timestamptz, timestamptz, text, boolean, text, text),
         pgpush.cancel(bigint[]), pgpush.token_registered(text, text, text), pgpush.prune(interval, integer),
         pgpush.claim(text, text, text, integer, double precision, boolean, bigint, double precision),
@@ -98,12 +99,13 @@ BEGIN
     GRANT SELECT ON pgpush.notifications, pgpush.delivery_errors, pgpush.invalid_tokens, pgpush.app_grants,
                     pgpush.channels, pgpush.queue_depth, pgpush.throughput, pgpush.error_breakdown
        TO pgpush_app;
-    GRANT INSERT (app, service, device_token, channel_id, push_type, priority, topic, payload, collapse_id, expires_at,
-                  send_after, idempotency_key, apns_id, deliver_once)
+    GRANT INSERT (app, service, device_token, channel_id, subscription, push_type, priority, topic, payload, collapse_id,
+                  expires_at, send_after, idempotency_key, apns_id, deliver_once)
        ON pgpush.notifications TO pgpush_app;
     GRANT EXECUTE ON FUNCTION
-        pgpush.enqueue(text, jsonb, text, text, integer, text, text, timestamptz, timestamptz, text, boolean, text),
-        pgpush.enqueue_many(text[], jsonb, text, text, integer, text, text, timestamptz, timestamptz, text, boolean, text),
+        pgpush.enqueue(text, jsonb, text, text, integer, text, text, timestamptz, timestamptz, text, boolean, text, jsonb),
+        pgpush.enqueue_many(text[], jsonb, text, text, integer, text, text, timestamptz, timestamptz, text, boolean, text,
+                            jsonb),
         pgpush.enqueue(varchar, jsonb, text, integer, text, timestamptz, timestamptz, text, boolean, text, text),
         pgpush.cancel(bigint[]), pgpush.token_registered(text, text, text)
        TO pgpush_app;
@@ -139,7 +141,7 @@ BEGIN
         pgpush.rescue_expired_leases(integer, integer, text, bigint[])
        TO pgpush_worker;
 
-    -- Monitors: every app, no token, payload or idempotency key.
+    -- Monitors: every app, no token, subscription, payload or idempotency key.
     GRANT SELECT (id, app, service, push_type, priority, topic, status, attempts, claim_count, last_status, last_reason,
                   send_after, expires_at, created_at, updated_at, finished_at, locked_by, locked_until,
                   apns_id, apns_unique_id, message_id, deliver_once)
@@ -231,7 +233,9 @@ CREATE FUNCTION pgpush.claim(worker_id text, app text, claim_limit integer, leas
     LANGUAGE plpgsql
     AS $_$
 BEGIN
-    RETURN QUERY SELECT * FROM pgpush.claim($1, $2, 'apns', $3, $4, $5, $6, $7);
+    RETURN QUERY SELECT c.id, c.status, c.claim_count, c.attempts, c.device_token, c.push_type, c.priority, c.topic,
+                        c.payload, c.collapse_id, c.expiration, c.apns_id, c.deliver_once, c.channel_id
+                   FROM pgpush.claim($1, $2, 'apns', $3, $4, $5, $6, $7) AS c;
 END
 $_$;
 
@@ -240,7 +244,7 @@ $_$;
 -- Name: claim(text, text, text, integer, double precision, boolean, bigint, double precision); Type: FUNCTION; Schema: pgpush; Owner: -
 --
 
-CREATE FUNCTION pgpush.claim(worker_id text, app text, service text, claim_limit integer, lease_seconds double precision, skip_known_invalid boolean, lowest_id bigint, look_back_seconds double precision) RETURNS TABLE(id bigint, status text, claim_count integer, attempts integer, device_token text, push_type text, priority smallint, topic text, payload jsonb, collapse_id text, expiration bigint, apns_id uuid, deliver_once boolean, channel_id text)
+CREATE FUNCTION pgpush.claim(worker_id text, app text, service text, claim_limit integer, lease_seconds double precision, skip_known_invalid boolean, lowest_id bigint, look_back_seconds double precision) RETURNS TABLE(id bigint, status text, claim_count integer, attempts integer, device_token text, push_type text, priority smallint, topic text, payload jsonb, collapse_id text, expiration bigint, apns_id uuid, deliver_once boolean, channel_id text, subscription jsonb)
     LANGUAGE plpgsql
     SET plan_cache_mode TO 'force_generic_plan'
     SET jit TO 'off'
@@ -273,8 +277,8 @@ BEGIN
                         WHEN coalesce(claim.skip_known_invalid AND (
                                  SELECT t.reason FROM pgpush.invalid_tokens t
                                   WHERE t.app = n.app AND t.service = n.service
-                                    AND t.device_token = pgpush.token_key(n.service, n.device_token)
-                                 ) IN ('Unregistered', 'ExpiredToken', 'UNREGISTERED'), false)
+                                    AND t.device_token = pgpush.listed_token(n.service, n.device_token, n.subscription)
+                                 ) IN ('Unregistered', 'ExpiredToken', 'UNREGISTERED', 'SubscriptionGone'), false)
                         THEN 'KnownInvalidToken'
                    END AS refusal
               FROM pgpush.notifications n
@@ -306,7 +310,8 @@ BEGIN
           FROM ended e
          WHERE e.status = 'failed';
         RETURN QUERY SELECT n.id, n.status, n.claim_count, n.attempts, n.device_token, n.push_type, n.priority,
-                            n.topic, n.payload, n.collapse_id, NULL::bigint, n.apns_id, n.deliver_once, n.channel_id
+                            n.topic, n.payload, n.collapse_id, NULL::bigint, n.apns_id, n.deliver_once, n.channel_id,
+                            n.subscription
                        FROM pgpush.notifications n
                       WHERE n.id = ANY (refused) AND n.id BETWEEN first_taken AND last_taken;
     END IF;
@@ -333,7 +338,7 @@ BEGIN
                             AND (SELECT c.message_storage_policy FROM pgpush.channels c
                                   WHERE c.app = n.app AND c.channel_id = n.channel_id) = 0
                        THEN true ELSE n.deliver_once END,
-                  n.channel_id;
+                  n.channel_id, n.subscription;
     END IF;
 END
 $$;
@@ -448,7 +453,8 @@ BEGIN
          WHERE n.id = ANY (complete.ids) AND n.id BETWEEN first_id AND last_id AND n.id = o.id
            AND coalesce(n.status, '') = 'sending'
            AND n.locked_by = complete.worker_id AND n.claim_count = o.claim_count
-        RETURNING n.id, n.app, n.service, n.device_token, n.channel_id, n.apns_id, n.attempts + o.refund AS attempt
+        RETURNING n.id, n.app, n.service, n.device_token, n.channel_id, n.apns_id, n.attempts + o.refund AS attempt,
+                  pgpush.listed_token(n.service, n.device_token, n.subscription) AS listed_token
     ), errors AS (
         INSERT INTO pgpush.delivery_errors
             (notification_id, app, service, device_token, channel_id, apns_id, attempt, status, reason, detail,
@@ -459,12 +465,11 @@ BEGIN
          WHERE o.records_error
     ), tokens AS (
         INSERT INTO pgpush.invalid_tokens (app, service, device_token, reason, apple_timestamp)
-        SELECT DISTINCT ON (w.app, w.service, pgpush.token_key(w.service, w.device_token))
-               w.app, w.service, pgpush.token_key(w.service, w.device_token), coalesce(o.reason, 'Unknown'),
-               to_timestamp(o.apple_timestamp)
+        SELECT DISTINCT ON (w.app, w.service, w.listed_token)
+               w.app, w.service, w.listed_token, coalesce(o.reason, 'Unknown'), to_timestamp(o.apple_timestamp)
           FROM written w JOIN outcome o ON o.id = w.id
-         WHERE o.invalidates_token AND w.device_token IS NOT NULL
-         ORDER BY w.app, w.service, pgpush.token_key(w.service, w.device_token), o.apple_timestamp DESC NULLS LAST
+         WHERE o.invalidates_token AND w.listed_token IS NOT NULL
+         ORDER BY w.app, w.service, w.listed_token, o.apple_timestamp DESC NULLS LAST
         ON CONFLICT (app, service, device_token) DO UPDATE SET
             reason          = EXCLUDED.reason,
             apple_timestamp = greatest(pgpush.invalid_tokens.apple_timestamp, EXCLUDED.apple_timestamp),
@@ -658,10 +663,10 @@ $$;
 
 
 --
--- Name: enqueue(text, jsonb, text, text, integer, text, text, timestamp with time zone, timestamp with time zone, text, boolean, text); Type: FUNCTION; Schema: pgpush; Owner: -
+-- Name: enqueue(text, jsonb, text, text, integer, text, text, timestamp with time zone, timestamp with time zone, text, boolean, text, jsonb); Type: FUNCTION; Schema: pgpush; Owner: -
 --
 
-CREATE FUNCTION pgpush.enqueue(device_token text, payload jsonb, app text DEFAULT 'default'::text, push_type text DEFAULT 'alert'::text, priority integer DEFAULT NULL::integer, topic text DEFAULT NULL::text, collapse_id text DEFAULT NULL::text, expires_at timestamp with time zone DEFAULT NULL::timestamp with time zone, send_after timestamp with time zone DEFAULT now(), idempotency_key text DEFAULT NULL::text, deliver_once boolean DEFAULT NULL::boolean, service text DEFAULT 'apns'::text) RETURNS bigint
+CREATE FUNCTION pgpush.enqueue(device_token text DEFAULT NULL::text, payload jsonb DEFAULT NULL::jsonb, app text DEFAULT 'default'::text, push_type text DEFAULT 'alert'::text, priority integer DEFAULT NULL::integer, topic text DEFAULT NULL::text, collapse_id text DEFAULT NULL::text, expires_at timestamp with time zone DEFAULT NULL::timestamp with time zone, send_after timestamp with time zone DEFAULT now(), idempotency_key text DEFAULT NULL::text, deliver_once boolean DEFAULT NULL::boolean, service text DEFAULT NULL::text, subscription jsonb DEFAULT NULL::jsonb) RETURNS bigint
     LANGUAGE plpgsql
     AS $$
 DECLARE
@@ -670,11 +675,12 @@ BEGIN
     -- A repeated key skips the row (the key trigger of 009), and the first row's id is returned.
     PERFORM set_config('pgpush.repeated_key', 'skip', true);
     INSERT INTO pgpush.notifications
-        (app, service, device_token, push_type, priority, topic, payload, collapse_id, expires_at, send_after,
-         idempotency_key, deliver_once)
+        (app, service, device_token, subscription, push_type, priority, topic, payload, collapse_id, expires_at,
+         send_after, idempotency_key, deliver_once)
     VALUES
-        (enqueue.app, enqueue.service, enqueue.device_token, enqueue.push_type, enqueue.priority::smallint,
-         enqueue.topic, enqueue.payload, enqueue.collapse_id, enqueue.expires_at, coalesce(enqueue.send_after, now()),
+        (enqueue.app, coalesce(enqueue.service, CASE WHEN enqueue.subscription IS NULL THEN 'apns' ELSE 'webpush' END),
+         enqueue.device_token, enqueue.subscription, enqueue.push_type, enqueue.priority::smallint, enqueue.topic,
+         enqueue.payload, enqueue.collapse_id, enqueue.expires_at, coalesce(enqueue.send_after, now()),
          enqueue.idempotency_key, enqueue.deliver_once)
     RETURNING id INTO inserted;
     PERFORM set_config('pgpush.repeated_key', '', true);
@@ -688,23 +694,33 @@ $$;
 
 
 --
--- Name: enqueue_many(text[], jsonb, text, text, integer, text, text, timestamp with time zone, timestamp with time zone, text, boolean, text); Type: FUNCTION; Schema: pgpush; Owner: -
+-- Name: enqueue_many(text[], jsonb, text, text, integer, text, text, timestamp with time zone, timestamp with time zone, text, boolean, text, jsonb); Type: FUNCTION; Schema: pgpush; Owner: -
 --
 
-CREATE FUNCTION pgpush.enqueue_many(device_tokens text[], payload jsonb, app text DEFAULT 'default'::text, push_type text DEFAULT 'alert'::text, priority integer DEFAULT NULL::integer, topic text DEFAULT NULL::text, collapse_id text DEFAULT NULL::text, expires_at timestamp with time zone DEFAULT NULL::timestamp with time zone, send_after timestamp with time zone DEFAULT now(), idempotency_key text DEFAULT NULL::text, deliver_once boolean DEFAULT NULL::boolean, service text DEFAULT 'apns'::text) RETURNS SETOF bigint
+CREATE FUNCTION pgpush.enqueue_many(device_tokens text[] DEFAULT NULL::text[], payload jsonb DEFAULT NULL::jsonb, app text DEFAULT 'default'::text, push_type text DEFAULT 'alert'::text, priority integer DEFAULT NULL::integer, topic text DEFAULT NULL::text, collapse_id text DEFAULT NULL::text, expires_at timestamp with time zone DEFAULT NULL::timestamp with time zone, send_after timestamp with time zone DEFAULT now(), idempotency_key text DEFAULT NULL::text, deliver_once boolean DEFAULT NULL::boolean, service text DEFAULT NULL::text, subscriptions jsonb DEFAULT NULL::jsonb) RETURNS SETOF bigint
     LANGUAGE plpgsql
     AS $$
 BEGIN
+    IF enqueue_many.subscriptions IS NOT NULL AND (enqueue_many.device_tokens IS NOT NULL
+                                                  OR jsonb_typeof(enqueue_many.subscriptions) <> 'array') THEN
+        RAISE EXCEPTION 'pgpush.enqueue_many takes device_tokens or subscriptions (a JSON array), not both'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
     PERFORM set_config('pgpush.repeated_key', 'skip', true);
     RETURN QUERY
     INSERT INTO pgpush.notifications
-        (app, service, device_token, push_type, priority, topic, payload, collapse_id, expires_at, send_after,
-         idempotency_key, deliver_once)
-    SELECT enqueue_many.app, enqueue_many.service, token, enqueue_many.push_type, enqueue_many.priority::smallint,
+        (app, service, device_token, subscription, push_type, priority, topic, payload, collapse_id, expires_at,
+         send_after, idempotency_key, deliver_once)
+    SELECT enqueue_many.app,
+           coalesce(enqueue_many.service, CASE WHEN enqueue_many.subscriptions IS NULL THEN 'apns' ELSE 'webpush' END),
+           target.token, target.subscription, enqueue_many.push_type, enqueue_many.priority::smallint,
            enqueue_many.topic, enqueue_many.payload, enqueue_many.collapse_id, enqueue_many.expires_at,
            coalesce(enqueue_many.send_after, now()),
-           enqueue_many.idempotency_key || ':' || token, enqueue_many.deliver_once
-      FROM unnest(enqueue_many.device_tokens) AS token
+           enqueue_many.idempotency_key || ':' || coalesce(target.token, target.subscription ->> 'endpoint'),
+           enqueue_many.deliver_once
+      FROM (SELECT t AS token, NULL::jsonb AS subscription FROM unnest(enqueue_many.device_tokens) AS t
+            UNION ALL
+            SELECT NULL, s FROM jsonb_array_elements(enqueue_many.subscriptions) AS s) AS target
     RETURNING id;
     PERFORM set_config('pgpush.repeated_key', '', true);
 END
@@ -811,6 +827,15 @@ $$;
 
 
 --
+-- Name: listed_token(text, text, jsonb); Type: FUNCTION; Schema: pgpush; Owner: -
+--
+
+CREATE FUNCTION pgpush.listed_token(service text, device_token text, subscription jsonb) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$ SELECT pgpush.token_key(service, coalesce(device_token, subscription ->> 'endpoint')) $$;
+
+
+--
 -- Name: next_notification_id(); Type: FUNCTION; Schema: pgpush; Owner: -
 --
 
@@ -829,10 +854,10 @@ $$;
 
 
 --
--- Name: notification_input_holds(text, text, text, text, smallint, text, jsonb, text, timestamp with time zone, timestamp with time zone, text, text); Type: FUNCTION; Schema: pgpush; Owner: -
+-- Name: notification_input_holds(text, text, text, text, smallint, text, jsonb, text, timestamp with time zone, timestamp with time zone, text, text, jsonb); Type: FUNCTION; Schema: pgpush; Owner: -
 --
 
-CREATE FUNCTION pgpush.notification_input_holds(app text, service text, device_token text, push_type text, priority smallint, topic text, payload jsonb, collapse_id text, expires_at timestamp with time zone, send_after timestamp with time zone, idempotency_key text, channel_id text) RETURNS boolean
+CREATE FUNCTION pgpush.notification_input_holds(app text, service text, device_token text, push_type text, priority smallint, topic text, payload jsonb, collapse_id text, expires_at timestamp with time zone, send_after timestamp with time zone, idempotency_key text, channel_id text, subscription jsonb) RETURNS boolean
     LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
     AS $_$
 DECLARE
@@ -841,6 +866,7 @@ DECLARE
     json_text text;
     size_limit integer;
     member text;
+    key text;
 BEGIN
     IF NOT (app ~ '^[A-Za-z0-9._-]{1,64}$') THEN
         PERFORM pgpush.input_rule_broken('notifications_app_name_1_to_64_letters_digits_dot_dash');
@@ -848,7 +874,7 @@ BEGIN
     IF NOT (app <> '') THEN
         PERFORM pgpush.input_rule_broken('notifications_app_not_empty');
     END IF;
-    IF NOT (service IN ('apns', 'fcm')) THEN
+    IF NOT (service IN ('apns', 'fcm', 'webpush')) THEN
         PERFORM pgpush.input_rule_broken('notifications_service_unknown');
     END IF;
     IF service = 'apns' THEN
@@ -891,8 +917,38 @@ BEGIN
             PERFORM pgpush.input_rule_broken('notifications_device_token_not_hex');
         END IF;
     END IF;
-    IF (device_token IS NULL) = (channel_id IS NULL) THEN
-        PERFORM pgpush.input_rule_broken('notifications_exactly_one_of_device_token_and_channel_id');
+    IF service = 'webpush' THEN
+        IF NOT (device_token IS NULL AND channel_id IS NULL AND subscription IS NOT NULL) THEN
+            PERFORM pgpush.input_rule_broken('notifications_webpush_target_is_subscription');
+        END IF;
+        -- PushSubscription.toJSON(): an https endpoint, the browser's P-256 point (65 bytes,
+        -- starting 0x04, so its text starts with B) and its 16-byte auth secret, base64url
+        -- without padding or, in older stored subscriptions, base64 with it. Whether the
+        -- point is on the curve and the endpoint's origin is allowed, the worker says.
+        IF NOT coalesce(subscription ->> 'endpoint' ~ '^https://[^\s]+$'
+                        AND length(subscription ->> 'endpoint') <= 2048, false) THEN
+            PERFORM pgpush.input_rule_broken('notifications_webpush_endpoint_https');
+        END IF;
+        key := subscription -> 'keys' ->> 'p256dh';
+        IF NOT coalesce(key ~ '^B[A-Za-z0-9+/_-]{86}=?$', false) THEN
+            PERFORM pgpush.input_rule_broken('notifications_webpush_p256dh_65_bytes');
+        END IF;
+        key := subscription -> 'keys' ->> 'auth';
+        IF NOT coalesce(key ~ '^[A-Za-z0-9+/_-]{22}(==)?$', false) THEN
+            PERFORM pgpush.input_rule_broken('notifications_webpush_auth_16_bytes');
+        END IF;
+        -- The Topic header: RFC 8030's 32 URL-safe base64 characters, and no length a
+        -- base64url text cannot have (Apple refuses those).
+        IF collapse_id IS NOT NULL AND NOT (collapse_id ~ '^[A-Za-z0-9_-]{1,32}$' AND length(collapse_id) % 4 <> 1) THEN
+            PERFORM pgpush.input_rule_broken('notifications_webpush_collapse_id_topic');
+        END IF;
+    ELSE
+        IF subscription IS NOT NULL THEN
+            PERFORM pgpush.input_rule_broken('notifications_subscription_only_webpush');
+        END IF;
+        IF (device_token IS NULL) = (channel_id IS NULL) THEN
+            PERFORM pgpush.input_rule_broken('notifications_exactly_one_of_device_token_and_channel_id');
+        END IF;
     END IF;
     IF NOT isfinite(expires_at) THEN
         PERFORM pgpush.input_rule_broken('notifications_expires_at_infinite');
@@ -962,10 +1018,13 @@ BEGIN
             OR pgpush.jsonb_nesting_depth(payload, 64) <= 64) THEN
         PERFORM pgpush.input_rule_broken('notifications_payload_nested_deeper_than_64');
     END IF;
-    IF NOT (jsonb_typeof(payload) = 'object') THEN
+    -- A Web Push payload is any JSON value: the browser's service worker reads its text.
+    IF NOT (jsonb_typeof(payload) = 'object' OR service = 'webpush') THEN
         PERFORM pgpush.input_rule_broken('notifications_payload_not_object');
     END IF;
-    size_limit := CASE WHEN service = 'fcm' THEN CASE WHEN channel_id IS NOT NULL THEN 2048 ELSE 4096 END
+    -- Web Push: 4,096 bytes on the wire, less the aes128gcm header, tag and padding delimiter.
+    size_limit := CASE WHEN service = 'webpush' THEN 3993
+                       WHEN service = 'fcm' THEN CASE WHEN channel_id IS NOT NULL THEN 2048 ELSE 4096 END
                        WHEN push_type = 'voip' OR channel_id IS NOT NULL THEN 5120 ELSE 4096 END;
     IF NOT (octet_length(json_text) <= size_limit OR pgpush.compact_json_length(payload) <= size_limit) THEN
         PERFORM pgpush.input_rule_broken('notifications_payload_too_large');
@@ -1500,8 +1559,9 @@ CREATE TABLE pgpush.notifications (
     channel_id text,
     service text DEFAULT 'apns'::text NOT NULL,
     message_id text,
+    subscription jsonb,
     CONSTRAINT notifications_attempts_negative CHECK ((attempts >= 0)),
-    CONSTRAINT notifications_input_rules CHECK (((status <> 'queued'::text) OR (claim_count > 0) OR pgpush.notification_input_holds(app, service, device_token, push_type, priority, topic, payload, collapse_id, expires_at, send_after, idempotency_key, channel_id))),
+    CONSTRAINT notifications_input_rules CHECK (((status <> 'queued'::text) OR (claim_count > 0) OR pgpush.notification_input_holds(app, service, device_token, push_type, priority, topic, payload, collapse_id, expires_at, send_after, idempotency_key, channel_id, subscription))),
     CONSTRAINT notifications_sending_needs_lease CHECK (((status <> 'sending'::text) OR ((locked_by IS NOT NULL) AND (locked_until IS NOT NULL)))),
     CONSTRAINT notifications_status_unknown CHECK ((status = ANY (ARRAY['queued'::text, 'sending'::text, 'delivered'::text, 'failed'::text, 'expired'::text, 'cancelled'::text])))
 )
@@ -1548,6 +1608,13 @@ COMMENT ON COLUMN pgpush.notifications.service IS 'apns, fcm (Firebase Cloud Mes
 --
 
 COMMENT ON COLUMN pgpush.notifications.message_id IS 'the service''s id of the accepted message: FCM''s name (projects/<p>/messages/<id>); null for APNs rows';
+
+
+--
+-- Name: COLUMN notifications.subscription; Type: COMMENT; Schema: pgpush; Owner: -
+--
+
+COMMENT ON COLUMN pgpush.notifications.subscription IS 'webpush rows only: the browser''s PushSubscription.toJSON(), {"endpoint": "https://...", "keys": {"p256dh": "...", "auth": "..."}}';
 
 
 --
@@ -1649,8 +1716,9 @@ CREATE TABLE pgpush.notifications_1 (
     channel_id text,
     service text DEFAULT 'apns'::text NOT NULL,
     message_id text,
+    subscription jsonb,
     CONSTRAINT notifications_attempts_negative CHECK ((attempts >= 0)),
-    CONSTRAINT notifications_input_rules CHECK (((status <> 'queued'::text) OR (claim_count > 0) OR pgpush.notification_input_holds(app, service, device_token, push_type, priority, topic, payload, collapse_id, expires_at, send_after, idempotency_key, channel_id))),
+    CONSTRAINT notifications_input_rules CHECK (((status <> 'queued'::text) OR (claim_count > 0) OR pgpush.notification_input_holds(app, service, device_token, push_type, priority, topic, payload, collapse_id, expires_at, send_after, idempotency_key, channel_id, subscription))),
     CONSTRAINT notifications_sending_needs_lease CHECK (((status <> 'sending'::text) OR ((locked_by IS NOT NULL) AND (locked_until IS NOT NULL)))),
     CONSTRAINT notifications_status_unknown CHECK ((status = ANY (ARRAY['queued'::text, 'sending'::text, 'delivered'::text, 'failed'::text, 'expired'::text, 'cancelled'::text])))
 )
@@ -1689,8 +1757,9 @@ CREATE TABLE pgpush.notifications_1000001 (
     channel_id text,
     service text DEFAULT 'apns'::text NOT NULL,
     message_id text,
+    subscription jsonb,
     CONSTRAINT notifications_attempts_negative CHECK ((attempts >= 0)),
-    CONSTRAINT notifications_input_rules CHECK (((status <> 'queued'::text) OR (claim_count > 0) OR pgpush.notification_input_holds(app, service, device_token, push_type, priority, topic, payload, collapse_id, expires_at, send_after, idempotency_key, channel_id))),
+    CONSTRAINT notifications_input_rules CHECK (((status <> 'queued'::text) OR (claim_count > 0) OR pgpush.notification_input_holds(app, service, device_token, push_type, priority, topic, payload, collapse_id, expires_at, send_after, idempotency_key, channel_id, subscription))),
     CONSTRAINT notifications_sending_needs_lease CHECK (((status <> 'sending'::text) OR ((locked_by IS NOT NULL) AND (locked_until IS NOT NULL)))),
     CONSTRAINT notifications_status_unknown CHECK ((status = ANY (ARRAY['queued'::text, 'sending'::text, 'delivered'::text, 'failed'::text, 'expired'::text, 'cancelled'::text])))
 )
@@ -1729,8 +1798,9 @@ CREATE TABLE pgpush.notifications_default (
     channel_id text,
     service text DEFAULT 'apns'::text NOT NULL,
     message_id text,
+    subscription jsonb,
     CONSTRAINT notifications_attempts_negative CHECK ((attempts >= 0)),
-    CONSTRAINT notifications_input_rules CHECK (((status <> 'queued'::text) OR (claim_count > 0) OR pgpush.notification_input_holds(app, service, device_token, push_type, priority, topic, payload, collapse_id, expires_at, send_after, idempotency_key, channel_id))),
+    CONSTRAINT notifications_input_rules CHECK (((status <> 'queued'::text) OR (claim_count > 0) OR pgpush.notification_input_holds(app, service, device_token, push_type, priority, topic, payload, collapse_id, expires_at, send_after, idempotency_key, channel_id, subscription))),
     CONSTRAINT notifications_sending_needs_lease CHECK (((status <> 'sending'::text) OR ((locked_by IS NOT NULL) AND (locked_until IS NOT NULL)))),
     CONSTRAINT notifications_status_unknown CHECK ((status = ANY (ARRAY['queued'::text, 'sending'::text, 'delivered'::text, 'failed'::text, 'expired'::text, 'cancelled'::text])))
 )

@@ -13,10 +13,12 @@ package struct PushNotification: Equatable, Sendable {
     package var app: String
     /// The service it goes to (`service` column).
     package var service: Service
-    /// Hex as inserted, any case; empty on a channel row.
+    /// Hex as inserted, any case; empty on a channel or Web Push row.
     package var deviceToken: String
     /// `channel_id`: the broadcast channel the row goes to instead of a device.
     package var channelID: String?
+    /// `subscription`, a Web Push row's target: the browser's `PushSubscription` JSON as stored.
+    package var subscription: [UInt8]?
     /// `push_type` text, e.g. `"alert"`.
     package var pushType: String
     /// nil derives the push type's default.
@@ -36,7 +38,8 @@ package struct PushNotification: Equatable, Sendable {
     package init(
         id: Int64, app: String = "default", service: Service = .apns, deviceToken: String, pushType: String = "alert",
         priority: Int? = nil, topic: String? = nil, payload: [UInt8], collapseID: String? = nil,
-        expiration: Int64? = nil, deliverOnce: Bool? = nil, apnsID: UUID = UUID(), channelID: String? = nil
+        expiration: Int64? = nil, deliverOnce: Bool? = nil, apnsID: UUID = UUID(), channelID: String? = nil,
+        subscription: [UInt8]? = nil
     ) {
         self.id = id
         self.app = app
@@ -51,5 +54,6 @@ package struct PushNotification: Equatable, Sendable {
         self.deliverOnce = deliverOnce
         self.apnsID = apnsID
         self.channelID = channelID
+        self.subscription = subscription
     }
 }

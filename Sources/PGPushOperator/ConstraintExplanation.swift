@@ -21,10 +21,10 @@ package enum ConstraintExplanation {
             "a background push needs \"content-available\": 1 in its aps dictionary",
         "notifications_mdm_needs_topic": "an mdm push needs an explicit topic (the MDM certificate's topic)",
         "notifications_topic_empty": "the topic is empty (leave it out to derive it from the app's bundle id)",
-        "notifications_payload_not_object": "the payload must be a JSON object ({…})",
+        "notifications_payload_not_object": "the payload must be a JSON object ({…}); only a Web Push payload may be any JSON value",
         "notifications_payload_too_large":
             "the payload is over the size limit of its push type (4096 bytes; APNs: 5120 for voip and for a broadcast to a "
-            + "channel; FCM: 2048 to a topic)",
+            + "channel; FCM: 2048 to a topic; Web Push: 3993)",
         "notifications_collapse_id_too_long": "the collapse id must be 1 to 64 bytes",
         "notifications_idempotency_key_empty": "the idempotency key is empty",
         "notifications_idempotency": "the app already has a notification with this idempotency key",
@@ -55,7 +55,7 @@ package enum ConstraintExplanation {
             "a Live Activity start needs \"attributes-type\" and an \"attributes\" object in its aps dictionary",
         "notifications_liveactivity_start_needs_alert": "a Live Activity start needs an \"alert\" in its aps dictionary",
         // sql/015_services.sql
-        "notifications_service_unknown": "the service must be apns or fcm",
+        "notifications_service_unknown": "the service must be apns, fcm or webpush",
         "notifications_fcm_token_printable_ascii":
             "an FCM registration token is 1 to 4096 printable ASCII characters without spaces",
         "notifications_fcm_topic_name": "an FCM topic name is 1 to 900 characters of A-Z, a-z, 0-9 and -_.~%",
@@ -63,6 +63,17 @@ package enum ConstraintExplanation {
             "an FCM payload is the message without its target: only notification, data, android, apns, webpush and fcm_options",
         "notifications_fcm_data_strings": "FCM data is an object whose values are all strings",
         "notifications_fcm_android_object": "an FCM payload's android member is an object",
+        // sql/017_web_push.sql
+        "notifications_webpush_target_is_subscription":
+            "a Web Push row names its browser by subscription alone, with no device token or channel id",
+        "notifications_subscription_only_webpush": "only a webpush row has a subscription",
+        "notifications_webpush_endpoint_https": "the subscription's endpoint must be an https URL of at most 2048 characters",
+        "notifications_webpush_p256dh_65_bytes":
+            "the subscription's keys.p256dh must be the browser's 65-byte P-256 key in base64url (87 characters, starting with B)",
+        "notifications_webpush_auth_16_bytes": "the subscription's keys.auth must be 16 bytes in base64url (22 characters)",
+        "notifications_webpush_collapse_id_topic":
+            "a Web Push collapse id is the Topic header: 1 to 32 characters of A-Z, a-z, 0-9, - and _, "
+            + "and not 1, 5, 9, … characters long (no base64url text has such a length)",
     ]
 
     /// A sentence for a database error an enqueue caused, or nil when it is not about the row

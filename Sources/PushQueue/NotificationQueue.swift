@@ -42,7 +42,7 @@ package final class NotificationQueue {
                       lookBack: Duration? = nil) throws -> ClaimResult {
         let result = try connection.query(Self.claimSQL, [workerID, app, service.rawValue, limit, lease.seconds,
                                                           skipKnownInvalidTokens, try claimFrom(), lookBack?.seconds])
-        // Columns as pgpush.claim returns them (sql/015_services.sql).
+        // Columns as pgpush.claim returns them (sql/017_web_push.sql).
         var claimed: [ClaimedNotification] = []
         claimed.reserveCapacity(result.rowCount)
         var expired: [Int64] = [], knownInvalid: [Int64] = []
@@ -71,7 +71,8 @@ package final class NotificationQueue {
                 expiration: result.int64(row, 10),
                 deliverOnce: result.bool(row, 12),
                 apnsID: (result.withBytes(row, 11, UUID.init(canonicalText:)) ?? nil) ?? UUID(),
-                channelID: result.string(row, 13)
+                channelID: result.string(row, 13),
+                subscription: result.bytes(row, 14)
             )
             claimed.append(ClaimedNotification(
                 notification: notification, claimCount: result.int(row, 2) ?? 0, attempts: result.int(row, 3) ?? 0))
@@ -98,7 +99,7 @@ package final class NotificationQueue {
         return id
     }
 
-    /// The claim: pgpush.claim (sql/015_services.sql; why it is written as it is: 011 and 014).
+    /// The claim: pgpush.claim (sql/017_web_push.sql; why it is written as it is: 011 and 014).
     /// Parameters: worker id, app, service, limit, lease seconds, skip known-invalid tokens,
     /// lowest id (`claimFrom()`), look-back seconds.
     package static let claimSQL = "SELECT * FROM pgpush.claim($1, $2, $3, $4, $5, $6, $7, $8)"
