@@ -6,15 +6,21 @@ import PGPushCore
 /// `Retry-After` and the error body alone; when a retried row is due again is the shared
 /// `RetryRules`'.
 ///
-/// | answer | verdict |
-/// |---|---|
-/// | 2xx (201; Mozilla sometimes 200, others 202) | delivered, `message_id` = `Location`, else Apple's `apns-id` |
-/// | 404, 410 | failed, the endpoint listed in `invalid_tokens` |
-/// | 400, 413, other 4xx | failed with the service's reason |
-/// | 403, or an answer that the subscription was made with another VAPID key (Apple's `VapidPkHashMismatch`, Mozilla's 401 errno 109) | failed `VapidKeyMismatch`, nothing listed; when most of an app's answers are, `app_health` says the key is likely wrong |
-/// | other 401 (the VAPID token refused: malformed, expired, a clock off) | the origin paused for the app, rows back in the queue |
-/// | 429 | throttled, after `Retry-After` when given |
-/// | 5xx | server trouble, never sooner than `Retry-After` |
+/// | answer | verdict | `last_reason` |
+/// |---|---|---|
+/// | 2xx (201; Mozilla sometimes 200, others 202) | delivered, `message_id` = `Location`, else Apple's `apns-id` | |
+/// | 404, 410 | failed, the endpoint listed in `invalid_tokens` | `SubscriptionGone` |
+/// | 400 | failed | `BadRequest` |
+/// | 413 | failed | `PayloadTooLarge` |
+/// | other 4xx | failed | `Refused` |
+/// | 403, or an answer that the subscription was made with another VAPID key (Apple's `VapidPkHashMismatch`, Mozilla's 401 errno 109) | failed, nothing listed; when most of an app's answers are, `app_health` says the key is likely wrong | `VapidKeyMismatch` |
+/// | other 401 (the VAPID token refused: malformed, expired, a clock off) | the origin paused for the app, rows back in the queue | `VapidTokenRefused` |
+/// | 429 | throttled, after `Retry-After` when given | `TooManyRequests` |
+/// | 5xx | server trouble, never sooner than `Retry-After` | `ServerError` |
+///
+/// The reasons are pgpush's own, the same for every push service: each service words its
+/// refusals differently (Apple a `reason`, Mozilla an `errno`, FCM plain text). What the
+/// service said goes to `delivery_errors.detail`.
 ///
 /// Why a key mismatch fails the row instead of pausing: push services refuse a subscription
 /// made with another application server key one subscription at a time (a web app that
@@ -22,6 +28,9 @@ import PGPushCore
 /// hold back every other subscriber there.
 package enum WebPushPolicy {
     package static let keyMismatch = "VapidKeyMismatch"
+    /// The reason of a subscription the push service says is gone; the claim fails later rows
+    /// to its endpoint by it (sql/017_web_push.sql).
+    package static let gone = "SubscriptionGone"
     /// Mozilla's errno for a VAPID key other than the subscription's.
     static let mozillaKeyMismatch = 109
 
@@ -34,11 +43,11 @@ package enum WebPushPolicy {
         }
         let error = WebPushErrorBody(body)
         let wait = retryAfter.flatMap { RetryAfter.duration($0, now: now) }
-        var delivery = Delivery(verdict: .failed(listsTarget: false), status: status, reason: error.reason, detail: error.message,
+        var delivery = Delivery(verdict: .failed(listsTarget: false), status: status, reason: reason(status: status),
+                                detail: [error.reason, error.message].compactMap { $0 }.joined(separator: ": ").nilIfEmpty,
                                 provesCredentials: status < 500 && status != 401 && status != 403, hintsWrongSetup: false)
         if status == 403 || error.reason == "VapidPkHashMismatch" || (status == 401 && error.errno == mozillaKeyMismatch) {
             delivery.reason = keyMismatch
-            delivery.detail = [error.reason, error.message].compactMap { $0 }.joined(separator: ": ").nilIfEmpty
             delivery.hintsWrongSetup = true
             delivery.provesCredentials = false
             return delivery
@@ -54,6 +63,20 @@ package enum WebPushPolicy {
             delivery.verdict = .answered(status: status, retryAfter: wait)
         }
         return delivery
+    }
+
+    /// `last_reason` for an answer that did not deliver (the table above).
+    static func reason(status: Int) -> String {
+        switch status {
+        case 404, 410: gone
+        case 400: "BadRequest"
+        case 401: "VapidTokenRefused"
+        case 403: keyMismatch
+        case 413: "PayloadTooLarge"
+        case 429: "TooManyRequests"
+        case 500...: "ServerError"
+        default: "Refused"
+        }
     }
 }
 

@@ -28,17 +28,22 @@ struct WebPushPolicyTests {
         #expect(Self.delivery(410).verdict == .failed(listsTarget: true))
         #expect(Self.delivery(404, #"{"code":404,"errno":102,"error":"Not Found","message":"Request did not validate invalid token"}"#).verdict
                 == .failed(listsTarget: true))
-        #expect(Self.delivery(410, #"{"reason":"Unregistered"}"#).reason == "Unregistered")
+        let gone = Self.delivery(410, #"{"reason":"Unregistered"}"#)
+        #expect(gone.reason == "SubscriptionGone" && gone.detail == "Unregistered")
+        #expect(Self.delivery(404).reason == "SubscriptionGone")
     }
 
-    @Test func badRequestsAndTooLargeFailWithTheServicesReason() {
+    /// pgpush's own reason, whatever the service called it; the service's words in the detail.
+    @Test func badRequestsAndTooLargeFailWithPGPushsReason() {
         let topic = Self.delivery(400, #"{"reason":"BadWebPushTopic"}"#)
-        #expect(topic.verdict == .failed(listsTarget: false) && topic.reason == "BadWebPushTopic" && topic.provesCredentials)
+        #expect(topic.verdict == .failed(listsTarget: false) && topic.reason == "BadRequest" && topic.provesCredentials)
+        #expect(topic.detail == "BadWebPushTopic")
         let large = Self.delivery(413, #"{"code":413,"errno":104,"error":"Payload Too Large","message":"too big"}"#)
-        #expect(large.verdict == .failed(listsTarget: false) && large.reason == "errno 104" && large.detail == "too big")
-        #expect(Self.delivery(406).verdict == .failed(listsTarget: false))
-        // Markup or a long text is no reason.
-        #expect(Self.delivery(400, #"{"reason":"<script>alert(1)</script>"}"#).reason == nil)
+        #expect(large.verdict == .failed(listsTarget: false) && large.reason == "PayloadTooLarge" && large.detail == "errno 104: too big")
+        let other = Self.delivery(406)
+        #expect(other.verdict == .failed(listsTarget: false) && other.reason == "Refused" && other.detail == nil)
+        // Markup or a long text is no reason of the service's.
+        #expect(Self.delivery(400, #"{"reason":"<script>alert(1)</script>"}"#).detail == nil)
     }
 
     /// Another VAPID key than the subscription's: the row fails, nothing is listed, and the
@@ -61,7 +66,7 @@ struct WebPushPolicyTests {
                 Issue.record("not paused: \(refused.verdict)"); continue
             }
             #expect(reason.contains("https://web.push.apple.com") && reason.contains("vapid_subject"))
-            #expect(!refused.provesCredentials)
+            #expect(!refused.provesCredentials && refused.reason == "VapidTokenRefused")
         }
     }
 
@@ -72,5 +77,6 @@ struct WebPushPolicyTests {
         #expect(Self.delivery(500).verdict == .serverTrouble(notBefore: nil))
         #expect(Self.delivery(502, "<html>bad gateway</html>").verdict == .serverTrouble(notBefore: nil))
         #expect(!Self.delivery(503).provesCredentials)
+        #expect(Self.delivery(503).reason == "ServerError" && Self.delivery(429).reason == "TooManyRequests")
     }
 }
