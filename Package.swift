@@ -42,14 +42,14 @@ let package = Package(
         .target(name: "APNsClient", dependencies: ["PGPushCore", "APNsCore", "PushTransport", "HTTP2TLS", "PushCrypto", "Locking"]),
         .target(name: "FCMClient", dependencies: ["PGPushCore", "PushTransport", "PushCrypto", "HTTP2TLS", "Locking"]),
         .target(name: "FCMSimulator", dependencies: ["PGPushCore", "HTTP2TLS", "PushCrypto", "Locking"]),
-        // Web Push (RFC 8030, 8291, 8292): VAPID tokens so far; requests and answers to come.
-        .target(name: "WebPushClient", dependencies: ["PGPushCore", "PushCrypto", "Locking"]),
+        // Web Push (RFC 8030, 8291, 8292): subscriptions, VAPID, requests, answers, the sender.
+        .target(name: "WebPushClient", dependencies: ["PGPushCore", "PushTransport", "PushCrypto", "HTTP2TLS", "Locking"]),
         .target(name: "WebPushSimulator", dependencies: ["PGPushCore", "PushCrypto", "HTTP2TLS", "Locking"]),
         .target(name: "PushQueue", dependencies: ["PGPushCore", "Postgres"]),
         .target(name: "APNsSimulator", dependencies: ["PGPushCore", "APNsCore", "HTTP2TLS", "PushCrypto", "Locking"]),
         .target(name: "PushWorker", dependencies: [
-            "PGPushCore", "PushQueue", "PushTransport", "APNsCore", "APNsClient", "FCMClient", "HTTP2TLS", "PushCrypto", "Postgres", "CShims",
-            "Locking",
+            "PGPushCore", "PushQueue", "PushTransport", "APNsCore", "APNsClient", "FCMClient", "WebPushClient", "HTTP2TLS", "PushCrypto",
+            "Postgres", "CShims", "Locking",
         ]),
         // What operators see: status snapshots, enqueue requests and their errors, channel management.
         .target(name: "PGPushOperator", dependencies: ["Postgres", "APNsClient", "APNsCore", "PGPushCore"]),
@@ -83,7 +83,7 @@ let package = Package(
         .testTarget(name: "PushQueueTests", dependencies: ["PushQueue", "Postgres", "PGPushTestSupport", "PGPushCore", "APNsCore"]),
         .testTarget(name: "PushCryptoTests", dependencies: ["PushCrypto", "COpenSSL", "PGPushTestSupport"]),
         .testTarget(name: "FCMClientTests", dependencies: ["FCMClient", "PushCrypto", "PGPushCore", "PGPushTestSupport"]),
-        .testTarget(name: "WebPushClientTests", dependencies: ["WebPushClient", "PushCrypto", "PGPushCore", "PGPushTestSupport"]),
+        .testTarget(name: "WebPushClientTests", dependencies: ["WebPushClient", "PushCrypto", "PGPushCore", "PushTransport", "PGPushTestSupport"]),
         .testTarget(name: "WebPushSimulatorTests", dependencies: [
             "WebPushSimulator", "WebPushClient", "PushCrypto", "PGPushCore", "HTTP2TLS", "PGPushTestSupport",
         ]),
@@ -97,7 +97,7 @@ let package = Package(
         ]),
         .testTarget(name: "PushWorkerTests", dependencies: [
             "PushWorker", "PushQueue", "PGPushCore", "APNsCore", "PGPushTestSupport", "Postgres", "APNsSimulator", "APNsClient", "PushCrypto",
-            "Locking", "EmbeddedPostgres", "FCMClient", "FCMSimulator", "PushTransport",
+            "Locking", "EmbeddedPostgres", "FCMClient", "FCMSimulator", "PushTransport", "WebPushClient", "WebPushSimulator",
         ]),
         .testTarget(name: "PGPushFuzzTargetsTests", dependencies: ["PGPushFuzzTargets"]),
         .testTarget(name: "pgpushTests", dependencies: ["PGPushTestSupport", "Postgres", "APNsSimulator", "PushCrypto", "EmbeddedPostgres"]),

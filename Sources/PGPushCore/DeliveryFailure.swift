@@ -13,6 +13,10 @@ package struct DeliveryFailure: Error, Sendable, Equatable, CustomStringConverti
     package enum Cause: String, CaseIterable, Sendable, Equatable {
         /// No connection could be opened within the request timeout.
         case couldNotConnect
+        /// The host resolved only to addresses the sender may not connect to (a Web Push
+        /// endpoint's name pointing into a private network): nothing was connected to, and
+        /// waiting will not change it.
+        case addressNotPermitted
         /// RST_STREAM REFUSED_STREAM, also after the sender's own resends.
         case refusedStream
         /// The connection was going away (GOAWAY) and resends were used up.
@@ -68,7 +72,7 @@ extension DeliveryFailure.Cause {
     package var anotherConnectionMayHelp: Bool {
         switch self {
         case .refusedStream, .goAway, .connectionLost: true
-        case .couldNotConnect, .deadlineExceeded, .streamReset, .responseTooLarge, .invalidRequest, .clientShutDown, .credentials:
+        case .couldNotConnect, .addressNotPermitted, .deadlineExceeded, .streamReset, .responseTooLarge, .invalidRequest, .clientShutDown, .credentials:
             false
         }
     }

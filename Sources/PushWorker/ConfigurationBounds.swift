@@ -52,6 +52,9 @@ extension WorkerConfiguration {
         if let fcm = app.fcm {
             files.append(("PGPUSH_FCM_CREDENTIALS_FILE (fcm_credentials_file in the file)", fcm.credentialsFile))
         }
+        if let webPush = app.webPush {
+            files.append(("PGPUSH_VAPID_KEY_FILE (vapid_key_file in the file)", webPush.vapidKeyFile))
+        }
         if let caFile = app.caFile { files.append(("PGPUSH_CA_FILE (ca_file in the file)", caFile)) }
         for (setting, path) in files {
             if let kind = RegularFile.notRegular(path) {

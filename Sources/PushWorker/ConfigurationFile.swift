@@ -3,6 +3,7 @@ import Foundation
 import PGPushCore
 import Postgres
 import PushTransport
+import WebPushClient
 
 /// A setting is missing or wrong; the message names it.
 package struct ConfigurationError: Error, CustomStringConvertible, Sendable, Equatable {
@@ -91,6 +92,9 @@ struct FileApp: Decodable {
     var fcmCredentialsFile: String?
     var fcmProjectId: String?
     var fcmUrl: String?
+    var vapidKeyFile: String?
+    var vapidSubject: String?
+    var webpushAllowedOrigins: String?
     var connections: Int?
     var ratePerConnection: Int?
     var retry: FileRetry?
@@ -117,6 +121,7 @@ struct FileApp: Decodable {
         let label = "app \"\(name)\""
         guard !name.isEmpty else { throw ConfigurationError("an app has an empty name") }
         let fcm = try fcmSettings(label: label)
+        let webPush = try webPushSettings(label: label)
         let environment: APNsEnvironment
         switch self.environment ?? "production" {
         case "production": environment = .production
@@ -130,12 +135,12 @@ struct FileApp: Decodable {
             authentication = .token(teamID: teamId ?? "", keyID: keyId ?? "", keyFile: keyFile ?? "")
         case (0, let certificate?):
             authentication = .certificate(file: certificate, password: certPassword)
-        case (0, nil) where fcm != nil:
+        case (0, nil) where fcm != nil || webPush != nil:
             authentication = nil
         case (0, nil):
             throw ConfigurationError("\(label): no credentials: set PGPUSH_TEAM_ID, PGPUSH_KEY_ID and PGPUSH_KEY_FILE "
-                                     + "(APNs token auth), PGPUSH_CERT_FILE (APNs certificate auth) or "
-                                     + "PGPUSH_FCM_CREDENTIALS_FILE (FCM)")
+                                     + "(APNs token auth), PGPUSH_CERT_FILE (APNs certificate auth), "
+                                     + "PGPUSH_FCM_CREDENTIALS_FILE (FCM) or PGPUSH_VAPID_KEY_FILE with PGPUSH_VAPID_SUBJECT (Web Push)")
         case (_, nil):
             throw ConfigurationError("\(label): token auth needs all of PGPUSH_TEAM_ID, PGPUSH_KEY_ID and PGPUSH_KEY_FILE")
         default:
@@ -154,7 +159,7 @@ struct FileApp: Decodable {
             throw ConfigurationError("\(label): PGPUSH_APNS_URL must start with https:// (TLS is always on), got \"\(apnsUrl)\"")
         }
         return AppConfiguration(name: name, bundleID: bundleID, environment: environment, apnsURL: apnsUrl, caFile: caFile,
-                                authentication: authentication, fcm: fcm, connections: connection.connections,
+                                authentication: authentication, fcm: fcm, webPush: webPush, connections: connection.connections,
                                 ratePerConnection: connection.ratePerConnection ?? RateCap.standardPerConnection,
                                 retry: try (retry ?? FileRetry()).validated(app: name),
                                 skipKnownInvalidTokens: skipKnownInvalidTokens ?? true)
@@ -311,5 +316,37 @@ enum RetrySetting: CaseIterable {
     static func format(_ duration: Duration) -> String {
         let (seconds, attoseconds) = duration.components
         return format(Double(seconds) + Double(attoseconds) / 1e18) + " s"
+    }
+}
+
+extension FileApp {
+    /// The app's Web Push settings, or nil when it has no VAPID key. A key needs a subject
+    /// (push services use it to reach the sender); a subject or allow-list without a key is a
+    /// mistake, not a choice.
+    func webPushSettings(label: String) throws(ConfigurationError) -> AppConfiguration.WebPush? {
+        guard let file = vapidKeyFile, !file.isEmpty else {
+            if vapidSubject != nil || webpushAllowedOrigins != nil {
+                throw ConfigurationError("\(label): PGPUSH_VAPID_SUBJECT and PGPUSH_WEBPUSH_ALLOWED_ORIGINS need PGPUSH_VAPID_KEY_FILE")
+            }
+            return nil
+        }
+        guard let subjectText = vapidSubject, !subjectText.isEmpty else {
+            throw ConfigurationError("\(label): PGPUSH_VAPID_KEY_FILE needs PGPUSH_VAPID_SUBJECT (a mailto: or https: contact)")
+        }
+        let subject: VAPIDSubject
+        do {
+            subject = try VAPIDSubject(subjectText)
+        } catch {
+            throw ConfigurationError("\(label): PGPUSH_VAPID_SUBJECT: \(error)")
+        }
+        var allowed = AllowedOrigins.publicPushServices
+        if let webpushAllowedOrigins {
+            do {
+                allowed = try AllowedOrigins(webpushAllowedOrigins)
+            } catch {
+                throw ConfigurationError("\(label): PGPUSH_WEBPUSH_ALLOWED_ORIGINS: \(error)")
+            }
+        }
+        return AppConfiguration.WebPush(vapidKeyFile: file, vapidSubject: subject, allowedOrigins: allowed)
     }
 }

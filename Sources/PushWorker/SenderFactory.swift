@@ -5,6 +5,7 @@ import HTTP2TLS
 import PGPushCore
 import PushCrypto
 import PushTransport
+import WebPushClient
 
 /// Builds the senders of every configured app, one per service it has credentials for:
 /// loads and checks each key, certificate and service-account file before the worker
@@ -20,6 +21,9 @@ package enum SenderFactory {
             }
             if app.fcm != nil {
                 senders.append(try makeFCMSender(for: app, keyLog: keyLog))
+            }
+            if app.webPush != nil {
+                senders.append(try makeWebPushSender(for: app, keyLog: keyLog))
             }
         }
         return senders
@@ -44,6 +48,32 @@ package enum SenderFactory {
         configuration.connection.ratePerConnection = app.ratePerConnection
         do {
             return try FCMSender(configuration: configuration)
+        } catch {
+            throw ConfigurationError(error.description)
+        }
+    }
+
+    /// The app's Web Push sender: its VAPID key read and checked (a P-256 key that can sign),
+    /// with its subject and allowed origins.
+    package static func makeWebPushSender(for app: AppConfiguration, keyLog: TLSKeyLog? = nil) throws(ConfigurationError) -> WebPushSender {
+        let label = "app \"\(app.name)\""
+        guard let webPush = app.webPush else { throw ConfigurationError("\(label): no VAPID key (PGPUSH_VAPID_KEY_FILE)") }
+        let signer: VAPIDSigner
+        do {
+            let key = try ES256PrivateKey(contentsOfFile: webPush.vapidKeyFile)
+            signer = try VAPIDSigner(key: key, subject: webPush.vapidSubject)
+            _ = try signer.sign(audience: "https://fcm.googleapis.com", now: Date())
+        } catch {
+            throw ConfigurationError("\(label): PGPUSH_VAPID_KEY_FILE: \(error)")
+        }
+        var configuration = WebPushSenderConfiguration(appName: app.name, signer: signer)
+        configuration.allowedOrigins = webPush.allowedOrigins
+        configuration.extraCAFile = app.caFile
+        configuration.tlsKeyLog = keyLog
+        configuration.connection.connections = app.connections
+        configuration.connection.ratePerConnection = app.ratePerConnection
+        do {
+            return try WebPushSender(configuration: configuration)
         } catch {
             throw ConfigurationError(error.description)
         }

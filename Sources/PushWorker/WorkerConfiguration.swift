@@ -3,6 +3,7 @@ import Foundation
 import PGPushCore
 import Postgres
 import PushTransport
+import WebPushClient
 
 /// One app a worker serves: for each service it has credentials for, where to send and as
 /// whom; how fast and how rows are retried.
@@ -30,6 +31,21 @@ package struct AppConfiguration: Sendable, Equatable {
         }
     }
 
+    /// Web Push: `vapid_key_file`, `vapid_subject`, `webpush_allowed_origins`.
+    package struct WebPush: Sendable, Equatable {
+        /// The application server's EC P-256 private key (PEM).
+        package var vapidKeyFile: String
+        package var vapidSubject: VAPIDSubject
+        /// The origins a subscription's endpoint may name; anything else fails `EndpointNotAllowed`.
+        package var allowedOrigins: AllowedOrigins
+
+        package init(vapidKeyFile: String, vapidSubject: VAPIDSubject, allowedOrigins: AllowedOrigins = .publicPushServices) {
+            self.vapidKeyFile = vapidKeyFile
+            self.vapidSubject = vapidSubject
+            self.allowedOrigins = allowedOrigins
+        }
+    }
+
     package var name: String
     /// The app's bundle id: the topic, before the push type's suffix (APNs; empty without APNs).
     package var bundleID: String
@@ -42,6 +58,8 @@ package struct AppConfiguration: Sendable, Equatable {
     package var authentication: Authentication?
     /// FCM credentials; nil: the app sends no FCM rows (they wait).
     package var fcm: FCM?
+    /// The VAPID key and subject; nil: the app sends no Web Push rows (they wait).
+    package var webPush: WebPush?
     /// HTTP/2 connections per service.
     package var connections: Int
     /// Requests per second per connection; 0 means no cap (benchmarks only).
@@ -57,7 +75,8 @@ package struct AppConfiguration: Sendable, Equatable {
     package var skipKnownInvalidTokens: Bool
 
     package init(name: String, bundleID: String, environment: APNsEnvironment = .production, apnsURL: String? = nil,
-                caFile: String? = nil, authentication: Authentication?, fcm: FCM? = nil, connections: Int = ConnectionSettings().connections,
+                caFile: String? = nil, authentication: Authentication?, fcm: FCM? = nil, webPush: WebPush? = nil,
+                connections: Int = ConnectionSettings().connections,
                 ratePerConnection: Int = RateCap.standardPerConnection, retry: RetryConfiguration = .default,
                 skipKnownInvalidTokens: Bool = true) {
         self.name = name
@@ -67,6 +86,7 @@ package struct AppConfiguration: Sendable, Equatable {
         self.caFile = caFile
         self.authentication = authentication
         self.fcm = fcm
+        self.webPush = webPush
         self.connections = connections
         self.ratePerConnection = ratePerConnection
         self.retry = retry
@@ -134,6 +154,8 @@ package struct WorkerConfiguration: Sendable {
             ("cert-password", "PGPUSH_CERT_PASSWORD", \.certPassword),
             ("fcm-credentials-file", "PGPUSH_FCM_CREDENTIALS_FILE", \.fcmCredentialsFile),
             ("fcm-project-id", "PGPUSH_FCM_PROJECT_ID", \.fcmProjectId), ("fcm-url", "PGPUSH_FCM_URL", \.fcmUrl),
+            ("vapid-key-file", "PGPUSH_VAPID_KEY_FILE", \.vapidKeyFile), ("vapid-subject", "PGPUSH_VAPID_SUBJECT", \.vapidSubject),
+            ("webpush-allowed-origins", "PGPUSH_WEBPUSH_ALLOWED_ORIGINS", \.webpushAllowedOrigins),
         ]
         var singleAppGiven = false
         for (flag, variable, path) in singleAppKeys {
@@ -166,7 +188,7 @@ package struct WorkerConfiguration: Sendable {
         guard !apps.isEmpty else {
             throw ConfigurationError("no app configured: set PGPUSH_TOPIC with PGPUSH_TEAM_ID, PGPUSH_KEY_ID and "
                                      + "PGPUSH_KEY_FILE (or PGPUSH_CERT_FILE) for APNs, PGPUSH_FCM_CREDENTIALS_FILE for FCM, "
-                                     + "or list apps in a --config file")
+                                     + "PGPUSH_VAPID_KEY_FILE with PGPUSH_VAPID_SUBJECT for Web Push, or list apps in a --config file")
         }
         try checkAppCount(apps.count)
         apps.sort { $0.name < $1.name }

@@ -31,6 +31,13 @@ package enum WebPushPolicy {
     /// The reason of a subscription the push service says is gone; the claim fails later rows
     /// to its endpoint by it (sql/017_web_push.sql).
     package static let gone = "SubscriptionGone"
+    /// Every `last_reason` a Web Push row can get from pgpush's side: the answers' (above), the
+    /// refusals before a request (`WebPushRowError`) and a key that cannot sign.
+    package static let reasons: Set<String> = [
+        gone, "BadRequest", "PayloadTooLarge", "Refused", keyMismatch, "VapidTokenRefused", "TooManyRequests", "ServerError",
+        EndpointRefusal.reason, "InvalidSubscription", "InvalidTopic", "InvalidPayload", "VapidSigningFailed",
+    ]
+
     /// Mozilla's errno for a VAPID key other than the subscription's.
     static let mozillaKeyMismatch = 109
 

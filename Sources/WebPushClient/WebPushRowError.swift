@@ -6,6 +6,8 @@ package enum WebPushRowError: Error, Sendable, Equatable, CustomStringConvertibl
     case invalidSubscription(String)
     case payloadTooLarge(size: Int, limit: Int)
     case invalidTopic(String)
+    /// The payload is not JSON (a jsonb column always is; read defensively).
+    case invalidPayload(String)
     /// The keys do not work for encryption (a p256dh that is not on the curve).
     case encryption(String)
 
@@ -16,6 +18,7 @@ package enum WebPushRowError: Error, Sendable, Equatable, CustomStringConvertibl
         case .invalidSubscription, .encryption: "InvalidSubscription"
         case .payloadTooLarge: "PayloadTooLarge"
         case .invalidTopic: "InvalidTopic"
+        case .invalidPayload: "InvalidPayload"
         }
     }
 
@@ -25,6 +28,7 @@ package enum WebPushRowError: Error, Sendable, Equatable, CustomStringConvertibl
         case .invalidSubscription(let detail): "\(reason): \(detail)"
         case .payloadTooLarge(let size, let limit): "\(reason): \(size) bytes of compact JSON; Web Push carries at most \(limit)"
         case .invalidTopic(let detail): "\(reason): \(detail)"
+        case .invalidPayload(let detail): "\(reason): \(detail)"
         case .encryption(let detail): "\(reason): \(detail)"
         }
     }

@@ -25,6 +25,10 @@ package struct WebPushSimulatorFaults: Sendable {
     package var throttleEvery: Int?
     package var unavailableEvery: Int?
     package var retryAfterSeconds = 1
+    /// The first requests to a known subscription are answered with these statuses, in
+    /// order, before any other check (one answer of each kind for tests); 429 and 503 carry
+    /// `Retry-After`.
+    package var firstAnswers: [Int] = []
 
     package init() {}
 }
@@ -52,6 +56,8 @@ package struct WebPushSimulatorRules: Sendable {
         /// Subscriptions the browser dropped: answered 410.
         package var gone: Set<String> = []
         package var nextMessage = 1
+        /// How many of `WebPushSimulatorFaults.firstAnswers` were given.
+        package var scriptedAnswers = 0
         package var report = WebPushSimulatorReport()
 
         package init() {}
@@ -74,6 +80,12 @@ package struct WebPushSimulatorRules: Sendable {
         let id = String(path.dropFirst("/push/".count))
         if state.gone.contains(id) { return refuse(410, "Unregistered", state: &state) }
         guard let subscription = state.subscriptions[id] else { return refuse(404, "NotFound", state: &state) }
+        if state.scriptedAnswers < faults.firstAnswers.count {
+            let status = faults.firstAnswers[state.scriptedAnswers]
+            state.scriptedAnswers += 1
+            let wait = [429, 503].contains(status) ? [("retry-after", String(faults.retryAfterSeconds))] : []
+            return refuse(status, "Scripted\(status)", extra: wait, state: &state)
+        }
         let count = state.report.requests
         if let every = faults.unavailableEvery, count % every == 0 {
             return refuse(503, "ServiceUnavailable", extra: [("retry-after", String(faults.retryAfterSeconds))], state: &state)

@@ -2,24 +2,12 @@ import Foundation
 import Glibc
 import HTTP2TLS
 import Locking
+import PGPushTestSupport
 import Testing
 
 /// `permitsAddress`: a host whose addresses are all refused is never connected to; the
 /// addresses permitted are the ones connected to.
 struct AddressPermissionTests {
-    /// Connections the listener's kernel queue holds (each a connect that reached it), taken
-    /// out without blocking.
-    static func attempts(on listener: SilentListener) -> Int {
-        _ = fcntl(listener.descriptor, F_SETFL, fcntl(listener.descriptor, F_GETFL) | O_NONBLOCK)
-        var count = 0
-        while true {
-            let accepted = accept(listener.descriptor, nil, nil)
-            guard accepted >= 0 else { return count }
-            Glibc.close(accepted)
-            count += 1
-        }
-    }
-
     @Test func aHostResolvingOnlyToRefusedAddressesIsNeverConnectedTo() async throws {
         let listener = try SilentListener()
         defer { listener.close() }
@@ -40,7 +28,7 @@ struct AddressPermissionTests {
                 return named == host
             }
         }
-        #expect(Self.attempts(on: listener) == 0)
+        #expect(listener.takeConnections() == 0)
         #expect(seen.withLock { $0.contains([127, 0, 0, 1]) })
 
         // The same listener, the address permitted: the connect reaches it (and times out in
@@ -49,6 +37,6 @@ struct AddressPermissionTests {
         await #expect(throws: ConnectError.self) {
             try await client.connect(host: "127.0.0.1", port: listener.port, configuration: configuration)
         }
-        #expect(Self.attempts(on: listener) == 1)
+        #expect(listener.takeConnections() == 1)
     }
 }

@@ -109,33 +109,6 @@ func failure(of connection: HTTP2ClientConnection, _ request: HTTP2Request) asyn
     return nil
 }
 
-/// A TCP listener that never accepts: connects succeed (kernel backlog) but nothing answers.
-struct SilentListener {
-    let descriptor: Int32
-    let port: Int
-
-    init() throws {
-        descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let fd = descriptor
-        let ok = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, length) == 0 && listen(fd, 16) == 0 && getsockname(fd, $0, &length) == 0
-            }
-        }
-        guard ok else {
-            Glibc.close(fd)
-            throw TestSetupError("cannot listen")
-        }
-        port = Int(UInt16(bigEndian: address.sin_port))
-    }
-
-    func close() { Glibc.close(descriptor) }
-}
-
 /// Bytes the kernel holds unread for the established IPv4 socket bound to `port` on this
 /// side (the server's end of a test connection), from /proc/net/tcp; 0 when there is none.
 func unreadBytes(onLocalPort port: Int) -> Int {

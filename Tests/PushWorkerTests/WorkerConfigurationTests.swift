@@ -2,6 +2,7 @@ import Foundation
 import PGPushCore
 import PushWorker
 import Testing
+import WebPushClient
 
 @Suite struct WorkerConfigurationTests {
     let tokenEnvironment = [
@@ -70,6 +71,44 @@ import Testing
             {"apps": [{"name": "android", "fcm_credentials_file": "/keys/a.json", "fcm_url": "https://127.0.0.1:2198"}]}
             """.utf8))
         #expect(file.first?.fcm == AppConfiguration.FCM(credentialsFile: "/keys/a.json", url: "https://127.0.0.1:2198"))
+    }
+
+    /// A VAPID key and subject make a Web Push app, alone or beside the others; the allow-list
+    /// is the public push services unless set.
+    @Test func vapidSettingsMakeAWebPushApp() throws {
+        let alone = try WorkerConfiguration.load(flags: [:], environment: [
+            "PGPUSH_VAPID_KEY_FILE": "/keys/vapid.pem", "PGPUSH_VAPID_SUBJECT": "mailto:ops@example.com",
+            "DATABASE_URL": "postgres://x",
+        ])
+        #expect(alone.apps.count == 1 && alone.apps[0].authentication == nil && alone.apps[0].fcm == nil)
+        #expect(alone.apps[0].webPush == AppConfiguration.WebPush(vapidKeyFile: "/keys/vapid.pem",
+                                                                  vapidSubject: try VAPIDSubject("mailto:ops@example.com")))
+        #expect(alone.apps[0].webPush?.allowedOrigins == AllowedOrigins.publicPushServices)
+        let file = try WorkerConfiguration.apps(fromFile: Data("""
+            {"apps": [{"name": "web", "vapid_key_file": "/keys/v.pem", "vapid_subject": "https://example.com/contact",
+                       "webpush_allowed_origins": "https://127.0.0.1:2199, https://*.push.apple.com",
+                       "fcm_credentials_file": "/keys/a.json"}]}
+            """.utf8))
+        #expect(file.first?.fcm?.credentialsFile == "/keys/a.json")
+        #expect(file.first?.webPush?.allowedOrigins == (try AllowedOrigins("https://127.0.0.1:2199, https://*.push.apple.com")))
+    }
+
+    @Test(arguments: [
+        (["PGPUSH_VAPID_KEY_FILE": "/v.pem"], "needs PGPUSH_VAPID_SUBJECT"),
+        (["PGPUSH_VAPID_SUBJECT": "mailto:a@example.com"], "need PGPUSH_VAPID_KEY_FILE"),
+        (["PGPUSH_WEBPUSH_ALLOWED_ORIGINS": "https://127.0.0.1:2199"], "need PGPUSH_VAPID_KEY_FILE"),
+        (["PGPUSH_VAPID_KEY_FILE": "/v.pem", "PGPUSH_VAPID_SUBJECT": "ops@example.com"], "PGPUSH_VAPID_SUBJECT"),
+        (["PGPUSH_VAPID_KEY_FILE": "/v.pem", "PGPUSH_VAPID_SUBJECT": "mailto:a@example.com",
+          "PGPUSH_WEBPUSH_ALLOWED_ORIGINS": "http://push.example"], "PGPUSH_WEBPUSH_ALLOWED_ORIGINS"),
+        (["PGPUSH_VAPID_KEY_FILE": "/v.pem", "PGPUSH_VAPID_SUBJECT": "mailto:a@example.com",
+          "PGPUSH_WEBPUSH_ALLOWED_ORIGINS": "https://*.com"], "PGPUSH_WEBPUSH_ALLOWED_ORIGINS"),
+    ])
+    func badWebPushSettingsAreRefusedByName(environment: [String: String], message: String) {
+        #expect {
+            try WorkerConfiguration.load(flags: [:], environment: environment.merging(["DATABASE_URL": "postgres://x"]) { a, _ in a })
+        } throws: { error in
+            (error as? ConfigurationError)?.description.contains(message) == true
+        }
     }
 
     @Test(arguments: [

@@ -199,6 +199,11 @@ package final class ConnectionPool: Sendable {
             let now = clock.now
             if liveConnections > 0 {
                 deadline = now.advanced(by: requestTimeout)
+            } else if let failure = lastConnectFailure, failure.cause == .addressNotPermitted {
+                // Not worth the wait: the host's addresses will not become permitted.
+                if case .rateLimited = attempt { resignRateSleeper() }
+                return .failure(DeliveryFailure(processing: .notProcessed, cause: .addressNotPermitted,
+                                                detail: "\(endpoint) \(failure.reason)"))
             } else if now >= deadline {
                 if case .rateLimited = attempt { resignRateSleeper() }
                 let why = lastConnectError.map { ": \($0)" } ?? ""
@@ -421,12 +426,13 @@ package final class ConnectionPool: Sendable {
     }
 
     /// Stops new requests, lets those in flight finish until `timeout`, then closes every
-    /// connection (requests still open fail as "may have been processed") and the transport.
-    package func shutdown(timeout: Duration) async {
+    /// connection (requests still open fail as "may have been processed") and, unless other
+    /// pools share it (`closingTransport` false), the transport.
+    package func shutdown(timeout: Duration, closingTransport: Bool = true) async {
         handle { $0.beginShutdown() }
         await waitUntilIdle(until: clock.now.advanced(by: timeout))
         handle { $0.finishShutdown() }
-        transport.shutdown()
+        if closingTransport { transport.shutdown() }
     }
 
     private func waitUntilIdle(until deadline: ContinuousClock.Instant) async {

@@ -20,6 +20,15 @@ package enum IPAddress: Sendable, Equatable {
         }
     }
 
+    /// An address as the resolver gives it: 4 bytes (IPv4) or 16 (IPv6).
+    package init?(bytes: [UInt8]) {
+        switch bytes.count {
+        case 4: self = .v4(bytes)
+        case 16: self = .v6(bytes)
+        default: return nil
+        }
+    }
+
     /// Not a special-purpose address (RFC 6890 and its updates): neither this network,
     /// loopback, private (RFC 1918, unique local), shared (carrier-grade NAT), link-local,
     /// documentation, benchmarking, multicast nor reserved. IPv4 inside IPv6 (mapped, NAT64)
