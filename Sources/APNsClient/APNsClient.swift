@@ -147,11 +147,11 @@ package final class APNsClient: Sendable {
 
             switch DeliveryPolicy.clientStep(for: result, after: resends) {
             case .done:
-                if let failure = result.failure { countFailure(failure) }
+                if let failure = result.failure { recorder.countFailure(failure) }
                 return result
             case .resendElsewhere:
                 guard result.failure?.cause.anotherConnectionMayHelp ?? true, !pool.isShuttingDown else {
-                    if let failure = result.failure { countFailure(failure) }
+                    if let failure = result.failure { recorder.countFailure(failure) }
                     return result
                 }
                 resends.notProcessed += 1
@@ -203,16 +203,10 @@ package final class APNsClient: Sendable {
     /// A result without an answer; `counted`: it is final, so it goes into the statistics now.
     private func failed(_ failure: DeliveryFailure, request: APNsRequest, resends: Int, since started: ContinuousClock.Instant,
                         counted: Bool = true) -> Delivery {
-        if counted { countFailure(failure) }
+        if counted { recorder.countFailure(failure) }
         var delivery = DeliveryPolicy.delivery(failure: failure, topicIsExplicit: request.topicIsExplicit)
         delivery.resends = resends
         delivery.latency = started.duration(to: clock.now)
         return delivery
-    }
-
-    private func countFailure(_ failure: DeliveryFailure) {
-        recorder.update {
-            if failure.processing == .notProcessed { $0.failuresNotProcessed += 1 } else { $0.failuresMayHaveBeenProcessed += 1 }
-        }
     }
 }

@@ -44,8 +44,7 @@ package enum SenderFactory {
         configuration.url = fcm.url ?? FCMSenderConfiguration.standardURL
         configuration.extraCAFile = app.caFile
         configuration.tlsKeyLog = keyLog
-        configuration.connection.connections = app.connections
-        configuration.connection.ratePerConnection = app.ratePerConnection
+        configuration.connection = app.connectionSettings
         do {
             return try FCMSender(configuration: configuration)
         } catch {
@@ -70,8 +69,7 @@ package enum SenderFactory {
         configuration.allowedOrigins = webPush.allowedOrigins
         configuration.extraCAFile = app.caFile
         configuration.tlsKeyLog = keyLog
-        configuration.connection.connections = app.connections
-        configuration.connection.ratePerConnection = app.ratePerConnection
+        configuration.connection = app.connectionSettings
         do {
             return try WebPushSender(configuration: configuration)
         } catch {
@@ -97,8 +95,7 @@ package enum SenderFactory {
                                                     authentication: authentication)
         configuration.extraCAFile = app.caFile
         configuration.tlsKeyLog = keyLog
-        configuration.connection.connections = app.connections
-        configuration.connection.ratePerConnection = app.ratePerConnection
+        configuration.connection = app.connectionSettings
         do {
             return try APNsClient(configuration: configuration)
         } catch {

@@ -64,6 +64,14 @@ package struct AppConfiguration: Sendable, Equatable {
     package var connections: Int
     /// Requests per second per connection; 0 means no cap (benchmarks only).
     package var ratePerConnection: Int
+
+    /// The app's connection count and cap as each service's sender takes them.
+    var connectionSettings: ConnectionSettings {
+        var settings = ConnectionSettings()
+        settings.connections = connections
+        settings.ratePerConnection = ratePerConnection
+        return settings
+    }
     /// How this app's rows are retried after a 5xx, no answer or 429 TooManyRequests: the
     /// `PGPUSH_RETRY_*` variables, `--retry-*` flags and `"retry"` in the file. The worker
     /// decides each row with its own app's numbers.

@@ -282,10 +282,6 @@ package final class WebPushSender: NotificationSender {
 
     /// No answer: the verdict is the shared one for a request that was or may have been processed.
     private func failed(_ failure: DeliveryFailure, resends: Int, since started: ContinuousClock.Instant) -> Delivery {
-        recorder.update {
-            if failure.processing == .notProcessed { $0.failuresNotProcessed += 1 } else { $0.failuresMayHaveBeenProcessed += 1 }
-        }
-        return Delivery(verdict: .noAnswer(failure), reason: failure.reasonText, failure: failure, resends: resends,
-                        latency: started.duration(to: clock.now))
+        recorder.noAnswer(failure, resends: resends, latency: started.duration(to: clock.now))
     }
 }

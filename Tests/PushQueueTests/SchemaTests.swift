@@ -178,11 +178,13 @@ import Testing
         #expect(functions.int(0, 0) == 3)
     }
 
-    /// Run again by hand on a database of the current version, 015 fails on nothing and
-    /// changes nothing (every function it replaces has one version afterwards).
+    /// Run again by hand on a database of its version, 015 fails on nothing and changes
+    /// nothing (every function it replaces has one version afterwards).
     @Test func migration015RunsAgainWithoutError() throws {
-        let connection = try PostgresConnection(conninfo: try TestDatabase.migrated())
-        let migration = try #require(try Migration.load(directory: TestDatabase.sqlDirectory).first { $0.version == 15 })
+        let connection = try PostgresConnection(conninfo: try TestDatabase.empty())
+        let all = try Migration.load(directory: TestDatabase.sqlDirectory)
+        try MigrationRunner(migrations: all.filter { $0.version <= 15 }).migrate(connection)
+        let migration = try #require(all.first { $0.version == 15 })
         let before = try schemaFingerprint(connection)
         try connection.transaction { try connection.execute(script: migration.sql) }
         try connection.transaction { try connection.execute(script: migration.sql) }
@@ -193,6 +195,25 @@ import Testing
             """)
         // enqueue twice (device tokens, and channels or topics), enqueue_many, token_registered, the input rules.
         #expect(functions.int(0, 0) == 5)
+    }
+
+    /// Run again by hand on a database of the current version, 017 fails on nothing and
+    /// changes nothing: the claim it makes again keeps one version, the enqueue functions
+    /// with `subscription` replace the ones without.
+    @Test func migration017RunsAgainWithoutError() throws {
+        let connection = try PostgresConnection(conninfo: try TestDatabase.migrated())
+        let migration = try #require(try Migration.load(directory: TestDatabase.sqlDirectory).first { $0.version == 17 })
+        let before = try schemaFingerprint(connection)
+        try connection.transaction { try connection.execute(script: migration.sql) }
+        try connection.transaction { try connection.execute(script: migration.sql) }
+        #expect(try schemaFingerprint(connection) == before)
+        let functions = try connection.query("""
+            SELECT proname || '/' || pronargs FROM pg_proc WHERE pronamespace = 'pgpush'::regnamespace
+               AND proname IN ('enqueue', 'enqueue_many', 'notification_input_holds', 'claim') ORDER BY 1
+            """)
+        #expect((0..<functions.rowCount).compactMap { functions.string($0, 0) } == [
+            "claim/6", "claim/7", "claim/8", "enqueue/11", "enqueue/13", "enqueue_many/13", "notification_input_holds/13",
+        ])
     }
 
     private func schemaFingerprint(_ connection: PostgresConnection) throws -> [String] {

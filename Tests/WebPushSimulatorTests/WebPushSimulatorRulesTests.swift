@@ -93,7 +93,8 @@ struct WebPushSimulatorRulesTests {
         var altered = message.body
         altered[altered.count - 1] ^= 1
         let (answer, delivery) = setup.send(message, authorization: try setup.authorization(), body: altered)
-        #expect(answer.status == 400 && delivery.reason == "DecryptionFailed" && delivery.verdict == .failed(listsTarget: false))
+        #expect(answer.status == 400 && delivery.reason == "BadRequest" && delivery.verdict == .failed(listsTarget: false))
+        #expect(delivery.detail?.hasPrefix("DecryptionFailed") == true)
         let (large, _) = setup.send(message, authorization: try setup.authorization(), body: message.body + [UInt8](repeating: 0, count: 4096))
         #expect(large.status == 413)
     }
