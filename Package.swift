@@ -97,7 +97,7 @@ let package = Package(
         ]),
         .testTarget(name: "PushWorkerTests", dependencies: [
             "PushWorker", "PushQueue", "PGPushCore", "APNsCore", "PGPushTestSupport", "Postgres", "APNsSimulator", "APNsClient", "PushCrypto",
-            "Locking", "EmbeddedPostgres", "FCMClient", "FCMSimulator", "PushTransport", "WebPushClient", "WebPushSimulator",
+            "Locking", "EmbeddedPostgres", "FCMClient", "FCMSimulator", "PushTransport", "WebPushClient", "WebPushSimulator", "HTTP2TLS",
         ]),
         .testTarget(name: "PGPushFuzzTargetsTests", dependencies: ["PGPushFuzzTargets"]),
         .testTarget(name: "pgpushTests", dependencies: ["PGPushTestSupport", "Postgres", "APNsSimulator", "PushCrypto", "EmbeddedPostgres"]),

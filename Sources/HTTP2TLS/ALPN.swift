@@ -1,8 +1,16 @@
 import COpenSSL
 
-/// ALPN wire encoding of "h2" and the name a finished handshake selected.
+/// ALPN wire encodings of the protocols offered, and the name a finished handshake selected.
 enum ALPN {
-    static let h2Wire: [UInt8] = [2, UInt8(ascii: "h"), UInt8(ascii: "2")]
+    static let h2 = "h2"
+    static let http1 = "http/1.1"
+    static let h2Wire: [UInt8] = wire([h2])
+    /// h2 first: a server that speaks both picks it.
+    static let h2AndHTTP1Wire: [UInt8] = wire([h2, http1])
+
+    static func wire(_ names: [String]) -> [UInt8] {
+        names.flatMap { [UInt8($0.utf8.count)] + Array($0.utf8) }
+    }
 
     static func selected(by ssl: OpaquePointer) -> String? {
         var data: UnsafePointer<UInt8>?

@@ -4,7 +4,8 @@ import Glibc
 import PushCrypto
 
 /// Opening the connection: TCP to each address in turn, TLS with the expected host name and
-/// ALPN h2, then the nghttp2 session and its first SETTINGS.
+/// ALPN h2, then the nghttp2 session and its first SETTINGS (or, when offered and chosen,
+/// HTTP/1.1 at once).
 extension ClientConnectionEngine {
     func startConnect(from index: Int) {
         var lastError = ConnectError.connectFailed("no address")
@@ -81,7 +82,12 @@ extension ClientConnectionEngine {
             }
         case .done:
             let selected = ALPN.selected(by: tls.ssl)
-            guard selected == "h2" else {
+            // A server without ALPN speaks HTTP/1.1.
+            if configuration.tls.offersHTTP1 && (selected == ALPN.http1 || selected == nil) {
+                startHTTP1()
+                return
+            }
+            guard selected == ALPN.h2 else {
                 failConnect(.alpnNotNegotiated(selected: selected))
                 return
             }

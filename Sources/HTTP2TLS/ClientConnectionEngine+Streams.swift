@@ -14,7 +14,7 @@ extension ClientConnectionEngine {
 
     func submitQueued() {
         let limit = state.beginSubmitting()
-        guard limit > 0, let session else { return }
+        guard limit > 0, session != nil || http1 != nil else { return }
         while queueHead < queue.count && streams.count < limit {
             // Read per request: one instant for a whole batch would record its later
             // requests a little early, and the window could then let a 101st through
@@ -32,7 +32,11 @@ extension ClientConnectionEngine {
             queue[queueHead] = nil
             queueHead += 1
             if let next {
-                submit(next, session: session, windowSequence: submitWindow?.record(now), now: now)
+                if http1 != nil {
+                    submitHTTP1(next, windowSequence: submitWindow?.record(now), now: now)
+                } else if let session {
+                    submit(next, session: session, windowSequence: submitWindow?.record(now), now: now)
+                }
             }
         }
         if queueHead == queue.count {
@@ -90,7 +94,7 @@ extension ClientConnectionEngine {
     }
 
     /// The stream left: the rate window learns the latest the server can have had it.
-    private func settleWindow(_ stream: ClientStream, answered: Bool) {
+    func settleWindow(_ stream: ClientStream, answered: Bool) {
         guard let sequence = stream.windowSequence else { return }
         guard answered else { return submitWindow?.abandoned(sequence, at: MonotonicClock.now()) ?? () }
         // The kernel's receive time of the answer (not when this thread got to it), moved
@@ -235,7 +239,7 @@ extension ClientConnectionEngine {
 
     /// Publishes the stream limit while the connection takes requests (draining, it is 0
     /// and the status says so by its phase).
-    private func publishStreamLimit() {
+    func publishStreamLimit() {
         let limit = state.streamLimit
         guard limit > 0 else { return }
         setup.shared.update { if $0.streamLimit != limit { $0.streamLimit = limit } }
@@ -303,6 +307,9 @@ extension ClientConnectionEngine {
         if let session { _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID, NGHTTP2_CANCEL.rawValue) }
         resolve(stream.pending, .failure(RequestFailure(stream.headersSent ? .mayHaveBeenProcessed : .notProcessed, cause)))
         state.streamEnded()
+        // HTTP/1.1 cannot cancel one request: its answer may still come, so the connection
+        // takes nothing more and closes (queued requests fail as not processed, for another).
+        if http1 != nil, let failure = state.drainLocally() { startedDraining(failing: failure) }
     }
 
     /// The connection takes no new requests: the status says so and the queue fails.

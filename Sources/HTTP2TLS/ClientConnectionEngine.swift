@@ -7,7 +7,8 @@ import Glibc
 /// the SSL* and the nghttp2_session* and is never touched from elsewhere. What the
 /// connection may do next is decided by `state`; this class does the I/O. Connecting is in
 /// ClientConnectionEngine+Connect.swift, requests and nghttp2's callbacks in
-/// ClientConnectionEngine+Streams.swift.
+/// ClientConnectionEngine+Streams.swift; a connection whose server chose HTTP/1.1 in
+/// ClientConnectionEngine+HTTP1.swift.
 final class ClientConnectionEngine {
     let id: Int
     let setup: ConnectionSetup
@@ -18,6 +19,11 @@ final class ClientConnectionEngine {
     var descriptor: Int32 = -1
     private(set) var tls: TLSStream?
     var session: OpaquePointer?
+    /// Set instead of `session` when the server chose HTTP/1.1: reads its answers.
+    var http1: HTTP1Parser?
+    /// HTTP/1.1 requests are numbered like client streams (1, 3, 5, …) so the rest of the
+    /// engine, and `HTTP2Response.streamID`, need not know the difference.
+    var http1NextStreamID: Int32 = 1
     /// nghttp2's last error message, and the protocol error it ended the session for (it
     /// sent GOAWAY with an error code): the close reason then, not `closedLocally`.
     var sessionErrorMessage: String?
@@ -65,6 +71,7 @@ final class ClientConnectionEngine {
         }
         tls = nil
         descriptor = -1
+        http1 = nil
     }
 
     /// Closes the TCP socket that has no TLS stream over it yet.
@@ -97,6 +104,13 @@ final class ClientConnectionEngine {
         case .handshaking:
             continueHandshake()
         case .awaitingSettings, .active, .draining:
+            if http1 != nil, let tls {
+                if events & Int16(POLLIN | POLLHUP | POLLERR) != 0 || tls.readWaitsForWritable {
+                    guard receiveHTTP1(tls: tls, buffer: readBuffer) else { return }
+                }
+                transmit()
+                return
+            }
             guard let session, let tls else { return }
             if events & Int16(POLLIN | POLLHUP | POLLERR) != 0 || tls.readWaitsForWritable {
                 let outcome = HTTP2Wire.receive(session: session, tls: tls, buffer: readBuffer)
@@ -114,6 +128,7 @@ final class ClientConnectionEngine {
 
     /// Submits what the stream limit allows and writes everything nghttp2 has.
     func transmit() {
+        if http1 != nil, state.sessionRunning, let tls { return transmitHTTP1(tls: tls) }
         guard state.sessionRunning, let session, let tls else { return }
         if state.submitDue { submitQueued() }
         if case .closed(let reason) = HTTP2Wire.transmit(session: session, tls: tls) {

@@ -31,6 +31,8 @@ struct ClientConnectionStateMachine {
         /// since they went out, counted since the last answer. Bytes arriving do not reset
         /// it: a peer may answer PINGs and nothing else.
         var deadlinesInARow = 0
+        /// HTTP/1.1 has no PING: liveness is left to deadlines and the peer's close.
+        var canPing = true
     }
 
     /// A request not yet resolved: its deadline, and when it went out on a stream. Only
@@ -149,6 +151,15 @@ struct ClientConnectionStateMachine {
     mutating func sessionStarted(now: UInt64) {
         guard case .handshaking = state else { return }
         state = .awaitingSettings(Session(lastReceive: now))
+    }
+
+    /// TLS is up and the server chose HTTP/1.1: one request at a time, no SETTINGS to wait
+    /// for, no PING. Returns the stream limit (1) as a first SETTINGS would.
+    mutating func http1Started(now: UInt64) -> Int {
+        guard case .handshaking = state else { return 0 }
+        state = .active(Session(peerMaxConcurrentStreams: 1, answeredOnce: true, lastReceive: now, canPing: false))
+        submitDue = true
+        return 1
     }
 
     /// The socket was readable and has been read: the peer counts as alive, and a PING sent
@@ -342,7 +353,8 @@ struct ClientConnectionStateMachine {
         case .closed:
             return nil
         case .awaitingSettings(let session), .active(let session), .draining(let session, _):
-            let liveness = session.pingSentAt.map { $0 &+ limits.pingTimeout } ?? session.lastReceive &+ limits.pingInterval
+            let liveness = !session.canPing ? .max
+                : session.pingSentAt.map { $0 &+ limits.pingTimeout } ?? session.lastReceive &+ limits.pingInterval
             return min(liveness, earliestDeadline, rateTimer ?? .max)
         }
     }
@@ -413,6 +425,7 @@ struct ClientConnectionStateMachine {
     private mutating func checkLiveness(now: UInt64) -> Action? {
         let limits = self.limits
         return updateSession { session -> Action? in
+            guard session.canPing else { return nil }
             if let sentAt = session.pingSentAt {
                 if session.lastReceive >= sentAt {
                     session.pingSentAt = nil

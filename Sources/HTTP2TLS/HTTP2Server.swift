@@ -10,7 +10,7 @@ package final class HTTP2Server: Sendable {
         let tls: ServerTLSContext
         do {
             tls = try ServerTLSContext(certificate: configuration.certificateChain, privateKey: configuration.privateKey,
-                                       clientCertificates: configuration.clientCertificates)
+                                       clientCertificates: configuration.clientCertificates, protocols: configuration.protocols)
         } catch { throw .tls(error) }
         let (listener, port) = try Socket.listen(host: configuration.host, port: configuration.port)
         self.port = port

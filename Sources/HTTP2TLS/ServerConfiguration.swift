@@ -12,9 +12,27 @@ package struct HTTP2ServerConfiguration: Sendable {
     package var maxConcurrentStreams: Int = 100
     /// A connection that has not finished its TLS handshake by then is dropped.
     package var handshakeTimeout: Duration = .seconds(10)
+    /// What ALPN may agree to: h2 (the default), HTTP/1.1 only (a push service that does not
+    /// speak h2), or either, h2 preferred.
+    package var protocols: ServerProtocols = .h2
 
     package init(certificateChain: PEMSource, privateKey: PEMSource) {
         self.certificateChain = certificateChain
         self.privateKey = privateKey
+    }
+}
+
+/// The protocols a server accepts in ALPN.
+package enum ServerProtocols: Int, Sendable {
+    case h2 = 1
+    case http1 = 2
+    case h2AndHTTP1 = 3
+
+    func accepts(_ selected: String?) -> Bool {
+        switch selected {
+        case ALPN.h2: self != .http1
+        case ALPN.http1: self != .h2
+        default: false
+        }
     }
 }

@@ -25,7 +25,8 @@ final class ServerStream {
     var answered = false
 }
 
-/// One accepted HTTP/2-over-TLS connection; confined to the server's I/O thread.
+/// One accepted HTTP/2-over-TLS connection (or HTTP/1.1, when the configuration accepts it
+/// and the client chose it); confined to the server's I/O thread.
 final class ServerConnection {
     private enum Phase: Equatable {
         case handshaking, open
@@ -47,6 +48,13 @@ final class ServerConnection {
     private let handshakeDeadline: UInt64
     private var peerSubject: String?
     private var announced = false
+    /// Set instead of `session` on an HTTP/1.1 connection: reads its requests.
+    private var http1: HTTP1Parser?
+    private var http1NextStreamID: Int32 = 1
+    /// HTTP/1.1 answers go out in the order their requests came.
+    private var http1Order: [Int32] = []
+    /// No more requests are read once this one is answered (`Connection: close`, GOAWAY).
+    private var http1Closing = false
 
     var isClosed: Bool { phase == .closed }
 
@@ -85,6 +93,11 @@ final class ServerConnection {
         switch phase {
         case .handshaking: continueHandshake()
         case .open:
+            if http1 != nil {
+                guard receiveHTTP1(readBuffer) else { return }
+                transmit()
+                return
+            }
             guard let session else { return }
             if events & Int16(POLLIN | POLLHUP | POLLERR) != 0 || tls.readWaitsForWritable,
                case .closed = HTTP2Wire.receive(session: session, tls: tls, buffer: readBuffer) {
@@ -117,8 +130,15 @@ final class ServerConnection {
         case .failed: failHandshake()
         case .done:
             // The ALPN callback rejects clients offering other protocols; this catches clients offering none.
-            guard ALPN.selected(by: tls.ssl) == "h2" else {
+            let selected = ALPN.selected(by: tls.ssl)
+            guard environment.configuration.protocols.accepts(selected) else {
                 failHandshake()
+                return
+            }
+            if selected == ALPN.http1 {
+                http1 = HTTP1Parser(kind: .request, maxHeadBytes: 64 * 1024, maxBodyBytes: 1 << 20)
+                phase = .open
+                announce()
                 return
             }
             var created: OpaquePointer?
@@ -137,18 +157,24 @@ final class ServerConnection {
             ]
             _ = nghttp2_submit_settings(created, UInt8(NGHTTP2_FLAG_NONE.rawValue), &settings, settings.count)
             _ = nghttp2_session_set_local_window_size(created, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0, 1 << 24)
-            let certificate = tls.peerCertificate()
-            peerSubject = certificate?.subject
-            announced = true
-            environment.counters.openConnections.add(1, ordering: .relaxed)
-            environment.handler.connectionOpened(ServerConnectionInfo(
-                id: id, peerAddress: Socket.peerAddress(tls.descriptor),
-                peerCertificateSubject: certificate?.subject, peerCertificateDER: certificate?.der))
-            transmit()
+            announce()
         }
     }
 
+    /// The handshake is done: the handler hears of the connection, then what it sends.
+    private func announce() {
+        let certificate = tls.peerCertificate()
+        peerSubject = certificate?.subject
+        announced = true
+        environment.counters.openConnections.add(1, ordering: .relaxed)
+        environment.handler.connectionOpened(ServerConnectionInfo(
+            id: id, peerAddress: Socket.peerAddress(tls.descriptor),
+            peerCertificateSubject: certificate?.subject, peerCertificateDER: certificate?.der))
+        transmit()
+    }
+
     func transmit() {
+        if http1 != nil { return transmitHTTP1() }
         guard phase == .open, let session else { return }
         if case .closed = HTTP2Wire.transmit(session: session, tls: tls) {
             close()
@@ -168,6 +194,7 @@ final class ServerConnection {
     // MARK: commands
 
     func respond(streamID: Int32, _ response: ServerResponse) {
+        if http1 != nil { return respondHTTP1(streamID: streamID, response) }
         guard let session, let stream = streams[streamID], !stream.answered else { return }
         stream.answered = true
         stream.response = response.body
@@ -186,12 +213,18 @@ final class ServerConnection {
     }
 
     func reset(streamID: Int32, errorCode: UInt32) {
+        // HTTP/1.1 cannot refuse one request: the connection ends instead.
+        if http1 != nil, streams[streamID] != nil { return close() }
         guard let session, let stream = streams[streamID], !stream.answered else { return }
         stream.answered = true
         _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID, errorCode)
     }
 
     func goAway(lastStreamID: Int32?, errorCode: UInt32, debugData: [UInt8]) {
+        if http1 != nil {
+            http1Closing = true
+            return transmitHTTP1()
+        }
         guard let session else { return }
         let last = lastStreamID ?? nghttp2_session_get_last_proc_stream_id(session)
         _ = debugData.withUnsafeBufferPointer { data in
@@ -268,11 +301,85 @@ final class ServerConnection {
         close()
     }
 
+    // MARK: HTTP/1.1
+
+    /// Reads requests and hands each complete one to the handler. False once closed.
+    private func receiveHTTP1(_ buffer: UnsafeMutableRawBufferPointer) -> Bool {
+        while true {
+            switch tls.read(into: buffer) {
+            case .data(let count):
+                guard !http1Closing else { continue }
+                http1?.append(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
+                while true {
+                    let message: HTTP1Message?
+                    do {
+                        message = try http1?.next()
+                    } catch {
+                        close()
+                        return false
+                    }
+                    guard let message else { break }
+                    handleHTTP1(message)
+                }
+            case .wouldBlock:
+                return true
+            case .closed, .failed:
+                close()
+                return false
+            }
+        }
+    }
+
+    private func handleHTTP1(_ message: HTTP1Message) {
+        let streamID = http1NextStreamID
+        http1NextStreamID += 2
+        let stream = ServerStream()
+        stream.method = message.method
+        stream.path = message.target
+        stream.authority = message.value(of: "host")
+        stream.headers = message.fields.filter { $0.name != "host" && $0.name != "content-length" && $0.name != "connection" }
+            .map { HeaderField($0.name, $0.value) }
+        stream.body = message.body
+        streams[streamID] = stream
+        http1Order.append(streamID)
+        if message.closes { http1Closing = true }
+        environment.counters.notePeak(streams.count)
+        environment.counters.requestsReceived.add(1, ordering: .relaxed)
+        let request = ServerRequest(connectionID: id, streamID: streamID, method: stream.method, path: stream.path,
+                                    authority: stream.authority, headers: stream.headers, body: stream.body,
+                                    peerCertificateSubject: peerSubject, arrivalNanoseconds: tls.arrivalNanoseconds)
+        environment.handler.handle(request, responder: ServerResponder(connectionID: id, streamID: streamID, loop: environment.loop))
+    }
+
+    private func respondHTTP1(streamID: Int32, _ response: ServerResponse) {
+        guard let stream = streams[streamID], !stream.answered else { return }
+        stream.answered = true
+        let last = http1Closing && http1Order.last == streamID
+        stream.response = (try? HTTP1.response(status: response.status, headers: response.headers, body: response.body,
+                                               close: last)) ?? Array("HTTP/1.1 500 Internal Server Error\r\ncontent-length: 0\r\n\r\n".utf8)
+        // In order: an answer waits for those of the requests before it.
+        while let first = http1Order.first, let ready = streams[first], ready.answered {
+            ready.response.withUnsafeBufferPointer { tls.append($0.baseAddress!, count: $0.count) }
+            streams[first] = nil
+            http1Order.removeFirst()
+        }
+    }
+
+    private func transmitHTTP1() {
+        guard phase == .open else { return }
+        if tls.hasPendingOutput, case .failed = tls.flush() {
+            close()
+            return
+        }
+        if http1Closing && http1Order.isEmpty && !tls.hasPendingOutput { linger() }
+    }
+
     /// Drops the connection at once (no GOAWAY).
     func close() {
         guard phase != .closed else { return }
         phase = .closed
         streams.removeAll()
+        http1 = nil
         if let session {
             nghttp2_session_del(session)
             environment.liveObjects.http2Sessions.subtract(1, ordering: .relaxed)

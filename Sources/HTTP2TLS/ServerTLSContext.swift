@@ -17,13 +17,14 @@ package enum ClientCertificatePolicy: Sendable, Equatable {
     case require(trustedCAFile: String)
 }
 
-/// The OpenSSL server context: TLS 1.2+, ALPN h2 only, certificate chain and key from PEM.
+/// The OpenSSL server context: TLS 1.2+, ALPN h2 (or HTTP/1.1, as configured), certificate chain and key from PEM.
 ///
 /// `@unchecked Sendable`: the SSL_CTX is immutable after `init`; OpenSSL allows SSL_new from any thread.
 final class ServerTLSContext: @unchecked Sendable {
     let context: OpaquePointer
 
-    init(certificate: PEMSource, privateKey: PEMSource, clientCertificates: ClientCertificatePolicy) throws(TLSConfigurationError) {
+    init(certificate: PEMSource, privateKey: PEMSource, clientCertificates: ClientCertificatePolicy,
+         protocols: ServerProtocols = .h2) throws(TLSConfigurationError) {
         ERR_clear_error()
         guard let method = TLS_server_method(), let context = SSL_CTX_new(method) else {
             throw .cannotCreateContext(OpenSSLErrors.describe("SSL_CTX_new"))
@@ -52,23 +53,27 @@ final class ServerTLSContext: @unchecked Sendable {
             SSL_CTX_set_verify(context, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nil)
         }
 
-        // h2 or nothing: a client that does not offer h2 gets a fatal alert.
-        SSL_CTX_set_alpn_select_cb(context, { _, out, outLength, offered, offeredLength, _ in
-            guard let offered, let out, let outLength else { return SSL_TLSEXT_ERR_ALERT_FATAL }
-            var index = 0
+        // What `protocols` accepts, h2 first, or nothing: a client that offers none of them
+        // gets a fatal alert. The choice travels in the callback's argument, as a number.
+        SSL_CTX_set_alpn_select_cb(context, { _, out, outLength, offered, offeredLength, argument in
+            guard let offered, let out, let outLength,
+                  let protocols = ServerProtocols(rawValue: Int(bitPattern: argument)) else { return SSL_TLSEXT_ERR_ALERT_FATAL }
             let count = Int(offeredLength)
-            while index < count {
-                let length = Int(offered[index])
-                if length == 2, index + 2 < count,
-                   offered[index + 1] == UInt8(ascii: "h"), offered[index + 2] == UInt8(ascii: "2") {
-                    out.pointee = offered + index + 1
-                    outLength.pointee = 2
-                    return SSL_TLSEXT_ERR_OK
+            for wanted in [ALPN.h2, ALPN.http1] where protocols.accepts(wanted) {
+                var index = 0
+                while index < count {
+                    let length = Int(offered[index])
+                    if index + length < count,
+                       UnsafeBufferPointer(start: offered + index + 1, count: length).elementsEqual(wanted.utf8) {
+                        out.pointee = offered + index + 1
+                        outLength.pointee = UInt8(length)
+                        return SSL_TLSEXT_ERR_OK
+                    }
+                    index += 1 + length
                 }
-                index += 1 + length
             }
             return SSL_TLSEXT_ERR_ALERT_FATAL
-        }, nil)
+        }, UnsafeMutableRawPointer(bitPattern: protocols.rawValue))
     }
 
     deinit { SSL_CTX_free(context) }

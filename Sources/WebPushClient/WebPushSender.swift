@@ -67,7 +67,8 @@ package final class WebPushSender: NotificationSender {
         self.configuration = configuration
         tokens = VAPIDTokenCache(signer: configuration.signer)
         do {
-            tls = try ClientTLSContext(extraCAFile: configuration.extraCAFile, keyLog: configuration.tlsKeyLog)
+            // Push services are not all HTTP/2 (Apple's answers HTTP/1.1 unless asked for h2).
+            tls = try ClientTLSContext(extraCAFile: configuration.extraCAFile, keyLog: configuration.tlsKeyLog, offersHTTP1: true)
         } catch {
             throw WebPushSenderConfigurationError(description: "\(label): TLS (PGPUSH_CA_FILE): \(error)")
         }

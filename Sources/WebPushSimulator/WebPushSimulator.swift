@@ -3,17 +3,20 @@ import HTTP2TLS
 import Locking
 import PushCrypto
 
-/// A Web Push service look-alike over real TLS + HTTP/2, for tests, the demo and the bench:
+/// A Web Push service look-alike over real TLS, for tests, the demo and the bench:
 /// `POST /push/<id>` for each subscription it minted (`mint`), checked and answered by
-/// `WebPushSimulatorRules`, the plaintext of each accepted message kept in its report.
-/// (HTTP/1.1, which some push services answer with, is to come with pgpush's sender.)
+/// `WebPushSimulatorRules`, the plaintext of each accepted message kept in its report. It
+/// speaks HTTP/2 or HTTP/1.1, as the client asks in ALPN (h2 first), or only one of them
+/// (`protocols`): some push services answer HTTP/1.1 unless asked for h2.
 package final class WebPushSimulator: Sendable {
     private let faults: WebPushSimulatorFaults
+    private let protocols: ServerProtocols
     private let handler = Handler()
     private let running = Locked<(server: HTTP2Server, identity: TemporaryServerIdentity)?>(nil)
 
-    package init(faults: WebPushSimulatorFaults = WebPushSimulatorFaults()) {
+    package init(faults: WebPushSimulatorFaults = WebPushSimulatorFaults(), protocols: ServerProtocols = .h2AndHTTP1) {
         self.faults = faults
+        self.protocols = protocols
     }
 
     deinit { stop() }
@@ -24,6 +27,7 @@ package final class WebPushSimulator: Sendable {
         let identity = try TemporaryServerIdentity(name: "mock-webpush")
         var configuration = HTTP2ServerConfiguration(certificateChain: .text(identity.certificatePEM), privateKey: .text(identity.privateKeyPEM))
         configuration.port = port
+        configuration.protocols = protocols
         let server = try HTTP2Server(configuration: configuration, handler: handler, threadName: "mock-webpush")
         handler.state.withLock { $0.rules = WebPushSimulatorRules(origin: "https://127.0.0.1:\(server.port)", faults: faults) }
         running.withLock { $0 = (server, identity) }

@@ -1,4 +1,5 @@
 import Foundation
+import HTTP2TLS
 import PGPushCore
 import PGPushTestSupport
 import Postgres
@@ -21,8 +22,9 @@ struct WebPushWorld {
 
     static let subject = "mailto:push-team@example.com"
 
-    init(faults: WebPushSimulatorFaults = WebPushSimulatorFaults(), allowedOrigins: String? = nil) throws {
-        simulator = WebPushSimulator(faults: faults)
+    init(faults: WebPushSimulatorFaults = WebPushSimulatorFaults(), protocols: ServerProtocols = .h2AndHTTP1,
+         allowedOrigins: String? = nil) throws {
+        simulator = WebPushSimulator(faults: faults, protocols: protocols)
         let port = try simulator.start()
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("webpush-world-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -112,6 +114,30 @@ struct WebPushWorld {
         }
         #expect(compact.first == #"{"n":[1,2],"body":"there","title":"Hi"}"#)
         #expect(Set(report.deliveredPayloads) == Set(compact))
+    }
+
+    /// Apple's web push service answers HTTP/1.1 unless asked for h2; others may speak only
+    /// HTTP/1.1. The same rows are delivered, one request at a time on each kept-alive connection.
+    @Test("a push service that speaks only HTTP/1.1: the same rows delivered, the same answers")
+    func deliveredOverHTTP1() async throws {
+        var faults = WebPushSimulatorFaults()
+        faults.firstAnswers = [503]
+        let world = try WebPushWorld(faults: faults, protocols: .http1)
+        defer { world.stop() }
+        let dropped = try world.subscribe()
+        world.simulator.drop(dropped)
+        let gone = try world.insert(dropped)
+        var ids: [Int64] = []
+        for index in 0..<40 { ids.append(try world.insert(try world.subscribe(), payload: #"{"n": \#(index)}"#)) }
+        #expect(try await world.run { _ in try world.unfinished() == 0 })
+        for id in ids {
+            let row = try world.row(id)
+            #expect(row.status == "delivered" && row.messageID?.contains("/message/") == true, "\(row)")
+        }
+        #expect(try world.row(gone).reason == "SubscriptionGone")
+        let report = world.simulator.report()
+        #expect(report.delivered == 40 && Set(report.deliveredPayloads) == Set((0..<40).map { #"{"n":\#($0)}"# }))
+        #expect(report.refusals["Scripted503"] == 1)
     }
 
     @Test("404, 410: failed SubscriptionGone, the endpoint listed; the next row to it is not sent")
