@@ -355,7 +355,8 @@ struct ClientConnectionStateMachine {
         case .awaitingSettings(let session), .active(let session), .draining(let session, _):
             let liveness = !session.canPing ? .max
                 : session.pingSentAt.map { $0 &+ limits.pingTimeout } ?? session.lastReceive &+ limits.pingInterval
-            return min(liveness, earliestDeadline, rateTimer ?? .max)
+            let next = min(liveness, earliestDeadline, rateTimer ?? .max)
+            return next == .max ? nil : next
         }
     }
 

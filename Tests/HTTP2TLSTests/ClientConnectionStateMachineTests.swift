@@ -168,6 +168,21 @@ struct ClientConnectionStateMachineTests {
         #expect(machine.timerFired(now: start + 155 * second) == [.sendPing])
     }
 
+    @Test("HTTP/1.1: one request at a time at once, no PING however long it idles; deadlines still count")
+    func http1HasOneStreamAndNoPing() {
+        let start = 100 * second
+        var machine = Machine(limits: limits(maxConcurrentStreams: 50, unresponsiveAfter: 1), now: start - second)
+        machine.tcpConnected()
+        #expect(machine.http1Started(now: start) == 1)
+        #expect(machine.streamLimit == 1 && machine.submitDue)
+        #expect(machine.nextTimer == nil)
+        #expect(machine.timerFired(now: start + 3600 * second) == [])
+        #expect(machine.requestQueued(token: 1, deadline: start + 10 * second) == nil)
+        machine.requestSubmitted(token: 1, now: start)
+        #expect(machine.nextTimer == start + 10 * second)
+        #expect(machine.timerFired(now: start + 10 * second) == [.expireRequests([1]), .close(.unresponsive(deadlinesInARow: 1))])
+    }
+
     @Test("an unanswered PING declares the connection dead at its timeout, not before")
     func pingTimeout() {
         let start = 100 * second
