@@ -65,7 +65,7 @@ let package = Package(
         ]),
         .executableTarget(name: "pgpush", dependencies: [
             "PGPushCore", "Postgres", "EmbeddedPostgres", "PushQueue", "PushTransport", "APNsCore", "APNsClient", "FCMClient", "APNsSimulator",
-            "FCMSimulator", "PushWorker",
+            "FCMSimulator", "WebPushSimulator", "WebPushClient", "PushWorker",
             "PGPushOperator", "PGPushDemo", "PGPushBench", "HTTP2TLS", "PushCrypto", "Locking",
         ]),
 

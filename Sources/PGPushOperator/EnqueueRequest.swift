@@ -1,15 +1,18 @@
 import Foundation
 import Postgres
 
-/// What `pgpush enqueue` inserts: one payload for one or more device tokens, with
+/// What `pgpush enqueue` inserts: one payload for one or more device tokens (or Web Push
+/// subscriptions), with
 /// every column of `pgpush.notifications` an application may set. Built from the command's flags;
 /// the database stays the judge of the row (its CHECK constraints), so this only
 /// checks what it must interpret itself (times, numbers, which payload flag).
 package struct EnqueueRequest: Sendable, Equatable {
     package var tokens: [String]
+    /// Web Push subscriptions (`PushSubscription.toJSON()` text), instead of tokens.
+    package var subscriptions: [String] = []
     package var payload: String
     package var app: String?
-    /// `apns` (nil) or `fcm`.
+    /// `apns` (nil, or `webpush` with subscriptions), `fcm` or `webpush`.
     package var service: String?
     package var pushType: String?
     package var priority: Int?
@@ -25,28 +28,45 @@ package struct EnqueueRequest: Sendable, Equatable {
     }
 
     /// Reads the flags (name without `--` → value). `tokensFromList` are the tokens of
-    /// `--tokens-file`, already read by the caller (a file or stdin).
-    package init(flags: [String: String], tokensFromList: [String] = [], now: Date = Date()) throws(EnqueueUsageError) {
+    /// `--tokens-file`, `subscriptionsFromList` the lines of `--subscriptions-file`, already read
+    /// by the caller (a file or stdin).
+    package init(flags: [String: String], tokensFromList: [String] = [], subscriptionsFromList: [String] = [],
+                 now: Date = Date()) throws(EnqueueUsageError) {
         var tokens = tokensFromList
         if let token = flags["token"] { tokens.insert(token.trimmingCharacters(in: .whitespaces), at: 0) }
-        guard !tokens.isEmpty else {
-            throw EnqueueUsageError(flags["tokens-file"] == nil
-                ? "give a device token with --token T, or many with --tokens-file FILE (- for stdin)"
-                : "the tokens file holds no token")
+        var subscriptions = subscriptionsFromList
+        if let subscription = flags["subscription"] { subscriptions.insert(subscription, at: 0) }
+        guard tokens.isEmpty || subscriptions.isEmpty else {
+            throw EnqueueUsageError("give device tokens or Web Push subscriptions, not both")
         }
+        guard !tokens.isEmpty || !subscriptions.isEmpty else {
+            throw EnqueueUsageError(flags["tokens-file"] != nil ? "the tokens file holds no token"
+                : flags["subscriptions-file"] != nil ? "the subscriptions file holds no subscription"
+                : "give a device token with --token T (many with --tokens-file FILE, - for stdin), or a Web Push "
+                    + "subscription with --subscription JSON (many with --subscriptions-file FILE)")
+        }
+        if !subscriptions.isEmpty, let service = flags["service"], service != "webpush" {
+            throw EnqueueUsageError("a subscription is a Web Push target: --service webpush (or leave it out), got \"\(service)\"")
+        }
+        let service = flags["service"] ?? (subscriptions.isEmpty ? nil : "webpush")
         switch (flags["payload"], flags["alert"]) {
         case (.some, .some):
             throw EnqueueUsageError("give either --payload JSON or --alert TEXT, not both")
         case (.some(let json), nil):
             payload = json
         case (nil, .some(let alert)):
-            payload = flags["service"] == "fcm" ? Self.fcmAlertPayload(alert) : Self.alertPayload(alert)
+            payload = switch service {
+            case "fcm": Self.fcmAlertPayload(alert)
+            case "webpush": Self.webPushAlertPayload(alert)
+            default: Self.alertPayload(alert)
+            }
         case (nil, nil):
             throw EnqueueUsageError("give the notification: --alert TEXT, or --payload JSON")
         }
         self.tokens = tokens
+        self.subscriptions = subscriptions
+        self.service = service
         app = flags["app"]
-        service = flags["service"]
         pushType = flags["push-type"]
         topic = flags["topic"]
         collapseID = flags["collapse-id"]
@@ -71,6 +91,13 @@ package struct EnqueueRequest: Sendable, Equatable {
     /// `{"notification":{"body":TEXT}}`: the FCM message a text makes.
     package static func fcmAlertPayload(_ text: String) -> String {
         let message: [String: [String: String]] = ["notification": ["body": text]]
+        let data = (try? JSONSerialization.data(withJSONObject: message, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// `{"body":TEXT}`: what a web app's service worker reads from a text.
+    package static func webPushAlertPayload(_ text: String) -> String {
+        let message: [String: String] = ["body": text]
         let data = (try? JSONSerialization.data(withJSONObject: message, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
         return String(decoding: data, as: UTF8.self)
     }
@@ -109,14 +136,17 @@ package struct EnqueueRequest: Sendable, Equatable {
             .filter { !$0.isEmpty && !$0.hasPrefix("#") }
     }
 
-    /// Inserts the rows with `pgpush.enqueue` (one token) or `pgpush.enqueue_many`, and
+    /// Targets a line each (`--tokens-file`, `--subscriptions-file`): blank lines and `#` comments skipped.
+    package static func lines(of text: String) -> [String] { tokens(fromList: text) }
+
+    /// Inserts the rows with `pgpush.enqueue` (one target) or `pgpush.enqueue_many`, and
     /// returns their ids. With an idempotency key already used, `enqueue` returns the
     /// existing row's id and `enqueue_many` skips the token, as the SQL functions do.
     package func enqueue(on connection: PostgresConnection) throws -> [Int64] {
         let arguments = """
             payload => $2::jsonb, app => coalesce($3, 'default'), push_type => coalesce($4, 'alert'),
             priority => $5::integer, topic => $6, collapse_id => $7, expires_at => $8::timestamptz,
-            send_after => coalesce($9::timestamptz, now()), idempotency_key => $10, service => coalesce($11, 'apns')
+            send_after => coalesce($9::timestamptz, now()), idempotency_key => $10, service => $11
             """
         let timestamps = ISO8601DateFormatter()
         timestamps.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
@@ -125,7 +155,14 @@ package struct EnqueueRequest: Sendable, Equatable {
             expiresAt.map(timestamps.string(from:)), sendAfter.map(timestamps.string(from:)), idempotencyKey, service,
         ]
         let result: PostgresResult
-        if tokens.count == 1 {
+        if subscriptions.count == 1 {
+            result = try connection.query("SELECT pgpush.enqueue(subscription => $1::jsonb, \(arguments))",
+                                          [subscriptions[0] as (any PostgresParameter)?] + rest)
+        } else if !subscriptions.isEmpty {
+            let array = "[" + subscriptions.joined(separator: ",") + "]"
+            result = try connection.query("SELECT pgpush.enqueue_many(subscriptions => $1::jsonb, \(arguments))",
+                                          [array as (any PostgresParameter)?] + rest)
+        } else if tokens.count == 1 {
             result = try connection.query("SELECT pgpush.enqueue(device_token => $1, \(arguments))", [tokens[0] as (any PostgresParameter)?] + rest)
         } else {
             result = try connection.query("SELECT pgpush.enqueue_many(device_tokens => $1, \(arguments))", [tokens as (any PostgresParameter)?] + rest)

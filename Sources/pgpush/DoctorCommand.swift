@@ -115,6 +115,17 @@ enum DoctorCommand {
                 report.fail("app \(app.name): FCM credentials", error.description)
             }
         }
+        if let webPush = app.webPush {
+            do {
+                let sender = try SenderFactory.makeWebPushSender(for: app)
+                // What the web app subscribes with: a mismatch makes every push service refuse.
+                report.ok("app \(app.name): VAPID key", "\(webPush.vapidKeyFile) is a usable P-256 key; subject "
+                          + "\(webPush.vapidSubject); applicationServerKey \(sender.configuration.signer.publicKey); "
+                          + "allowed origins \(webPush.allowedOrigins)")
+            } catch {
+                report.fail("app \(app.name): VAPID key", error.description)
+            }
+        }
         switch app.authentication {
         case nil:
             break

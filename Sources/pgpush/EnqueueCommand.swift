@@ -15,7 +15,10 @@ enum EnqueueCommand {
                                    registration token)
           --tokens-file FILE       one token per line (blank lines and # comments skipped);
                                    - reads standard input; one payload goes to every token
-          --service SERVICE        apns (default) or fcm
+          --subscription JSON      a Web Push subscription, as PushSubscription.toJSON() gives it
+                                   ({"endpoint":"https://…","keys":{"p256dh":"…","auth":"…"}})
+          --subscriptions-file FILE  one subscription (JSON) per line; - reads standard input
+          --service SERVICE        apns (default), fcm, or webpush (the default with subscriptions)
           --alert TEXT             the notification text: payload {"aps":{"alert":TEXT}}
                                    (FCM: {"notification":{"body":TEXT}}), or
           --payload JSON           the whole payload, a JSON object
@@ -41,13 +44,14 @@ enum EnqueueCommand {
           pgpush enqueue --token 6f1c…9ab0 --alert "Your order has shipped"
           pgpush enqueue --token 6f1c…9ab0 --push-type background --payload '{"aps":{"content-available":1}}'
           pgpush enqueue --service fcm --token "fGx3…:APA91b…" --alert "Your order has shipped"
+          pgpush enqueue --subscription "$(cat subscription.json)" --payload '{"title":"Shipped","body":"Your order is on its way"}'
           pgpush enqueue --tokens-file tokens.txt --alert "Flash sale" --expires-at +2h --collapse-id sale
           psql -Atc "SELECT token FROM devices" | pgpush enqueue --tokens-file - --alert "Hello" --app shop
         """
 
     static let flags: Set<String> = [
         "help", "database-url", "token", "tokens-file", "alert", "payload", "app", "push-type", "priority", "topic",
-        "collapse-id", "expires-at", "send-after", "idempotency-key", "service",
+        "collapse-id", "expires-at", "send-after", "idempotency-key", "service", "subscription", "subscriptions-file",
     ]
 
     static func run(_ arguments: Arguments) throws -> Int32 {
@@ -55,11 +59,15 @@ enum EnqueueCommand {
         for flag in flags { if let value = arguments.value(flag) { flagValues[flag] = value } }
         var listed: [String] = []
         if let path = arguments.value("tokens-file") {
-            listed = EnqueueRequest.tokens(fromList: try readTokens(path))
+            listed = EnqueueRequest.lines(of: try readTokens(path))
+        }
+        var subscriptions: [String] = []
+        if let path = arguments.value("subscriptions-file") {
+            subscriptions = EnqueueRequest.lines(of: try readTokens(path))
         }
         let request: EnqueueRequest
         do {
-            request = try EnqueueRequest(flags: flagValues, tokensFromList: listed)
+            request = try EnqueueRequest(flags: flagValues, tokensFromList: listed, subscriptionsFromList: subscriptions)
         } catch {
             throw UsageError(error.description)
         }
@@ -72,11 +80,12 @@ enum EnqueueCommand {
             printError("pgpush enqueue: rejected by the database: \(sentence)")
             return 2
         }
-        if request.tokens.count == 1 {
+        let targets = request.tokens.count + request.subscriptions.count
+        if targets == 1 {
             print(ids.first.map(String.init) ?? "")
         } else {
             print(ids.map(String.init).joined(separator: "\n"))
-            let skipped = request.tokens.count - ids.count
+            let skipped = targets - ids.count
             printError("enqueued \(ids.count) notification(s)"
                        + (skipped > 0 ? "; \(skipped) skipped (idempotency key already used)" : ""))
         }

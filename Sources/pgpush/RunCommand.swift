@@ -36,6 +36,13 @@ enum RunCommand {
                                     sends its rows with service = 'fcm' through FCM HTTP v1
           --fcm-project-id ID       [PGPUSH_FCM_PROJECT_ID] default: the key file's project_id
           --fcm-url URL             [PGPUSH_FCM_URL] default https://fcm.googleapis.com (the simulator's URL in tests)
+          --vapid-key-file FILE     [PGPUSH_VAPID_KEY_FILE] the app's VAPID key (EC P-256, PEM): the app sends its
+                                    rows with service = 'webpush' to the browsers' push services
+          --vapid-subject URL       [PGPUSH_VAPID_SUBJECT] required with the key: a mailto: or https: contact
+          --webpush-allowed-origins LIST
+                                    [PGPUSH_WEBPUSH_ALLOWED_ORIGINS] the only https://host[:port] (or https://*.domain)
+                                    origins a subscription's endpoint may name; default: the public push services.
+                                    Any other endpoint fails EndpointNotAllowed without a connection
           --connections N           [PGPUSH_CONNECTIONS] HTTP/2 connections per app and service (default 4)
           --rate-per-connection N   [PGPUSH_RATE_PER_CONNECTION] requests/second per connection (default \(RateCap.standardPerConnection))
           --retry-server-errors N   [PGPUSH_RETRY_SERVER_ERRORS] retries after a 5xx or no answer, 0–20 (default 3)
@@ -81,7 +88,7 @@ enum RunCommand {
         "key-file", "cert-file", "connections", "rate-per-connection", "lease-seconds", "drain-seconds", "worker-id",
         "prune-after-days", "metrics-addr", "retry-server-errors", "retry-delay-min-seconds", "retry-delay-max-seconds",
         "retry-429-base-seconds", "retry-429-max-delay-seconds", "retry-429-max-attempts", "skip-known-invalid-tokens",
-        "fcm-credentials-file", "fcm-project-id", "fcm-url",
+        "fcm-credentials-file", "fcm-project-id", "fcm-url", "vapid-key-file", "vapid-subject", "webpush-allowed-origins",
     ]
 
     static func run(_ arguments: Arguments) throws -> Int32 {

@@ -41,6 +41,9 @@ let commands = [
             help: MockAPNsCommand.help, flags: MockAPNsCommand.flags, switches: MockAPNsCommand.switches, run: MockAPNsCommand.run),
     Command(name: "mock-fcm", summary: "an FCM HTTP v1 simulator over TLS + HTTP/2 (token endpoint, faults, reports)",
             help: MockFCMCommand.help, flags: MockFCMCommand.flags, switches: MockFCMCommand.switches, run: MockFCMCommand.run),
+    Command(name: "mock-webpush", summary: "a Web Push service simulator over TLS (VAPID, decryption, HTTP/2 or HTTP/1.1, faults)",
+            help: MockWebPushCommand.help, flags: MockWebPushCommand.flags, switches: MockWebPushCommand.switches,
+            run: MockWebPushCommand.run),
     Command(name: "bench", summary: "end-to-end benchmark: database, transport, worker, latency, faults, memory",
             help: BenchCommand.help, flags: BenchCommand.flags, switches: BenchCommand.switches, run: BenchCommand.run),
 ]
