@@ -55,7 +55,7 @@ let package = Package(
         .target(name: "PGPushOperator", dependencies: ["Postgres", "APNsClient", "APNsCore", "PGPushCore"]),
         // `pgpush demo`: a scenario run against the simulator with a worker in the same process.
         .target(name: "PGPushDemo", dependencies: [
-            "PGPushCore", "Postgres", "PushQueue", "PushTransport", "PushWorker", "APNsSimulator", "FCMSimulator", "PushCrypto",
+            "PGPushCore", "Postgres", "PushQueue", "PushTransport", "PushWorker", "APNsSimulator", "FCMSimulator", "WebPushSimulator", "WebPushClient", "PushCrypto",
             "PGPushOperator", "Locking",
         ]),
         // `pgpush bench`: scenarios and measurement, run against separate simulator and worker processes.

@@ -1,5 +1,6 @@
 import Foundation
 import FCMSimulator
+import WebPushSimulator
 import PGPushOperator
 
 /// The text `pgpush demo` prints after the run: what happened to every row, the
@@ -113,7 +114,24 @@ package struct DemoReport: Sendable {
             \(reasons.rendered())
 
             \(connections.rendered())
-            """ + fcmSimulator()
+            """ + fcmSimulator() + webPushSimulator()
+    }
+
+    private func webPushSimulator() -> String {
+        guard let report = result.webPush else { return "" }
+        var refusals = TextTable(headers: ["Web Push refusal", "answers"])
+        for (reason, count) in report.refusals.sorted(by: { $0.key < $1.key }) { refusals.append([reason, "\(count)"]) }
+        let read = report.deliveredPayloads.first.map { "\n  a browser read: \($0)" } ?? ""
+        return """
+
+
+            == The Web Push simulator saw ==
+
+              push requests: \(report.requests)   delivered (VAPID checked, payload decrypted): \(report.delivered)\(read)
+              (SELECT id, subscription ->> 'endpoint', status, message_id FROM pgpush.notifications WHERE service = 'webpush';)
+
+            \(refusals.rendered())
+            """
     }
 
     private func fcmSimulator() -> String {

@@ -1,5 +1,6 @@
 import APNsSimulator
 import FCMSimulator
+import WebPushSimulator
 import PGPushOperator
 
 /// One demo row as it ended, beside how it should have.
@@ -29,6 +30,8 @@ package struct DemoResult: Sendable {
     package var simulator: SimulatorReport
     /// What the FCM simulator saw, when the scenario had FCM rows.
     package var fcm: FCMSimulatorReport?
+    /// What the Web Push simulator saw, when the scenario had Web Push rows.
+    package var webPush: WebPushSimulatorReport?
     package var elapsedSeconds: Double
     package var interrupted: Bool
     package var ratePerConnection: Int

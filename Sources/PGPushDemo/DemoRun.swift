@@ -1,6 +1,8 @@
 import APNsSimulator
 import Foundation
 import FCMSimulator
+import WebPushClient
+import WebPushSimulator
 import Locking
 import PGPushCore
 import PGPushOperator
@@ -106,22 +108,40 @@ package final class DemoRun: Sendable {
             let started = try Self.startFCM(in: directory, unregistered: scenario.unregisteredFCMTokens)
             fcmSimulator = started.simulator
             fcm = started.settings
-            // One trust file for both simulators, as PGPUSH_CA_FILE is one setting for every service.
-            caFile = directory + "/simulators-ca.pem"
-            let bundle = try [simulator.caCertificatePath, started.simulator.caCertificatePath].compactMap { $0 }
-                .map { try String(contentsOfFile: $0, encoding: .utf8) }.joined(separator: "\n")
-            try bundle.write(toFile: caFile ?? "", atomically: true, encoding: .utf8)
             narrate("FCM simulator listening on \(started.simulator.baseURL ?? "?") (fresh service account for project "
                     + "\(Self.fcmProject))")
         }
         defer { fcmSimulator?.stop() }
+
+        // And web browsers through their push service: a fresh VAPID key, a subscription per browser.
+        var webPushSimulator: WebPushSimulator?
+        var webPush: AppConfiguration.WebPush?
+        /// Each browser of the scenario, and its subscription.
+        var subscriptions: [String: String] = [:]
+        if scenario.usesWebPush {
+            let started = try Self.startWebPush(in: directory, scenario: scenario)
+            webPushSimulator = started.simulator
+            webPush = started.settings
+            subscriptions = started.subscriptions
+            narrate("Web Push simulator listening on \(started.simulator.origin ?? "?") (fresh VAPID key, "
+                    + "\(started.subscriptions.count) browser subscriptions made for it)")
+        }
+        defer { webPushSimulator?.stop() }
+        // One trust file for every simulator, as PGPUSH_CA_FILE is one setting for every service.
+        let authorities = [simulator.caCertificatePath, fcmSimulator?.caCertificatePath, webPushSimulator?.caCertificatePath]
+            .compactMap { $0 }
+        if authorities.count > 1 {
+            caFile = directory + "/simulators-ca.pem"
+            let bundle = try authorities.map { try String(contentsOfFile: $0, encoding: .utf8) }.joined(separator: "\n")
+            try bundle.write(toFile: caFile ?? "", atomically: true, encoding: .utf8)
+        }
 
         let database = try PostgresConnection(conninfo: options.conninfo)
         var channel: String?
         let app = AppConfiguration(
             name: options.app, bundleID: options.bundleID, environment: .development, apnsURL: simulator.baseURL,
             caFile: caFile, authentication: .token(teamID: Self.teamID, keyID: Self.keyID, keyFile: keyFile), fcm: fcm,
-            connections: options.connections, ratePerConnection: options.ratePerConnection)
+            webPush: webPush, connections: options.connections, ratePerConnection: options.ratePerConnection)
         var channels: ChannelManagement?
         if scenario.usesChannel {
             // The simulator serves the channel management API on its one port too.
@@ -141,7 +161,9 @@ package final class DemoRun: Sendable {
                 waiting.append(batch)
                 continue
             }
-            for id in try enqueue(batch, channel: channel, on: database) { labels[id] = (batch.label, batch.expectation) }
+            for id in try enqueue(batch, channel: channel, subscriptions: subscriptions, on: database) {
+                labels[id] = (batch.label, batch.expectation)
+            }
         }
         narrate("enqueued \(labels.count) notifications for app \"\(options.app)\" with pgpush.enqueue and pgpush.enqueue_many"
                 + (waiting.isEmpty ? "" : "; \(waiting.count) more once the rows they follow have ended"))
@@ -168,7 +190,7 @@ package final class DemoRun: Sendable {
         var snapshot: StatusSnapshot?
         let deadline = ContinuousClock.now + options.timeout
         while true {
-            waiting = try enqueueFollowers(waiting, channel: channel, labels: &labels, on: database)
+            waiting = try enqueueFollowers(waiting, channel: channel, subscriptions: subscriptions, labels: &labels, on: database)
             let ids = labels.keys.sorted()
             let current = try Self.progress(of: ids, on: database, waiting: waiting.reduce(0) { $0 + $1.rowCount })
             progress(current, elapsed())
@@ -194,6 +216,7 @@ package final class DemoRun: Sendable {
         }
         let rows = try Self.rows(labels.keys.sorted(), labels: labels, on: database)
         return DemoResult(rows: rows, snapshot: snapshot, simulator: simulator.report(), fcm: fcmSimulator?.report(),
+                          webPush: webPushSimulator?.report(),
                           elapsedSeconds: elapsed(), interrupted: wasStopped, ratePerConnection: options.ratePerConnection,
                           channel: deletedChannel)
     }
@@ -224,8 +247,30 @@ package final class DemoRun: Sendable {
         return (simulator, AppConfiguration.FCM(credentialsFile: file, url: "https://127.0.0.1:\(port)"))
     }
 
+    /// The Web Push simulator with a fresh VAPID key, a subscription for each browser of the
+    /// scenario (those it unsubscribes dropped), and the app's Web Push settings for it.
+    private static func startWebPush(in directory: String, scenario: DemoScenario) throws
+        -> (simulator: WebPushSimulator, settings: AppConfiguration.WebPush, subscriptions: [String: String]) {
+        let key = try ES256PrivateKey.generate()
+        let file = directory + "/vapid.pem"
+        try key.writePKCS8(toFile: file)
+        let simulator = WebPushSimulator()
+        try simulator.start()
+        guard let origin = simulator.origin else { throw DemoError("the Web Push simulator did not start") }
+        let applicationServerKey = try key.uncompressedPublicKey()
+        var subscriptions: [String: String] = [:]
+        for browser in Set(scenario.batches.filter { $0.service == "webpush" }.flatMap(\.tokens)) {
+            let subscription = try simulator.mint(applicationServerKey: applicationServerKey)
+            if scenario.unsubscribedBrowsers.contains(browser) { simulator.drop(subscription) }
+            subscriptions[browser] = subscription.json(origin: origin)
+        }
+        let settings = AppConfiguration.WebPush(vapidKeyFile: file, vapidSubject: try VAPIDSubject("mailto:demo@example.com"),
+                                                allowedOrigins: try AllowedOrigins(origin))
+        return (simulator, settings, subscriptions)
+    }
+
     /// Enqueues each waiting batch whose predecessor's rows have all ended; returns the rest.
-    private func enqueueFollowers(_ waiting: [DemoScenario.Batch], channel: String?,
+    private func enqueueFollowers(_ waiting: [DemoScenario.Batch], channel: String?, subscriptions: [String: String],
                                   labels: inout [Int64: (String, DemoScenario.Expectation)],
                                   on database: PostgresConnection) throws -> [DemoScenario.Batch] {
         try waiting.filter { batch in
@@ -234,13 +279,17 @@ package final class DemoRun: Sendable {
                 SELECT count(*) FROM pgpush.notifications WHERE id = ANY($1) AND status IN ('queued', 'sending')
                 """, [predecessors])
             guard open.int(0, 0) == 0 else { return true }
-            for id in try enqueue(batch, channel: channel, on: database) { labels[id] = (batch.label, batch.expectation) }
+            for id in try enqueue(batch, channel: channel, subscriptions: subscriptions, on: database) {
+                labels[id] = (batch.label, batch.expectation)
+            }
             return false
         }
     }
 
-    /// `channel`: the demo's broadcast channel, for channel batches and the placeholder in payloads.
-    private func enqueue(_ batch: DemoScenario.Batch, channel: String?, on database: PostgresConnection) throws -> [Int64] {
+    /// `channel`: the demo's broadcast channel, for channel batches and the placeholder in payloads;
+    /// `subscriptions`: each browser's subscription, for Web Push batches.
+    private func enqueue(_ batch: DemoScenario.Batch, channel: String?, subscriptions: [String: String],
+                         on database: PostgresConnection) throws -> [Int64] {
         let arguments = """
             payload => $2::jsonb, app => $3, push_type => $4, collapse_id => $5,
             expires_at => now() + $6::float8 * interval '1 second',
@@ -250,7 +299,15 @@ package final class DemoRun: Sendable {
         let rest: [(any PostgresParameter)?] = [payload, options.app, batch.pushType, batch.collapseID,
                                                 batch.expiresIn, batch.sendAfter, batch.service]
         let result: PostgresResult
-        if let topic = batch.topic {
+        if batch.service == "webpush" {
+            let browsers = try batch.tokens.map { browser in
+                guard let subscription = subscriptions[browser] else { throw DemoError("no subscription for \(browser)") }
+                return subscription
+            }
+            result = try database.query("""
+                SELECT pgpush.enqueue_many(subscriptions => $1::jsonb, payload => $2::jsonb, app => $3, collapse_id => $4)
+                """, ["[" + browsers.joined(separator: ",") + "]", payload, options.app, batch.collapseID])
+        } else if let topic = batch.topic {
             result = try database.query("""
                 SELECT pgpush.enqueue(channel_id => $1, payload => $2::jsonb, app => $3, service => $4)
                 """, [topic, payload, options.app, batch.service])
@@ -281,7 +338,8 @@ package final class DemoRun: Sendable {
     static func rows(_ ids: [Int64], labels: [Int64: (String, DemoScenario.Expectation)],
                      on database: PostgresConnection) throws -> [DemoRow] {
         let result = try database.query("""
-            SELECT id, coalesce(device_token, channel_id), push_type, status, attempts, last_status, last_reason
+            SELECT id, coalesce(device_token, channel_id, subscription ->> 'endpoint'), push_type, status, attempts, last_status,
+                   last_reason
               FROM pgpush.notifications WHERE id = ANY($1) ORDER BY id
             """, [ids])
         return (0..<result.rowCount).compactMap { row in

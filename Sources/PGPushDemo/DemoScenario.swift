@@ -33,7 +33,8 @@ package struct DemoScenario: Sendable {
         package var after: String?
         /// One row to the broadcast channel the demo creates (`tokens` is then empty).
         package var toChannel = false
-        /// `apns` or `fcm`: the service the rows go to.
+        /// `apns`, `fcm` or `webpush`: the service the rows go to. A Web Push batch's `tokens` name
+        /// browsers; the demo makes a subscription for each at the Web Push simulator.
         package var service = "apns"
         /// An FCM topic the row goes to (`tokens` is then empty).
         package var topic: String?
@@ -66,12 +67,16 @@ package struct DemoScenario: Sendable {
     package var faults: FaultPlan
     /// FCM registration tokens the FCM simulator answers `UNREGISTERED`.
     package var unregisteredFCMTokens: [String] = []
+    /// Browsers (names in Web Push batches) whose subscription the push service says is gone.
+    package var unsubscribedBrowsers: [String] = []
 
     package var notificationCount: Int { batches.reduce(0) { $0 + $1.rowCount } }
     /// Whether a batch goes to a channel: the demo then creates one first and deletes it at the end.
     package var usesChannel: Bool { batches.contains(where: \.toChannel) }
     /// Whether a batch goes to FCM: the demo then starts the FCM simulator and gives the app a service account.
     package var usesFCM: Bool { batches.contains { $0.service == "fcm" } }
+    /// Whether a batch goes to browsers: the demo then starts the Web Push simulator and gives the app a VAPID key.
+    package var usesWebPush: Bool { batches.contains { $0.service == "webpush" } }
 
     /// The realistic mix the demo shows: plain alerts (a few of them hit random 503s and
     /// are retried), background, VoIP and push-to-talk pushes, a 160-digit token, an
@@ -80,9 +85,11 @@ package struct DemoScenario: Sendable {
     /// a Live Activity started on a device (subscribed to a broadcast channel) and two
     /// updates broadcast to that channel.
     /// With `android`, the same app reaches Android devices through FCM: alerts and a data
-    /// message to registration tokens, one to a topic, and an uninstalled app's token.
+    /// message to registration tokens, one to a topic, and an uninstalled app's token. With
+    /// `browsers`, it reaches web browsers through their push service: a notification to each
+    /// browser's subscription, and one to a browser that unsubscribed.
     package static func standard(alerts: Int = 200, background: Int = 20, voip: Int = 4, scheduledDelay: Double = 3,
-                                randomServerErrors: Double = 0.03, liveActivity: Bool = true, android: Int = 12,
+                                randomServerErrors: Double = 0.03, liveActivity: Bool = true, android: Int = 12, browsers: Int = 6,
                                 seed: UInt64 = UInt64.random(in: 1...UInt64.max)) -> DemoScenario {
         var random = SeededRandomNumberGenerator(seed: seed)
         func token(digits: Int = 64) -> String {
@@ -169,6 +176,18 @@ package struct DemoScenario: Sendable {
             ]
         }
 
+        var unsubscribed: [String] = []
+        if browsers > 0 {
+            unsubscribed = ["browser-unsubscribed"]
+            batches += [
+                Batch(label: "browser notification (Web Push)", tokens: (1...browsers).map { "browser-\($0)" },
+                      payload: #"{"title":"Demo","body":"Your order has shipped","url":"/orders/42"}"#, collapseID: "order-42",
+                      service: "webpush", expectation: delivered),
+                Batch(label: "browser unsubscribed (Web Push)", tokens: unsubscribed, payload: #"{"title":"Anyone?"}"#,
+                      service: "webpush", expectation: Expectation(status: "failed", attempts: 1, reason: "SubscriptionGone")),
+            ]
+        }
+
         var faults = FaultPlan()
         faults.seed = seed
         faults.unregisteredTokens = [unregistered]
@@ -185,6 +204,7 @@ package struct DemoScenario: Sendable {
         faults.latencyJitterMilliseconds = 8
         var scenario = DemoScenario(batches: batches, faults: faults)
         scenario.unregisteredFCMTokens = uninstalled
+        scenario.unsubscribedBrowsers = unsubscribed
         return scenario
     }
 }

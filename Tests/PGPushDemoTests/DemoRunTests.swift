@@ -24,7 +24,7 @@ import Testing
         #expect(result.unexpected.isEmpty, "\(result.unexpected)")
         #expect(result.succeeded)
         let statuses = Dictionary(grouping: result.rows, by: \.status).mapValues(\.count)
-        #expect(statuses == ["delivered": scenario.notificationCount - 6, "failed": 5, "expired": 1])
+        #expect(statuses == ["delivered": scenario.notificationCount - 7, "failed": 6, "expired": 1])
         #expect(result.rows.first { $0.label == "503 on every attempt" }?.lastStatus == 503)
         #expect(result.rows.first { $0.label == "unregistered token" }?.lastReason == "Unregistered")
         #expect(result.rows.first { $0.label == "the unregistered token again" }?.lastReason == "KnownInvalidToken")
@@ -32,9 +32,9 @@ import Testing
         // The views were read while the worker still served the app, limited to it.
         let snapshot = try #require(result.snapshot)
         #expect(snapshot.app == "demo")
-        #expect(snapshot.workers.count == 1 && snapshot.workers.first?.delivered == scenario.notificationCount - 6)
-        // APNs's unregistered token and the uninstalled Android app's.
-        #expect(snapshot.invalidTokens.map(\.app) == ["demo"] && snapshot.invalidTokens.map(\.tokens) == [2])
+        #expect(snapshot.workers.count == 1 && snapshot.workers.first?.delivered == scenario.notificationCount - 7)
+        // APNs's unregistered token, the uninstalled Android app's and the unsubscribed browser's.
+        #expect(snapshot.invalidTokens.map(\.app) == ["demo"] && snapshot.invalidTokens.map(\.tokens) == [3])
         #expect(snapshot.errors.contains { $0.reason == "BadBackgroundPayload" && $0.status == nil })
         #expect(snapshot.queue.isEmpty)
 
@@ -42,15 +42,23 @@ import Testing
         // each retry, plus the channel's creation and deletion.
         let android = result.rows.filter { $0.label.hasSuffix("(FCM)") }
         #expect(android.count == 14)
+        let browsers = result.rows.filter { $0.label.hasSuffix("(Web Push)") }
+        #expect(browsers.count == 7)
         let retries = result.rows.reduce(0) { $0 + max($1.attempts - 1, 0) }
         #expect(result.simulator.managementRequests == 2)
-        #expect(result.simulator.totalRequests == scenario.notificationCount - android.count - 3 + retries + 2)
+        #expect(result.simulator.totalRequests == scenario.notificationCount - android.count - browsers.count - 3 + retries + 2)
         // Sent to FCM: every Android row once, with one access token for all of them.
         let fcm = try #require(result.fcm)
         #expect(fcm.sends == android.count && fcm.delivered == android.count - 1 && fcm.errors == ["UNREGISTERED": 1])
         #expect(fcm.tokensIssued == 1)
         #expect(android.first { $0.label == "Android app uninstalled (FCM)" }?.lastReason == "UNREGISTERED")
         #expect(DemoReport(result: result, app: "demo", psqlCommand: nil).rendered().contains("== The FCM simulator saw =="))
+        // Sent to the browsers' push service: each once, VAPID checked, the payload decrypted as the row holds it.
+        let webPush = try #require(result.webPush)
+        #expect(webPush.requests == 7 && webPush.delivered == 6 && webPush.refusals == ["Unregistered": 1])
+        #expect(Set(webPush.deliveredPayloads) == [#"{"url":"/orders/42","body":"Your order has shipped","title":"Demo"}"#])
+        #expect(browsers.first { $0.label == "browser unsubscribed (Web Push)" }?.lastReason == "SubscriptionGone")
+        #expect(DemoReport(result: result, app: "demo", psqlCommand: nil).rendered().contains("== The Web Push simulator saw =="))
         #expect(result.simulator.maxRequestsPerConnectionPerSecond <= options.ratePerConnection)
         #expect(result.simulator.duplicateAcceptedAPNsIDs == 0)
 
