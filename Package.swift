@@ -60,7 +60,7 @@ let package = Package(
         ]),
         // `pgpush bench`: scenarios and measurement, run against separate simulator and worker processes.
         .target(name: "PGPushBench", dependencies: [
-            "PGPushCore", "Postgres", "EmbeddedPostgres", "PushQueue", "APNsCore", "APNsClient", "APNsSimulator", "FCMSimulator", "PushWorker", "PushCrypto",
+            "PGPushCore", "Postgres", "EmbeddedPostgres", "PushQueue", "APNsCore", "APNsClient", "APNsSimulator", "FCMSimulator", "WebPushSimulator", "PushWorker", "PushCrypto",
             "Locking", "Spawn",
         ]),
         .executableTarget(name: "pgpush", dependencies: [

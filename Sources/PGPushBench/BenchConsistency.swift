@@ -45,11 +45,13 @@ package enum BenchConsistency {
                    "uncapped: the simulator saw \(uncapped.simulatorRequests) requests for \(uncapped.rows) rows")
             expect(uncapped.duplicateAcceptedAPNsIDs == 0, "uncapped: \(uncapped.duplicateAcceptedAPNsIDs) duplicates")
         }
-        if let fcm = report.fcm {
-            costs("fcm", insert: fcm.insertCost, inserted: fcm.rows, delivery: fcm.deliveryCost, finished: fcm.finished)
-            expect(fcm.finished == fcm.rows, "fcm: \(fcm.finished) of \(fcm.rows) rows finished")
-            expect(fcm.statuses == ["delivered": fcm.rows], "fcm: final statuses \(fcm.statuses)")
-            expect(fcm.simulatorRequests == fcm.rows, "fcm: the simulator saw \(fcm.simulatorRequests) sends for \(fcm.rows) rows")
+        for (label, drain) in [("fcm", report.fcm), ("webpush", report.webPushDrain)] {
+            guard let drain else { continue }
+            costs(label, insert: drain.insertCost, inserted: drain.rows, delivery: drain.deliveryCost, finished: drain.finished)
+            expect(drain.finished == drain.rows, "\(label): \(drain.finished) of \(drain.rows) rows finished")
+            expect(drain.statuses == ["delivered": drain.rows], "\(label): final statuses \(drain.statuses)")
+            expect(drain.simulatorRequests == drain.rows,
+                   "\(label): the simulator saw \(drain.simulatorRequests) requests for \(drain.rows) rows")
         }
         for capped in report.capped {
             expect(capped.perConnection.count == capped.connections,

@@ -278,6 +278,9 @@ package struct BenchReport: Sendable, Codable {
     package var retirement: HistoryRetirementResult?
     /// Web Push encryption per message, beside its floor (`webpush` scenario).
     package var webPush: WebPushSealResult?
+    /// The same drain as `uncapped`, with Web Push rows to the Web Push simulator's browser
+    /// subscriptions (`pgpush mock-webpush`): every message sealed, VAPID-signed and opened.
+    package var webPushDrain: DrainResult?
     package var targets: [TargetCheck] = []
     package var loadAverageAtEnd: String?
 

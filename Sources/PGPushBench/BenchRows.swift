@@ -34,14 +34,25 @@ package enum BenchRows {
     /// ANALYZEs the table unless told not to (the insert phase is measured without it).
     /// With `broadcastEvery` n > 0, every n-th row is a Live Activity update (priority 5) to
     /// one of `channels` in turn instead of an alert to a token.
-    /// `service` `.fcm`: FCM rows to registration tokens `bench-token:N`, with an FCM data payload.
+    /// `service` `.fcm`: FCM rows to registration tokens `bench-token:N`, with an FCM data payload;
+    /// `.webpush`: Web Push rows to `subscriptions` in turn.
     package static func fill(_ connection: PostgresConnection, count: Int, payloadBytes: Int, firstToken: Int = 1,
                             broadcastEvery: Int = 0, channels: [String] = [], service: Service = .apns,
-                            analyze: Bool = true, progress: (Int) -> Void = { _ in }) throws {
+                            subscriptions: [String] = [], analyze: Bool = true, progress: (Int) -> Void = { _ in }) throws {
         let batch = 50_000
         var done = 0
         while done < count {
             let size = min(batch, count - done)
+            if service == .webpush {
+                try connection.query("""
+                    INSERT INTO pgpush.notifications (service, subscription, payload)
+                    SELECT 'webpush', ($4::text[])[1 + g % cardinality($4::text[])]::jsonb, $1::jsonb
+                      FROM generate_series($2::bigint, $3::bigint) AS g
+                    """, [payload(bytes: payloadBytes), firstToken + done, firstToken + done + size - 1, subscriptions])
+                done += size
+                progress(done)
+                continue
+            }
             if service == .fcm {
                 try connection.query("""
                     INSERT INTO pgpush.notifications (service, device_token, payload)

@@ -74,22 +74,28 @@ extension BenchReport {
             }
             costRows(uncapped.insertCost, uncapped.deliveryCost)
         }
-        if let fcm {
-            row("FCM end to end (\(fcm.connections) conn., mock-fcm)",
-                String(format: "%.0f/s  (steady ", fcm.perSecond) + rate(fcm.steadyPerSecond)
-                + String(format: "; %d rows in %.2f s)", fcm.finished, fcm.seconds))
+        for (label, simulator, drain) in [("FCM end to end", "mock-fcm", fcm), ("Web Push end to end", "mock-webpush", webPushDrain)] {
+            guard let drain else { continue }
+            row("\(label) (\(drain.connections) conn., \(simulator))",
+                String(format: "%.0f/s  (steady ", drain.perSecond) + rate(drain.steadyPerSecond)
+                + String(format: "; %d rows in %.2f s)", drain.finished, drain.seconds))
             row("  worker CPU per notification", String(format: "%.1f µs  (user %.2f s + sys %.2f s)",
-                                                        fcm.workerCPUMicrosecondsPerNotification,
-                                                        fcm.worker.userSeconds, fcm.worker.systemSeconds)
+                                                        drain.workerCPUMicrosecondsPerNotification,
+                                                        drain.worker.userSeconds, drain.worker.systemSeconds)
                 + (uncapped.map { String(format: "; APNs in the same run %.1f µs", $0.workerCPUMicrosecondsPerNotification) } ?? ""))
-            row("  worker peak RSS", megabytes(fcm.worker.peakResidentBytes))
+            if simulator == "mock-webpush", let webPush {
+                row("  of which sealing (RFC 8291)", String(format: "%.1f µs per message, %.0f%% of the worker's CPU",
+                                                           webPush.sealMicroseconds,
+                                                           webPush.sealMicroseconds / max(drain.workerCPUMicrosecondsPerNotification, 1e-3) * 100))
+            }
+            row("  worker peak RSS", megabytes(drain.worker.peakResidentBytes))
             row("  CPU per notification, whole machine",
                 String(format: "%.1f µs = worker %.1f + simulator %.1f + PostgreSQL and the rest %.1f",
-                       fcm.machineCPUMicrosecondsPerNotification, fcm.workerCPUMicrosecondsPerNotification,
-                       fcm.simulatorCPUMicrosecondsPerNotification,
-                       fcm.machineCPUMicrosecondsPerNotification - fcm.workerCPUMicrosecondsPerNotification
-                           - fcm.simulatorCPUMicrosecondsPerNotification))
-            costRows(fcm.insertCost, fcm.deliveryCost)
+                       drain.machineCPUMicrosecondsPerNotification, drain.workerCPUMicrosecondsPerNotification,
+                       drain.simulatorCPUMicrosecondsPerNotification,
+                       drain.machineCPUMicrosecondsPerNotification - drain.workerCPUMicrosecondsPerNotification
+                           - drain.simulatorCPUMicrosecondsPerNotification))
+            costRows(drain.insertCost, drain.deliveryCost)
         }
         for capped in capped {
             row("capped \(capped.cap)/s × \(capped.connections) conn., \(capped.seconds) s",

@@ -161,6 +161,14 @@ package final class Benchmark {
             report.webPush = result
             progress(String(format: "webpush: %.1f µs per message sealed, %.1f µs its floor (a key pair and an ECDH)",
                             result.sealMicroseconds, result.floorMicroseconds))
+            progress("webpush: \(options.rows) Web Push rows, \(options.connections) connections, no cap, to mock-webpush")
+            let outcome = try DrainRun(name: "webpush", rows: options.rows, connections: options.connections, ratePerConnection: 0,
+                                       service: .webpush).run(in: context)
+            database.discard(outcome.conninfo)
+            report.webPushDrain = outcome.result
+            progress(String(format: "webpush: %.0f/s, worker %.1f µs CPU/notification, %.1f MB peak",
+                            outcome.result.perSecond, outcome.result.workerCPUMicrosecondsPerNotification,
+                            Double(outcome.result.worker.peakResidentBytes) / 1_048_576))
         }
         report.targets = TargetEvaluation.evaluate(report)
         report.loadAverageAtEnd = MachineInfo.loadAverageNow()

@@ -35,19 +35,27 @@ struct DrainRun {
         let conninfo = try context.database.fresh(name)
         let meter = try CostMeter(conninfo: conninfo, database: context.database)
         let connection = meter.connection
-        context.progress("\(name): inserting \(rows) rows")
-        let beforeFill = try meter.snapshot()
-        try BenchRows.fill(connection, count: rows, payloadBytes: context.options.payloadBytes, broadcastEvery: broadcastEvery,
-                           channels: channels, service: service, analyze: false) { done in
-            if done % 200_000 == 0 || done == rows { context.progress("\(name): \(done) rows inserted") }
-        }
-        let afterFill = try meter.snapshot()
-        try meter.poll { try $0.execute(script: "ANALYZE pgpush.notifications") }
+        // Started first: the Web Push simulator makes the subscriptions the rows name. It is idle
+        // while they are inserted.
         let simulator = try SimulatorProcess(executable: context.executable, credentials: context.credentials,
                                              directory: context.directory, name: name, logRequests: logRequests,
                                              extraArguments: simulatorArguments
                                                  + (channels.isEmpty ? [] : ["--channels", channels.joined(separator: ",")]),
                                              service: service)
+        let subscriptions = service == .webpush ? try simulator.subscriptions() : []
+        context.progress("\(name): inserting \(rows) rows")
+        let beforeFill = try meter.snapshot()
+        do {
+            try BenchRows.fill(connection, count: rows, payloadBytes: context.options.payloadBytes, broadcastEvery: broadcastEvery,
+                               channels: channels, service: service, subscriptions: subscriptions, analyze: false) { done in
+                if done % 200_000 == 0 || done == rows { context.progress("\(name): \(done) rows inserted") }
+            }
+        } catch {
+            _ = try? simulator.stop()
+            throw error
+        }
+        let afterFill = try meter.snapshot()
+        try meter.poll { try $0.execute(script: "ANALYZE pgpush.notifications") }
         let beforeRun = try meter.snapshot()
         let started = Date()
         let machineAtStart = MachineCPU.now()
@@ -107,6 +115,10 @@ struct DrainRun {
         if service == .fcm {
             let (report, usage) = try simulator.stopFCM()
             figures = SimulatorFigures(requests: report.sends, statuses: report.errors.merging(["200": report.delivered]) { $0 + $1 })
+            simulatorUsage = usage
+        } else if service == .webpush {
+            let (report, usage) = try simulator.stopWebPush()
+            figures = SimulatorFigures(requests: report.requests, statuses: report.refusals.merging(["201": report.delivered]) { $0 + $1 })
             simulatorUsage = usage
         } else {
             let (report, usage) = try simulator.stop()

@@ -3,8 +3,9 @@ import FCMSimulator
 import Foundation
 import PGPushCore
 import Spawn
+import WebPushSimulator
 
-/// `pgpush mock-apns` (or `pgpush mock-fcm`) in its own process, so its CPU does not count as
+/// `pgpush mock-apns` (or `pgpush mock-fcm`, `pgpush mock-webpush`) in its own process, so its CPU does not count as
 /// the worker's and the two talk over a real socket with TLS.
 package final class SimulatorProcess: Sendable {
     package let process: ChildProcess
@@ -15,6 +16,12 @@ package final class SimulatorProcess: Sendable {
     package let logPath: String?
     /// FCM: the service-account file the simulator wrote, which the worker signs with.
     package let fcmCredentialsFile: String?
+    /// Web Push: the VAPID key the simulator made, which the worker signs with, and the browser
+    /// subscriptions it made for it (one `PushSubscription.toJSON()` a line).
+    package let vapidKeyFile: String?
+    package let subscriptionsFile: String?
+    /// Web Push: browser subscriptions the simulator makes; rows go to them in turn.
+    static let webPushSubscriptions = 1000
 
     /// The simulator stands for APNs, which answers from machines of its own. On two cores
     /// shared with the worker and PostgreSQL it would otherwise wait its turn behind the
@@ -33,13 +40,17 @@ package final class SimulatorProcess: Sendable {
         reportPath = directory + "/\(name)-report.json"
         logPath = logRequests && service == .apns ? directory + "/\(name)-requests.jsonl" : nil
         var arguments: [String]
-        if service == .fcm {
-            let credentialsFile = directory + "/\(name)-service-account.json"
-            fcmCredentialsFile = credentialsFile
+        fcmCredentialsFile = service == .fcm ? directory + "/\(name)-service-account.json" : nil
+        vapidKeyFile = service == .webpush ? directory + "/\(name)-vapid.pem" : nil
+        subscriptionsFile = service == .webpush ? directory + "/\(name)-subscriptions.jsonl" : nil
+        if let credentialsFile = fcmCredentialsFile {
             arguments = ["mock-fcm", "--port", "0", "--credentials-out", credentialsFile, "--project", "pgpush-bench",
                          "--ca-out", caFile, "--report", reportPath]
+        } else if let vapidKeyFile, let subscriptionsFile {
+            arguments = ["mock-webpush", "--port", "0", "--vapid-key-out", vapidKeyFile,
+                         "--subscriptions", String(Self.webPushSubscriptions), "--subscriptions-out", subscriptionsFile,
+                         "--ca-out", caFile, "--report", reportPath]
         } else {
-            fcmCredentialsFile = nil
             arguments = ["mock-apns", "--port", "0", "--p8", credentials.keyFile, "--team-id", BenchCredentials.teamID,
                          "--key-id", BenchCredentials.keyID, "--bundle-id", BenchCredentials.bundleID,
                          "--ca-out", caFile, "--report", reportPath]
@@ -63,6 +74,20 @@ package final class SimulatorProcess: Sendable {
     package func stop() throws -> (report: SimulatorReport, usage: ProcessUsage) {
         let (data, usage) = try stopForReport()
         return (try JSONDecoder().decode(SimulatorReport.self, from: data), usage)
+    }
+
+    /// `stop()` for the Web Push simulator.
+    package func stopWebPush() throws -> (report: WebPushSimulatorReport, usage: ProcessUsage) {
+        let (data, usage) = try stopForReport()
+        return (try JSONDecoder().decode(WebPushSimulatorReport.self, from: data), usage)
+    }
+
+    /// The subscriptions the Web Push simulator made (`subscriptionsFile`).
+    package func subscriptions() throws -> [String] {
+        guard let subscriptionsFile, let data = FileManager.default.contents(atPath: subscriptionsFile) else {
+            throw BenchError("the Web Push simulator wrote no subscriptions")
+        }
+        return String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
     }
 
     /// `stop()` for the FCM simulator.

@@ -17,6 +17,10 @@ package final class WorkerProcess: Sendable {
         if let fcmCredentials = simulator.fcmCredentialsFile {
             environment["PGPUSH_FCM_URL"] = simulator.baseURL
             environment["PGPUSH_FCM_CREDENTIALS_FILE"] = fcmCredentials
+        } else if let vapidKey = simulator.vapidKeyFile {
+            environment["PGPUSH_VAPID_KEY_FILE"] = vapidKey
+            environment["PGPUSH_VAPID_SUBJECT"] = "mailto:bench@example.com"
+            environment["PGPUSH_WEBPUSH_ALLOWED_ORIGINS"] = simulator.baseURL
         } else {
             environment["PGPUSH_APNS_URL"] = simulator.baseURL
             environment["PGPUSH_TEAM_ID"] = BenchCredentials.teamID
