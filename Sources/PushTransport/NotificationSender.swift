@@ -29,9 +29,16 @@ package protocol NotificationSender: Sendable {
     /// What `app_health` says when most of the app's recent answers hint at a wrong setup
     /// (`Delivery.hintsWrongSetup`): a reason name and what to check.
     var wrongSetup: (reason: String, why: String) { get }
+    /// Whether a wrong setup is judged per scope (`scope(of:)`) rather than for the whole app:
+    /// a VAPID key refused at one push service origin says nothing of the others.
+    var wrongSetupIsPerScope: Bool { get }
     /// `observer` hears of every failure to connect and every connection ended by a protocol or I/O error.
     func onConnectionFailure(_ observer: @escaping @Sendable (ConnectionFailure) -> Void)
     func shutdown() async
+}
+
+extension NotificationSender {
+    package var wrongSetupIsPerScope: Bool { false }
 }
 
 /// Why a row can never be sent, found before any request: its `last_reason` (a stable name)

@@ -53,7 +53,9 @@ final class AppHealth: Sendable {
         var scopes: [String: Scope] = [:]
         var nextWaiterID = 0
         var reportedHealthy = false
-        var mismatch = WrongSetupMonitor()
+        /// By the part of the app a wrong setup shows in: "" for the whole app (APNs, FCM), a
+        /// push service origin for Web Push (`NotificationSender.wrongSetupIsPerScope`).
+        var mismatch: [String: WrongSetupMonitor] = [:]
         /// When each flag (`flag(_:)`) was last written and last seen.
         var flagged: [String: (written: ContinuousClock.Instant, seen: ContinuousClock.Instant)] = [:]
     }
@@ -206,7 +208,7 @@ final class AppHealth: Sendable {
     func reportSuccess() -> Bool {
         state.withLock { state in
             state.app = Gate(phase: .healthy)
-            guard !state.mismatch.isSuspected else { return false }
+            guard !state.mismatch.values.contains(where: \.isSuspected) else { return false }
             if !state.flagged.isEmpty {
                 // Read the clock only here: every delivered row comes through this.
                 let now = self.now()
@@ -238,11 +240,11 @@ final class AppHealth: Sendable {
         }
     }
 
-    /// Feeds every answer from the service to the wrong-setup monitor: `hintsWrongSetup` when
-    /// it is the kind that points at one (`Delivery.hintsWrongSetup`).
-    func recordAnswer(hintsWrongSetup: Bool) -> WrongSetupMonitor.Change {
+    /// Feeds every answer from the service to the wrong-setup monitor of `scope` (nil: the
+    /// whole app): `hintsWrongSetup` when it is the kind that points at one (`Delivery.hintsWrongSetup`).
+    func recordAnswer(hintsWrongSetup: Bool, scope: String? = nil) -> WrongSetupMonitor.Change {
         state.withLock { state in
-            let verdict = state.mismatch.record(hintsWrongSetup: hintsWrongSetup)
+            let verdict = state.mismatch[scope ?? "", default: WrongSetupMonitor()].record(hintsWrongSetup: hintsWrongSetup)
             if verdict == .suspected { state.reportedHealthy = false }
             return verdict
         }

@@ -115,13 +115,15 @@ extension Worker {
         }
         guard let appHealth = health[route] else { return }
         if let hint = delivery.hintsWrongSetup {
-            switch appHealth.recordAnswer(hintsWrongSetup: hint) {
+            let setupScope = sender.wrongSetupIsPerScope ? scope : nil
+            switch appHealth.recordAnswer(hintsWrongSetup: hint, scope: setupScope) {
             case .suspected:
                 let wrongSetup = sender.wrongSetup
-                log.error("wrong_setup_suspected", ["app": app, "service": route.service.rawValue, "why": wrongSetup.why])
-                reportHealth(route, healthy: false, reason: wrongSetup.reason)
+                log.error("wrong_setup_suspected", ["app": app, "service": route.service.rawValue, "scope": setupScope ?? "app",
+                                                    "why": wrongSetup.why])
+                reportHealth(route, topic: setupScope, healthy: false, reason: wrongSetup.reason)
             case .cleared:
-                reportHealth(route, healthy: true, reason: nil)
+                reportHealth(route, topic: setupScope, healthy: true, reason: nil)
             case .unchanged:
                 break
             }

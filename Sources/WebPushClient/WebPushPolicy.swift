@@ -13,7 +13,7 @@ import PGPushCore
 /// | 400 | failed | `BadRequest` |
 /// | 413 | failed | `PayloadTooLarge` |
 /// | other 4xx | failed | `Refused` |
-/// | 403, or an answer that the subscription was made with another VAPID key (Apple's `VapidPkHashMismatch`, Mozilla's 401 errno 109) | failed, nothing listed; when most of an app's answers are, `app_health` says the key is likely wrong | `VapidKeyMismatch` |
+/// | 403, or an answer that the subscription was made with another VAPID key (Apple's `VapidPkHashMismatch`, Mozilla's 401 errno 109) | failed, nothing listed; when most of an app's answers from an origin are, that origin's `app_health` says the key is likely wrong | `VapidKeyMismatch` |
 /// | other 401 (the VAPID token refused: malformed, expired, a clock off) | the origin paused for the app, rows back in the queue | `VapidTokenRefused` |
 /// | 429 | throttled, after `Retry-After` when given | `TooManyRequests` |
 /// | 5xx | server trouble, never sooner than `Retry-After` | `ServerError` |

@@ -135,6 +135,9 @@ package final class WebPushSender: NotificationSender {
             + "application server key than PGPUSH_VAPID_KEY_FILE's (public key \(configuration.signer.publicKey))")
     }
 
+    /// Most answers from an origin refusing the key: that origin's health says so.
+    package var wrongSetupIsPerScope: Bool { true }
+
     package func onConnectionFailure(_ observer: @escaping @Sendable (ConnectionFailure) -> Void) {
         failureObserver.withLock { $0 = observer }
         for pool in origins.withLock({ $0.pools }) { pool.onConnectionFailure(observer) }
@@ -209,6 +212,8 @@ package final class WebPushSender: NotificationSender {
                                                       body: response.body, origin: origin)
                 let throttled = if case .throttled = delivery.verdict { true } else { false }
                 pool.finish(lease, answered: true, throttled: throttled)
+                // The origin pauses; its probe after the pause signs a new token.
+                if case .paused(.requestScope, _) = delivery.verdict { tokens.forget(origin.description) }
                 delivery.resends = resends
                 delivery.latency = started.duration(to: clock.now)
                 return delivery

@@ -176,6 +176,24 @@ struct WebPushWorld {
         #expect(world.simulator.report().refusals == ["Scripted403": 1, "VapidPkHashMismatch": 1])
     }
 
+    /// Most answers from one origin refusing the key: the app's VAPID key is likely not the one
+    /// its web app subscribes with, and that origin's health says so.
+    @Test("mostly another VAPID key at an origin: app_health says LikelyWrongVAPIDKey for that origin")
+    func mostlyAnotherKeyFlagsTheOrigin() async throws {
+        let world = try WebPushWorld()
+        defer { world.stop() }
+        let otherKey = try ES256PrivateKey.generate()
+        for _ in 0..<60 { try world.insert(try world.subscribe(otherKey: otherKey)) }
+        #expect(try await world.run { database in
+            try world.unfinished() == 0 && database.query("""
+                SELECT count(*) FROM pgpush.app_health
+                 WHERE service = 'webpush' AND topic = $1 AND NOT healthy AND reason = 'LikelyWrongVAPIDKey'
+                """, [world.simulator.origin]).int(0, 0) == 1
+        })
+        #expect(try world.database.query("SELECT count(*) FROM pgpush.notifications WHERE last_reason = 'VapidKeyMismatch'")
+            .int(0, 0) == 60)
+    }
+
     @Test("400, 413, other 4xx: failed with pgpush's reason, the service's in delivery_errors")
     func refusedRows() async throws {
         var faults = WebPushSimulatorFaults()

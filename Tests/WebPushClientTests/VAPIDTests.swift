@@ -86,6 +86,21 @@ struct VAPIDTests {
         #expect(renewed != first && renewed.expiresAt > first.expiresAt)
         #expect(renewed.expiresAt.timeIntervalSince(clock.now) <= 24 * 3600)
     }
+
+    /// A token the push service refused is not sent again: the next request to that origin
+    /// (the probe after the pause) gets one signed anew; other origins keep theirs.
+    @Test func aRefusedTokenIsSignedAnew() throws {
+        let clock = ManualDate(Date(timeIntervalSince1970: 1_764_900_000))
+        let cache = VAPIDTokenCache(signer: try VAPIDSigner(key: try ES256PrivateKey.generate(), subject: Self.subject),
+                                    now: { clock.now })
+        let refused = try cache.token(for: "https://web.push.apple.com")
+        let other = try cache.token(for: "https://fcm.googleapis.com")
+        cache.forget("https://web.push.apple.com")
+        clock.advance(by: 5)
+        let fresh = try cache.token(for: "https://web.push.apple.com")
+        #expect(fresh != refused && fresh.expiresAt > refused.expiresAt)
+        #expect(try cache.token(for: "https://fcm.googleapis.com") == other)
+    }
 }
 
 /// A wall clock that moves only when the test says.

@@ -28,6 +28,13 @@ package final class VAPIDTokenCache: Sendable {
         return signed
     }
 
+    /// The push service refused the token for `audience`: the next request gets one signed
+    /// anew (a token made under a clock since corrected, or with a key since replaced, is not
+    /// sent again).
+    package func forget(_ audience: String) {
+        _ = tokens.withLock { $0.removeValue(forKey: audience) }
+    }
+
     static func needsRenewal(_ token: VAPIDToken, at instant: Date) -> Bool {
         token.expiresAt.timeIntervalSince(instant) < renewBefore
     }
