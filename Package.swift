@@ -70,7 +70,9 @@ let package = Package(
         ]),
 
         // Fuzz targets over every input pgpush takes from outside, and their libFuzzer / replay entry.
-        .target(name: "PGPushFuzzTargets", dependencies: ["PGPushCore", "APNsCore", "PushWorker", "APNsSimulator", "HTTP2TLS", "PushCrypto", "FCMClient"]),
+        .target(name: "PGPushFuzzTargets", dependencies: [
+            "PGPushCore", "APNsCore", "PushWorker", "APNsSimulator", "HTTP2TLS", "PushCrypto", "FCMClient", "WebPushClient",
+        ]),
         .executableTarget(name: "pgpush-fuzz", dependencies: ["PGPushFuzzTargets"]),
 
         // Shared by the test targets: the throwaway PostgreSQL cluster and fresh databases.

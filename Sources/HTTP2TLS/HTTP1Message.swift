@@ -5,9 +5,9 @@
 ///
 /// Pure: bytes in, messages out. The client engine writes requests and reads answers with
 /// it; the test server reads requests and writes answers.
-enum HTTP1 {
+package enum HTTP1 {
     /// Why a message cannot be written or read.
-    enum Failure: Error, Equatable {
+    package enum Failure: Error, Equatable {
         /// A field, method or path holds a byte HTTP/1.1 cannot carry (CR, LF, NUL, a space in
         /// the path): written as it is, it would split the message.
         case unwritable(String)
@@ -85,19 +85,19 @@ enum HTTP1 {
 }
 
 /// One message read: a request (method and target) or an answer (status).
-struct HTTP1Message: Equatable {
-    var method = ""
-    var target = ""
-    var status = 0
+package struct HTTP1Message: Equatable {
+    package var method = ""
+    package var target = ""
+    package var status = 0
     /// Field names in lower case, in the order they came.
-    var fields: [(name: String, value: String)] = []
-    var body: [UInt8] = []
+    package var fields: [(name: String, value: String)] = []
+    package var body: [UInt8] = []
     /// The peer will close after this message (`Connection: close`, or HTTP/1.0).
-    var closes = false
+    package var closes = false
 
-    func value(of name: String) -> String? { fields.first { $0.name == name }?.value }
+    package func value(of name: String) -> String? { fields.first { $0.name == name }?.value }
 
-    static func == (left: HTTP1Message, right: HTTP1Message) -> Bool {
+    package static func == (left: HTTP1Message, right: HTTP1Message) -> Bool {
         left.method == right.method && left.target == right.target && left.status == right.status && left.body == right.body
             && left.closes == right.closes && left.fields.map(\.name) == right.fields.map(\.name)
             && left.fields.map(\.value) == right.fields.map(\.value)
@@ -108,8 +108,8 @@ struct HTTP1Message: Equatable {
 /// body framed by `Content-Length` or chunked coding (an answer with neither runs to the
 /// close). Interim answers (1xx) are skipped. Bounded: the head (start line and fields) and
 /// the body may not pass their limits, so a peer cannot make it hold unbounded bytes.
-struct HTTP1Parser {
-    enum Kind { case request, response }
+package struct HTTP1Parser {
+    package enum Kind: Sendable { case request, response }
 
     private enum Framing: Equatable {
         case length(Int)
@@ -128,24 +128,24 @@ struct HTTP1Parser {
         case trailers
     }
 
-    let kind: Kind
-    let maxHeadBytes: Int
-    let maxBodyBytes: Int
+    package let kind: Kind
+    package let maxHeadBytes: Int
+    package let maxBodyBytes: Int
     private var buffer: [UInt8] = []
     private var start = 0
     private var phase = Phase.head
     private var message = HTTP1Message()
 
-    init(kind: Kind, maxHeadBytes: Int, maxBodyBytes: Int) {
+    package init(kind: Kind, maxHeadBytes: Int, maxBodyBytes: Int) {
         self.kind = kind
         self.maxHeadBytes = maxHeadBytes
         self.maxBodyBytes = maxBodyBytes
     }
 
     /// Bytes read and not yet part of a message returned.
-    var hasBufferedBytes: Bool { start < buffer.count || phase != .head }
+    package var hasBufferedBytes: Bool { start < buffer.count || phase != .head }
 
-    mutating func append(_ bytes: UnsafeRawBufferPointer) {
+    package mutating func append(_ bytes: UnsafeRawBufferPointer) {
         if start > 0 && start == buffer.count {
             buffer.removeAll(keepingCapacity: true)
             start = 0
@@ -158,7 +158,7 @@ struct HTTP1Parser {
 
     /// The next complete message, or nil until more bytes come. `atEnd`: the peer closed, so
     /// an answer running to the close is complete now.
-    mutating func next(atEnd: Bool = false) throws(HTTP1.Failure) -> HTTP1Message? {
+    package mutating func next(atEnd: Bool = false) throws(HTTP1.Failure) -> HTTP1Message? {
         while true {
             switch phase {
             case .head:

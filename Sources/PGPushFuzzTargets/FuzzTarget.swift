@@ -6,6 +6,7 @@ import HTTP2TLS
 import PGPushCore
 import PushCrypto
 import PushWorker
+import WebPushClient
 
 /// The inputs pgpush takes from outside, as fuzz targets: each takes arbitrary
 /// bytes, must return without crashing, and checks an invariant where one
@@ -18,6 +19,8 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
     case simulatorRequest = "simulator-request"
     case fcmAnswer = "fcm-answer"
     case fcmPayload = "fcm-payload"
+    case http1Answer = "http1-answer"
+    case webPushInput = "webpush-input"
 
     package func run(_ bytes: [UInt8]) {
         switch self {
@@ -27,7 +30,37 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
         case .simulatorRequest: Self.simulatorRequest(bytes)
         case .fcmAnswer: Self.fcmAnswer(bytes)
         case .fcmPayload: Self.fcmPayload(bytes)
+        case .http1Answer: Self.http1Answer(bytes)
+        case .webPushInput: Self.webPushInput(bytes)
         }
+    }
+
+    /// What an HTTP/1.1 push service answers, in two reads split where the first byte says:
+    /// whatever comes, the reader stays within its bounds and never returns an answer larger.
+    static func http1Answer(_ bytes: [UInt8]) {
+        var parser = HTTP1Parser(kind: .response, maxHeadBytes: 1024, maxBodyBytes: 2048)
+        let split = bytes.isEmpty ? 0 : Int(bytes[0]) % bytes.count
+        for (index, part) in [bytes[..<split], bytes[split...]].enumerated() {
+            Array(part).withUnsafeBytes { parser.append($0) }
+            while let message = try? parser.next(atEnd: index == 1) {
+                precondition(message.body.count <= 2048, "an answer past the body bound was returned")
+                precondition((100...999).contains(message.status), "an answer without a status was returned")
+            }
+        }
+    }
+
+    /// A Web Push row's subscription, and a push service's answer body: what is read holds
+    /// the lengths RFC 8291 needs, and any answer is some verdict.
+    static func webPushInput(_ bytes: [UInt8]) {
+        if let subscription = try? WebPushSubscription(json: bytes) {
+            precondition(subscription.p256dh.count == 65 && subscription.auth.count == 16, "a subscription with wrong key lengths")
+            precondition(subscription.endpoint.target.hasPrefix("/") || subscription.endpoint.target.hasPrefix("?"),
+                         "an endpoint target that is not a path")
+        }
+        let statuses = [201, 400, 401, 403, 404, 410, 413, 429, 500, 503]
+        let status = statuses[Int(bytes.first ?? 0) % statuses.count]
+        _ = WebPushPolicy.delivery(status: status, location: nil, apnsID: nil, retryAfter: String(decoding: bytes.prefix(30), as: UTF8.self),
+                                   body: bytes, origin: PushServiceOrigin(host: "push.example"))
     }
 
     /// Validation and compaction: compact output validates again to itself.

@@ -14,7 +14,7 @@ binary="$scratch/release/pgpush-fuzz"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 status=0
-for target in payload error-body configuration simulator-request fcm-answer fcm-payload; do
+for target in payload error-body configuration simulator-request fcm-answer fcm-payload http1-answer webpush-input; do
     mkdir -p "$work/$target" "$work/artifacts-$target"
     cp Fuzz/corpus/$target/* "$work/$target/"
     echo "fuzzing $target for ${seconds}s" >&2
