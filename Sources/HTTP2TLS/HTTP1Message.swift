@@ -194,7 +194,8 @@ package struct HTTP1Parser {
                 let line = String(decoding: buffer[start..<end], as: UTF8.self)
                 start = end + 2
                 let digits = HTTP1.trimmed(line.prefix { $0 != ";" })
-                guard !digits.isEmpty, digits.count <= 8, let size = Int(digits, radix: 16) else {
+                // Hex digits only: Int(_:radix:) would also take a sign, and a negative size.
+                guard !digits.isEmpty, digits.count <= 8, digits.utf8.allSatisfy(\.isHexDigit), let size = Int(digits, radix: 16) else {
                     throw .malformed("chunk size \"\(line.prefix(20))\"")
                 }
                 guard message.body.count + size <= maxBodyBytes else { throw .tooLarge(.body(limit: maxBodyBytes)) }
@@ -286,10 +287,17 @@ package struct HTTP1Parser {
             return .chunked
         }
         if let length = lengths.first {
-            guard lengths.count == 1, let count = Int(length), count >= 0 else { throw .malformed("content-length \(lengths)") }
+            guard lengths.count == 1, !length.isEmpty, length.utf8.allSatisfy(\.isDecimalDigit), length.count <= 18, let count = Int(length) else {
+                throw .malformed("content-length \(lengths)")
+            }
             return .length(count)
         }
         if kind == .request || message.status == 204 || message.status == 304 || message.status < 200 { return .length(0) }
         return .untilClose
     }
+}
+
+extension UInt8 {
+    fileprivate var isDecimalDigit: Bool { self >= 0x30 && self <= 0x39 }
+    fileprivate var isHexDigit: Bool { isDecimalDigit || (self | 0x20 >= 0x61 && self | 0x20 <= 0x66) }
 }

@@ -82,7 +82,9 @@ struct HTTP1MessageTests {
         for bytes in ["HTTP/2 200\r\n\r\n", "HTTP/1.1 20 OK\r\n\r\n", "HTTP/1.1 200 OK\r\nno colon\r\n\r\n",
                       "HTTP/1.1 200 OK\r\ncontent-length: 1\r\ncontent-length: 2\r\n\r\n",
                       "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\ncontent-length: 2\r\n\r\n",
-                      "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\nzz\r\n", "HTTP/1.1 200 OK\r\nx: \0\r\n\r\n"] {
+                      "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\nzz\r\n", "HTTP/1.1 200 OK\r\nx: \0\r\n\r\n",
+                      // Found by fuzzing: a sign is no digit (a chunk of -1 bytes crashed the reader).
+                      "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n-1\r\n", "HTTP/1.1 200 OK\r\ncontent-length: +5\r\n\r\n"] {
             #expect(throws: HTTP1.Failure.self, "\(bytes)") { try Self.parse([bytes]) }
         }
     }
