@@ -108,7 +108,9 @@ extension Worker {
             }
         }
         if outcome.recordsError {
-            let recipient = row.notification.channelID.map { ("channel", $0) } ?? ("token", row.notification.deviceToken)
+            // A Web Push endpoint is a capability (whoever holds it may push): its origin is logged, not the URL.
+            let recipient = row.notification.channelID.map { ("channel", $0) }
+                ?? (row.notification.subscription != nil ? ("origin", scope ?? "") : ("token", row.notification.deviceToken))
             log.info("send_error", ["id": row.id, "app": app, "service": route.service.rawValue, recipient.0: recipient.1,
                                     "status": outcome.httpStatus.map(String.init) ?? "none",
                                     "reason": outcome.reason ?? "none", "outcome": Self.describe(outcome.disposition)])

@@ -146,10 +146,11 @@ import Testing
         func gaps(_ token: String) -> [Double] { zip(times(token).dropFirst(), times(token)).map { $0 - $1 } }
         #expect(times(flaky).count == 3)
         // A retry never comes before its delay; it may come later on a loaded machine (the
-        // outcome write, the claim and the send follow the delay), so the upper bounds are loose.
-        #expect(gaps(flaky).allSatisfy { $0 >= 0.99 && $0 <= 15 }, "5xx retries 1–5 s apart: \(gaps(flaky))")
+        // outcome write, the claim and the send follow the delay), so the upper bounds are loose:
+        // 17.2 s once, through PgBouncer with a core kept busy beside the suite (2026-12-05).
+        #expect(gaps(flaky).allSatisfy { $0 >= 0.99 && $0 <= 30 }, "5xx retries 1–5 s apart: \(gaps(flaky))")
         #expect(times(broken).count == 4)
-        #expect(gaps(broken).allSatisfy { $0 >= 0.99 && $0 <= 15 }, "\(gaps(broken))")
+        #expect(gaps(broken).allSatisfy { $0 >= 0.99 && $0 <= 30 }, "\(gaps(broken))")
         let backoff = gaps(hammered)
         #expect(backoff.count == 2)
         // 429: equal-jitter exponential backoff, 0.5–1 s then 1–2 s.
