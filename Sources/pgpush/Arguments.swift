@@ -72,6 +72,15 @@ struct Arguments {
     /// Every value given for a repeatable flag, in order.
     func values(_ name: String) -> [String] { allValues[name] ?? [] }
     func isSet(_ name: String) -> Bool { switches.contains(name) }
+
+    /// The flag's value as a whole number within `range`; nil when not given.
+    func integer(_ name: String, in range: ClosedRange<Int>) throws(UsageError) -> Int? {
+        guard let text = value(name) else { return nil }
+        guard let number = Int(text), range.contains(number) else {
+            throw UsageError("--\(name) must be an integer in \(range.lowerBound)...\(range.upperBound), got \"\(text)\"")
+        }
+        return number
+    }
 }
 
 import Foundation

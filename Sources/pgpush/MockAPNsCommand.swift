@@ -128,7 +128,7 @@ enum MockAPNsCommand {
         }
         var configuration = SimulatorConfiguration(authentication: authentication)
         configuration.host = arguments.value("host") ?? "127.0.0.1"
-        configuration.port = try integer(arguments, "port", range: 0...65535) ?? 2197
+        configuration.port = try arguments.integer("port", in: 0...65535) ?? 2197
         switch (arguments.value("cert"), arguments.value("key")) {
         case (let certificate?, let key?):
             configuration.serverCertificate = .files(certificateChain: certificate, privateKey: key)
@@ -137,7 +137,7 @@ enum MockAPNsCommand {
         default:
             throw UsageError("--cert and --key go together")
         }
-        configuration.maxConcurrentStreams = try integer(arguments, "max-streams", range: 1...Int(Int32.max)) ?? 1000
+        configuration.maxConcurrentStreams = try arguments.integer("max-streams", in: 1...Int(Int32.max)) ?? 1000
         if let text = arguments.value("environment") {
             guard let environment = APNsEnvironment(rawValue: text) else {
                 throw UsageError("--environment must be development or production")
@@ -194,12 +194,12 @@ enum MockAPNsCommand {
                 plan.scripts[parts[0].trimmingCharacters(in: .whitespaces).lowercased(), default: []] += answers
             }
         }
-        if let value = try integer(arguments, "latency-ms", range: 0...600_000) { plan.latencyMilliseconds = value }
-        if let value = try integer(arguments, "latency-jitter-ms", range: 0...600_000) { plan.latencyJitterMilliseconds = value }
-        if let value = try integer(arguments, "goaway-after", range: 1...Int.max) { plan.goAwayAfterStreams = value }
-        if let value = try integer(arguments, "drop-after", range: 1...Int.max) { plan.dropAfterStreams = value }
+        if let value = try arguments.integer("latency-ms", in: 0...600_000) { plan.latencyMilliseconds = value }
+        if let value = try arguments.integer("latency-jitter-ms", in: 0...600_000) { plan.latencyJitterMilliseconds = value }
+        if let value = try arguments.integer("goaway-after", in: 1...Int.max) { plan.goAwayAfterStreams = value }
+        if let value = try arguments.integer("drop-after", in: 1...Int.max) { plan.dropAfterStreams = value }
         if let value = try probability(arguments, "refuse-probability") { plan.refuseProbability = value }
-        if let value = try integer(arguments, "refuse-every", range: 1...Int.max) { plan.refuseEveryNth = value }
+        if let value = try arguments.integer("refuse-every", in: 1...Int.max) { plan.refuseEveryNth = value }
         if let reason = arguments.value("goaway-before-first-stream") { plan.goAwayBeforeFirstStream = reason }
         for item in arguments.values("topic-answer") {
             let parts = item.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
@@ -208,7 +208,7 @@ enum MockAPNsCommand {
             }
             plan.topicAnswers[parts[0]] = try ScriptedAnswer(parsing: parts[1])
         }
-        if let value = try integer(arguments, "stale-provider-tokens-after", range: 1...Int.max) {
+        if let value = try arguments.integer("stale-provider-tokens-after", in: 1...Int.max) {
             plan.staleProviderTokensAfterRequests = value
         }
         if arguments.isSet("expire-every-provider-token") { plan.expireEveryProviderToken = true }
@@ -216,13 +216,6 @@ enum MockAPNsCommand {
         return plan
     }
 
-    private static func integer(_ arguments: Arguments, _ name: String, range: ClosedRange<Int>) throws(UsageError) -> Int? {
-        guard let text = arguments.value(name) else { return nil }
-        guard let value = Int(text), range.contains(value) else {
-            throw UsageError("--\(name) must be an integer in \(range.lowerBound)...\(range.upperBound), got \"\(text)\"")
-        }
-        return value
-    }
 
     private static func probability(_ arguments: Arguments, _ name: String) throws(UsageError) -> Double? {
         guard let text = arguments.value(name) else { return nil }

@@ -73,7 +73,7 @@ enum MockFCMCommand {
         var configuration = FCMSimulatorConfiguration(projectID: account.projectID, clientEmail: account.email,
                                                       privateKeyID: account.keyID, publicKey: try account.key.publicKey())
         configuration.host = arguments.value("host") ?? "127.0.0.1"
-        configuration.port = try integer(arguments, "port", range: 0...65535) ?? 2198
+        configuration.port = try arguments.integer("port", in: 0...65535) ?? 2198
         let fates: [(String, FCMSimulatorConfiguration.TokenFate)] = [
             ("unregistered", .unregistered), ("invalid", .invalid), ("sender-id-mismatch", .senderIDMismatch),
             ("third-party-auth-error", .thirdPartyAuthError),
@@ -83,10 +83,10 @@ enum MockFCMCommand {
                 configuration.tokenFates[token.trimmingCharacters(in: .whitespaces)] = fate
             }
         }
-        configuration.faults.unavailableEvery = try integer(arguments, "fault-503-every", range: 1...Int.max)
-        configuration.faults.internalErrorEvery = try integer(arguments, "fault-500-every", range: 1...Int.max)
-        configuration.faults.quotaExceededEvery = try integer(arguments, "fault-429-every", range: 1...Int.max)
-        configuration.faults.retryAfterSeconds = try integer(arguments, "retry-after", range: 0...3600) ?? 1
+        configuration.faults.unavailableEvery = try arguments.integer("fault-503-every", in: 1...Int.max)
+        configuration.faults.internalErrorEvery = try arguments.integer("fault-500-every", in: 1...Int.max)
+        configuration.faults.quotaExceededEvery = try arguments.integer("fault-429-every", in: 1...Int.max)
+        configuration.faults.retryAfterSeconds = try arguments.integer("retry-after", in: 0...3600) ?? 1
         configuration.faults.refuseAssertions = arguments.isSet("refuse-assertions")
         configuration.faults.refuseAccessTokens = arguments.isSet("refuse-access-tokens")
         configuration.faults.revokeFirstAccessToken = arguments.isSet("revoke-first-access-token")
@@ -109,9 +109,9 @@ enum MockFCMCommand {
         StandardStreams.writeOutput("mock-fcm listening on \(address) (CA: \(caPath), credentials: \(credentials))\n")
 
         let reportPath = arguments.value("report")
-        StopSignals.wait(label: "mock-fcm.signals") { writeReport(simulator, to: reportPath) }
+        StopSignals.wait(label: "mock-fcm.signals") { writeReport(simulator.report(), to: reportPath, command: "mock-fcm") }
         simulator.stop()
-        writeReport(simulator, to: reportPath)
+        writeReport(simulator.report(), to: reportPath, command: "mock-fcm")
         return 0
     }
 
@@ -128,22 +128,5 @@ enum MockFCMCommand {
         }
     }
 
-    private static func writeReport(_ simulator: FCMSimulator, to path: String?) {
-        guard let path else { return }
-        do {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-            try encoder.encode(simulator.report()).write(to: URL(fileURLWithPath: path))
-        } catch {
-            printError("pgpush mock-fcm: \(error)")
-        }
-    }
 
-    private static func integer(_ arguments: Arguments, _ name: String, range: ClosedRange<Int>) throws(UsageError) -> Int? {
-        guard let text = arguments.value(name) else { return nil }
-        guard let value = Int(text), range.contains(value) else {
-            throw UsageError("--\(name) must be an integer in \(range.lowerBound)...\(range.upperBound), got \"\(text)\"")
-        }
-        return value
-    }
 }

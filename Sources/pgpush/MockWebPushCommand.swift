@@ -71,14 +71,14 @@ enum MockWebPushCommand {
         case (false, false): protocols = .h2AndHTTP1
         }
         var faults = WebPushSimulatorFaults()
-        faults.unavailableEvery = try integer(arguments, "fault-503-every", range: 1...Int.max)
-        faults.throttleEvery = try integer(arguments, "fault-429-every", range: 1...Int.max)
-        faults.retryAfterSeconds = try integer(arguments, "retry-after", range: 0...3600) ?? 1
-        let count = try integer(arguments, "subscriptions", range: 0...100_000) ?? 1
-        let gone = try integer(arguments, "gone", range: 0...count) ?? 0
+        faults.unavailableEvery = try arguments.integer("fault-503-every", in: 1...Int.max)
+        faults.throttleEvery = try arguments.integer("fault-429-every", in: 1...Int.max)
+        faults.retryAfterSeconds = try arguments.integer("retry-after", in: 0...3600) ?? 1
+        let count = try arguments.integer("subscriptions", in: 0...100_000) ?? 1
+        let gone = try arguments.integer("gone", in: 0...count) ?? 0
 
         let simulator = WebPushSimulator(faults: faults, protocols: protocols)
-        let port = try simulator.start(port: try integer(arguments, "port", range: 0...65535) ?? 2199)
+        let port = try simulator.start(port: try arguments.integer("port", in: 0...65535) ?? 2199)
         guard var caPath = simulator.caCertificatePath, let origin = simulator.origin else {
             throw UsageError("the simulator did not start")
         }
@@ -102,28 +102,11 @@ enum MockWebPushCommand {
         StandardStreams.writeOutput("mock-webpush listening on https://127.0.0.1:\(port) (CA: \(caPath), subscriptions: \(subscriptionsPath))\n")
 
         let reportPath = arguments.value("report")
-        StopSignals.wait(label: "mock-webpush.signals") { writeReport(simulator, to: reportPath) }
+        StopSignals.wait(label: "mock-webpush.signals") { writeReport(simulator.report(), to: reportPath, command: "mock-webpush") }
         simulator.stop()
-        writeReport(simulator, to: reportPath)
+        writeReport(simulator.report(), to: reportPath, command: "mock-webpush")
         return 0
     }
 
-    private static func writeReport(_ simulator: WebPushSimulator, to path: String?) {
-        guard let path else { return }
-        do {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-            try encoder.encode(simulator.report()).write(to: URL(fileURLWithPath: path))
-        } catch {
-            printError("pgpush mock-webpush: \(error)")
-        }
-    }
 
-    private static func integer(_ arguments: Arguments, _ name: String, range: ClosedRange<Int>) throws(UsageError) -> Int? {
-        guard let text = arguments.value(name) else { return nil }
-        guard let value = Int(text), range.contains(value) else {
-            throw UsageError("--\(name) must be an integer in \(range.lowerBound)...\(range.upperBound), got \"\(text)\"")
-        }
-        return value
-    }
 }

@@ -22,3 +22,17 @@ enum StopSignals {
         sources.forEach { $0.cancel() }
     }
 }
+
+/// A simulator's JSON report (`--report`), pretty and with sorted keys so runs compare line by
+/// line; nothing without a path. A failure to write is said, not thrown: the simulator is
+/// stopping either way.
+func writeReport(_ report: some Encodable, to path: String?, command: String) {
+    guard let path else { return }
+    do {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        try encoder.encode(report).write(to: URL(fileURLWithPath: path))
+    } catch {
+        printError("pgpush \(command): \(error)")
+    }
+}

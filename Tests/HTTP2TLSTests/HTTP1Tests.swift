@@ -162,7 +162,8 @@ struct HTTP1ConnectionTests {
         defer { client.shutdown() }
         let connection = try await client.connect(host: "127.0.0.1", port: server.port, configuration: try Self.client())
         var first = request(1)
-        first.timeout = .seconds(2)
+        // Long enough to be written first on a loaded machine, short enough to wait out.
+        first.timeout = .seconds(8)
         async let expired = failure(of: connection, first)
         #expect(try await eventually { received.value == 1 })
         // Queued behind the one in flight: HTTP/1.1 sends one at a time.
