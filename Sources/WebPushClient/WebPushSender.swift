@@ -237,14 +237,18 @@ package final class WebPushSender: NotificationSender {
     /// The origin's pool, made on first use with connections only to addresses the
     /// allow-list permits; an origin made room for is closed.
     private func checkOut(_ origin: PushServiceOrigin) -> OriginPools<ConnectionPool>.CheckOut {
-        let observer = failureObserver.withLock { $0 }
+        var made = false
         let decision = origins.withLock { table in
-            table.checkOut(origin, at: clock.now) { makePool(for: origin, observer: observer) }
+            table.checkOut(origin, at: clock.now) {
+                made = true
+                return makePool(for: origin, observer: failureObserver.withLock { $0 })
+            }
         }
         if case .use(_, let closing?) = decision {
             Task { await closing.shutdown(timeout: configuration.connection.requestTimeout, closingTransport: false) }
         }
-        startJanitorIfNeeded()
+        // Only a new origin needs the janitor: the send path of an open origin takes one lock.
+        if made { startJanitorIfNeeded() }
         return decision
     }
 
