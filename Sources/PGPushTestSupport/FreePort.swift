@@ -1,3 +1,4 @@
+import Foundation
 import Glibc
 
 /// A free TCP port on 127.0.0.1 (bound, then released), for a server that starts later
@@ -26,4 +27,27 @@ package func boundSocket() throws -> (descriptor: Int32, port: Int) {
         throw TestSetupError("cannot find a free port")
     }
     return (fd, Int(UInt16(bigEndian: address.sin_port)))
+}
+
+/// The TCP port process `pid` listens on over IPv4 (the first, when several), nil while it
+/// listens on none: for a server told to bind port 0 that does not say which port it got.
+/// Read from /proc: the process's socket inodes, matched against the kernel's table of
+/// listening sockets.
+package func listeningPort(ofProcess pid: Int32) -> Int? {
+    let descriptors = "/proc/\(pid)/fd"
+    guard let entries = try? FileManager.default.contentsOfDirectory(atPath: descriptors) else { return nil }
+    let inodes = Set(entries.compactMap { entry -> Substring? in
+        guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "\(descriptors)/\(entry)"),
+              target.hasPrefix("socket:[") else { return nil }
+        return target.dropFirst("socket:[".count).dropLast()
+    })
+    guard let table = try? String(contentsOfFile: "/proc/net/tcp", encoding: .utf8) else { return nil }
+    for line in table.split(separator: "\n").dropFirst() {
+        // sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode …; 0A is LISTEN.
+        let fields = line.split(separator: " ")
+        guard fields.count > 9, fields[3] == "0A", inodes.contains(fields[9]),
+              let port = fields[1].split(separator: ":").last.flatMap({ Int($0, radix: 16) }) else { continue }
+        return port
+    }
+    return nil
 }

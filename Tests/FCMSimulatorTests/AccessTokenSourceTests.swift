@@ -79,7 +79,9 @@ struct AccessTokenSourceTests {
     func unreachableEndpoint() async throws {
         let fixture = try await FCMFixture()
         defer { fixture.stop() }
-        let closedPort = try freePort()
+        // Held bound and not listening: connects are refused, and no other test can take the port.
+        let (descriptor, closedPort) = try boundSocket()
+        defer { close(descriptor) }
         let account = try FCMFixture.account(signedBy: fixture.key, tokenURI: "https://127.0.0.1:\(closedPort)/token")
         // The clock moves only when the test moves it: a loaded machine cannot stretch the backoff.
         let clock = Locked(Date())

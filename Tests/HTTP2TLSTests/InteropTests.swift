@@ -25,11 +25,16 @@ struct InteropTests {
           .enabled(if: ChildProcess.tool("nghttpd") != nil), .timeLimit(.minutes(5)))
     func clientAgainstNghttpd() async throws {
         let certificates = try TestCertificates.get()
-        let port = try freePort()
-        let process = try Tool.start("nghttpd", ["--echo-upload", "-a", "127.0.0.1", "-d", certificates.directory, String(port),
+        // Port 0: a port found free beforehand could be bound by another test's server first.
+        let process = try Tool.start("nghttpd", ["--echo-upload", "-a", "127.0.0.1", "-d", certificates.directory, "0",
                                                  certificates.serverKey, certificates.serverCertificate])
         defer { Tool.kill(process) }
-        try await waitForListener(port: port)
+        var bound: Int?
+        _ = try await eventually(timeout: .seconds(60)) {
+            bound = listeningPort(ofProcess: process.processIdentifier)
+            return bound != nil || !process.isRunning
+        }
+        let port = try #require(bound, "nghttpd did not start listening")
         let client = try HTTP2Client()
         defer { client.shutdown() }
         let connection = try await client.connect(host: "127.0.0.1", port: port, configuration: try clientConfiguration())

@@ -147,17 +147,15 @@ struct TLSVerificationTests {
           .enabled(if: ChildProcess.tool("openssl") != nil), .timeLimit(.minutes(5)))
     func garbageFromThePeer() async throws {
         let certificates = try TestCertificates.get()
-        let port = try freePort()
-        let process = try Tool.start("openssl", ["s_server", "-accept", "127.0.0.1:\(port)", "-cert", certificates.serverCertificate,
-                                                 "-key", certificates.serverKey, "-quiet", "-alpn", "h2"])
-        defer { Tool.kill(process) }
-        try await waitForListener(port: port)
+        let server = try await OpenSSLServer.start(certificateChain: certificates.serverCertificate,
+                                                   privateKey: certificates.serverKey, ["-alpn", "h2"])
+        defer { server.stop() }
+        let port = server.port
         let client = try HTTP2Client()
         defer { client.shutdown() }
         let connection = try await client.connect(host: "127.0.0.1", port: port, configuration: try clientConfiguration())
         // s_server passes its stdin to the client it is serving: bytes that are no SETTINGS frame.
-        let stdin = try #require((process.standardInput as? Pipe)?.fileHandleForWriting)
-        try stdin.write(contentsOf: Data("this is not HTTP/2 at all\n".utf8))
+        try server.input.write(contentsOf: Data("this is not HTTP/2 at all\n".utf8))
         let reason = await closeReason(of: connection)
         guard case .protocolError(let text) = reason else {
             Issue.record("expected a protocol error, got \(String(describing: reason))")
@@ -201,15 +199,12 @@ struct TLSVerificationTests {
         #expect(detail.contains("refused"))
     }
 
-    /// Runs `openssl s_server` with the test certificate on a free port for `body`.
+    /// Runs `openssl s_server` with the test certificate for `body`, which gets its port.
     private func withOpenSSLServer<T>(_ extra: [String], _ body: (Int) async throws -> T) async throws -> T {
         let certificates = try TestCertificates.get()
-        let port = try freePort()
-        let process = try Tool.start("openssl", ["s_server", "-accept", "127.0.0.1:\(port)", "-cert", certificates.serverCertificate,
-                                                 "-key", certificates.serverKey, "-quiet"] + extra)
-        // s_server ignores SIGTERM while it waits on stdin.
-        defer { Tool.kill(process) }
-        try await waitForListener(port: port)
-        return try await body(port)
+        let server = try await OpenSSLServer.start(certificateChain: certificates.serverCertificate,
+                                                   privateKey: certificates.serverKey, extra)
+        defer { server.stop() }
+        return try await body(server.port)
     }
 }

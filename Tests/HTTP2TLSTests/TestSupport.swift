@@ -70,25 +70,6 @@ final class ServerReference: Sendable {
     var value: HTTP2Server? { server.withLock { $0 } }
 }
 
-/// Waits until something accepts TCP connections on 127.0.0.1:port (an external server starting up).
-func waitForListener(port: Int, timeout: Duration = .seconds(60)) async throws {
-    let clock = ContinuousClock()
-    let end = clock.now + timeout
-    while clock.now < end {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = UInt16(port).bigEndian
-        let connected = withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
-        }
-        close(fd)
-        if connected { return }
-        try await Task.sleep(for: .milliseconds(50))
-    }
-    throw TestSetupError("nothing listening on port \(port)")
-}
 
 extension Locked where Value: Sendable {
     /// A copy of the value, for assertions.

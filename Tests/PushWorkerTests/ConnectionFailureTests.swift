@@ -38,19 +38,6 @@ struct ConnectionFailureTests {
         return (false, last)
     }
 
-    /// Whether something accepts TCP connections on 127.0.0.1:`port`.
-    static func listening(_ port: Int) -> Bool {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = UInt16(port).bigEndian
-        return withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
-        }
-    }
-
     static func metrics(_ port: Int) async throws -> String {
         let url = try #require(URL(string: "http://127.0.0.1:\(port)/metrics"))
         let (data, _) = try await URLSession.shared.data(from: url)
@@ -97,25 +84,6 @@ struct ConnectionFailureTests {
 
     /// `openssl s_server` on 127.0.0.1:`port` with the certificate; what is written to its
     /// stdin goes to the first client after the handshake.
-    static func openSSLServer(port: Int, chainFile: String, keyFile: String, _ extra: [String],
-                              stdin: Pipe = Pipe()) throws -> Process {
-        let openssl = try #require(ChildProcess.tool("openssl"))
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: openssl)
-        process.arguments = ["s_server", "-accept", "127.0.0.1:\(port)", "-cert", chainFile, "-key", keyFile, "-quiet"] + extra
-        process.standardInput = stdin
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        return process
-    }
-
-    static func kill(_ process: Process) {
-        // s_server ignores SIGTERM while it waits on stdin.
-        Glibc.kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-    }
-
     /// A CA file and a certificate for 127.0.0.1 it issued, with its key, written beside the harness's files.
     static func trustedCertificate(in directory: URL, name: String) throws -> (caFile: String, chainFile: String, keyFile: String) {
         let files = try ServerCertificateFiles(in: directory, name: name)
@@ -181,12 +149,10 @@ struct ConnectionFailureTests {
         defer { harness.stop() }
         // A TLS server with a certificate the worker trusts that speaks only HTTP/1.1.
         let (caFile, chainFile, keyFile) = try Self.trustedCertificate(in: harness.directory, name: "alpn")
-        let alpnPort = try freePort()
-        let http1 = try Self.openSSLServer(port: alpnPort, chainFile: chainFile, keyFile: keyFile, ["-alpn", "http/1.1"])
-        defer { Self.kill(http1) }
-
         // Listening before the worker starts: a refused connect would be a cause of its own.
-        #expect(try await eventually(timeout: .seconds(60)) { Self.listening(alpnPort) })
+        let http1 = try await OpenSSLServer.start(certificateChain: chainFile, privateKey: keyFile, ["-alpn", "http/1.1"])
+        defer { http1.stop() }
+        let alpnPort = http1.port
         let conninfo = try TestDatabase.migrated()
         let database = try PostgresConnection(conninfo: conninfo)
         try Self.enqueue(database, app: "nohost", count: 2)
@@ -234,11 +200,9 @@ struct ConnectionFailureTests {
         defer { harness.stop() }
         // Agrees to h2, then sends what is no HTTP/2 frame: the client ends the connection.
         let (caFile, chainFile, keyFile) = try Self.trustedCertificate(in: harness.directory, name: "garbage")
-        let port = try freePort()
-        let stdin = Pipe()
-        let server = try Self.openSSLServer(port: port, chainFile: chainFile, keyFile: keyFile, ["-alpn", "h2"], stdin: stdin)
-        defer { Self.kill(server) }
-        #expect(try await eventually(timeout: .seconds(60)) { Self.listening(port) })
+        let server = try await OpenSSLServer.start(certificateChain: chainFile, privateKey: keyFile, ["-alpn", "h2"])
+        defer { server.stop() }
+        let port = server.port
         let conninfo = try TestDatabase.migrated()
         let database = try PostgresConnection(conninfo: conninfo)
         try Self.enqueue(database, app: "garbage", count: 1)
@@ -256,7 +220,7 @@ struct ConnectionFailureTests {
 
         // s_server passes its stdin on only while a client is connected (and drops it
         // otherwise): keep offering the garbage until a connection has taken it.
-        let writer = stdin.fileHandleForWriting
+        let writer = server.input
         let garbage = Task {
             while !Task.isCancelled {
                 try? writer.write(contentsOf: Data("this is not HTTP/2 at all\n".utf8))
