@@ -70,14 +70,15 @@ DECLARE
 BEGIN
     REVOKE ALL ON pgpush.notifications, pgpush.delivery_errors, pgpush.invalid_tokens, pgpush.workers,
                   pgpush.app_health, pgpush.app_grants, pgpush.channels, pgpush.queue_depth, pgpush.throughput,
-                  pgpush.error_breakdown, pgpush.worker_health, pgpush.unserved_apps
+                  pgpush.error_breakdown, pgpush.worker_health, pgpush.unserved_apps, pgpush.rate_shares
       FROM pgpush_app, pgpush_worker, pgpush_monitor;
     REVOKE ALL ON FUNCTION
-        pgpush.enqueue(text, jsonb, text, text, integer, text, text, timestamptz, timestamptz, text, boolean, text, jsonb),
+        pgpush.enqueue(text, jsonb, text, text, integer, text, text, timestamptz, timestamptz, text, boolean, text, jsonb,
+                       text),
         pgpush.enqueue_many(text[], jsonb, text, text, integer, text, text, timestamptz, timestamptz, text, boolean, text,
-                            jsonb),
-        pgpush.enqueue(varchar, jsonb, text, integer, text, timestamptz, timestamptz, text, boolean, text, text),
-        pgpush.cancel(bigint[]), pgpush.token_registered(text, text, text), pgpush.prune(interval, integer),
+                            jsonb, text),
+        pgpush.enqueue(varchar, jsonb, text, integer, text, timestamptz, timestamptz, text, boolean, text, text, text),
+        pgpush.cancel(bigint[]), pgpush.requeue(bigint[]), pgpush.token_registered(text, text, text), pgpush.prune(interval, integer),
         pgpush.claim(text, text, text, integer, double precision, boolean, bigint, double precision),
         pgpush.claim(text, text, integer, double precision, boolean, bigint, double precision),
         pgpush.claim(text, text, integer, double precision, boolean, bigint),
@@ -88,26 +89,29 @@ BEGIN
         pgpush.complete(text, bigint[], integer[], text[], integer[], text[], double precision[], integer[], boolean[],
                         boolean[], boolean[], double precision[], uuid[]),
         pgpush.renew_leases(text, bigint[], double precision),
-        pgpush.rescue_expired_leases(integer, integer, text, bigint[])
+        pgpush.rescue_expired_leases(integer, integer, text, bigint[]),
+        pgpush.take_rate_share(text, text, text, integer, double precision),
+        pgpush.release_rate_share(text, text, text)
       FROM pgpush_app, pgpush_worker, pgpush_monitor;
     GRANT USAGE ON SCHEMA pgpush TO pgpush_app, pgpush_worker, pgpush_monitor;
     -- `pgpush doctor` reports the schema version as whichever role it runs as.
     REVOKE ALL ON pgpush.schema_migrations FROM pgpush_app, pgpush_worker, pgpush_monitor;
     GRANT SELECT ON pgpush.schema_migrations TO pgpush_app, pgpush_worker, pgpush_monitor;
 
-    -- Applications: insert rows of the apps granted to them, read them, cancel them.
+    -- Applications: insert rows of the apps granted to them, read them, cancel and requeue them.
     GRANT SELECT ON pgpush.notifications, pgpush.delivery_errors, pgpush.invalid_tokens, pgpush.app_grants,
                     pgpush.channels, pgpush.queue_depth, pgpush.throughput, pgpush.error_breakdown
        TO pgpush_app;
-    GRANT INSERT (app, service, device_token, channel_id, subscription, push_type, priority, topic, payload, collapse_id,
-                  expires_at, send_after, idempotency_key, apns_id, deliver_once)
+    GRANT INSERT (app, service, device_token, channel_id, subscription, lane, push_type, priority, topic, payload,
+                  collapse_id, expires_at, send_after, idempotency_key, apns_id, deliver_once)
        ON pgpush.notifications TO pgpush_app;
     GRANT EXECUTE ON FUNCTION
-        pgpush.enqueue(text, jsonb, text, text, integer, text, text, timestamptz, timestamptz, text, boolean, text, jsonb),
+        pgpush.enqueue(text, jsonb, text, text, integer, text, text, timestamptz, timestamptz, text, boolean, text, jsonb,
+                       text),
         pgpush.enqueue_many(text[], jsonb, text, text, integer, text, text, timestamptz, timestamptz, text, boolean, text,
-                            jsonb),
-        pgpush.enqueue(varchar, jsonb, text, integer, text, timestamptz, timestamptz, text, boolean, text, text),
-        pgpush.cancel(bigint[]), pgpush.token_registered(text, text, text)
+                            jsonb, text),
+        pgpush.enqueue(varchar, jsonb, text, integer, text, timestamptz, timestamptz, text, boolean, text, text, text),
+        pgpush.cancel(bigint[]), pgpush.requeue(bigint[]), pgpush.token_registered(text, text, text)
        TO pgpush_app;
 
     -- Workers: claim, record outcomes, keep their own rows and health, prune.
@@ -118,7 +122,7 @@ BEGIN
     GRANT SELECT, INSERT ON pgpush.delivery_errors TO pgpush_worker;
     GRANT SELECT, INSERT ON pgpush.invalid_tokens TO pgpush_worker;
     GRANT UPDATE (reason, apple_timestamp, last_seen, times_seen) ON pgpush.invalid_tokens TO pgpush_worker;
-    GRANT SELECT, INSERT, UPDATE, DELETE ON pgpush.workers, pgpush.app_health TO pgpush_worker;
+    GRANT SELECT, INSERT, UPDATE, DELETE ON pgpush.workers, pgpush.app_health, pgpush.rate_shares TO pgpush_worker;
     GRANT SELECT, INSERT ON pgpush.channels TO pgpush_worker;
     GRANT UPDATE (message_storage_policy, push_type, environment, deleted_at, refused_reason, refused_at)
        ON pgpush.channels TO pgpush_worker;
@@ -138,12 +142,14 @@ BEGIN
         pgpush.complete(text, bigint[], integer[], text[], integer[], text[], double precision[], integer[], boolean[],
                         boolean[], boolean[], double precision[], uuid[]),
         pgpush.renew_leases(text, bigint[], double precision),
-        pgpush.rescue_expired_leases(integer, integer, text, bigint[])
+        pgpush.rescue_expired_leases(integer, integer, text, bigint[]),
+        pgpush.take_rate_share(text, text, text, integer, double precision),
+        pgpush.release_rate_share(text, text, text)
        TO pgpush_worker;
 
     -- Monitors: every app, no token, subscription, payload or idempotency key.
-    GRANT SELECT (id, app, service, push_type, priority, topic, status, attempts, claim_count, last_status, last_reason,
-                  send_after, expires_at, created_at, updated_at, finished_at, locked_by, locked_until,
+    GRANT SELECT (id, app, service, lane, push_type, priority, topic, status, attempts, claim_count, last_status,
+                  last_reason, send_after, expires_at, created_at, updated_at, finished_at, locked_by, locked_until,
                   apns_id, apns_unique_id, message_id, deliver_once)
        ON pgpush.notifications TO pgpush_monitor;
     GRANT SELECT (id, notification_id, app, service, apns_id, attempt, status, reason, detail, worker_id, created_at,
@@ -154,7 +160,7 @@ BEGIN
     GRANT SELECT (app, message_storage_policy, push_type, environment, created_at, deleted_at, refused_reason, refused_at)
        ON pgpush.channels TO pgpush_monitor;
     GRANT SELECT ON pgpush.workers, pgpush.app_health, pgpush.queue_depth, pgpush.throughput,
-                    pgpush.error_breakdown, pgpush.worker_health, pgpush.unserved_apps
+                    pgpush.error_breakdown, pgpush.worker_health, pgpush.unserved_apps, pgpush.rate_shares
        TO pgpush_monitor;
 
     FOREACH tab IN ARRAY ARRAY['notifications', 'delivery_errors', 'invalid_tokens'] LOOP
@@ -281,13 +287,20 @@ BEGIN
                                  ) IN ('Unregistered', 'ExpiredToken', 'UNREGISTERED', 'SubscriptionGone'), false)
                         THEN 'KnownInvalidToken'
                    END AS refusal
-              FROM pgpush.notifications n
-             WHERE n.status = 'queued' AND n.app = claim.app AND n.service = claim.service AND n.send_after <= now()
-               AND n.send_after >= coalesce(now() - make_interval(secs => claim.look_back_seconds), '-infinity')
-               AND n.id BETWEEN claim.lowest_id AND newest
-             ORDER BY n.send_after, n.id
-             LIMIT claim.claim_limit
-             FOR UPDATE OF n SKIP LOCKED) AS due;
+              -- One lane after the other, each read from the index in its own order: the
+              -- nested loop asks the next lane only for what the one before could not give.
+              FROM unnest(ARRAY['urgent', 'normal', 'bulk']) AS l(lane)
+             CROSS JOIN LATERAL (
+                   SELECT n.id, n.app, n.service, n.channel_id, n.device_token, n.subscription
+                     FROM pgpush.notifications n
+                    WHERE n.status = 'queued' AND n.app = claim.app AND n.service = claim.service
+                      AND n.lane = l.lane AND n.send_after <= now()
+                      AND n.send_after >= coalesce(now() - make_interval(secs => claim.look_back_seconds), '-infinity')
+                      AND n.id BETWEEN claim.lowest_id AND newest
+                    ORDER BY n.send_after, n.id
+                    LIMIT claim.claim_limit
+                    FOR UPDATE OF n SKIP LOCKED) AS n
+             LIMIT claim.claim_limit) AS due;
     IF refused IS NOT NULL THEN
         -- Expiry wins over a refusal. No attempt was made: the error row's `attempt` is
         -- the count of earlier ones, its status null (no answer).
@@ -633,10 +646,10 @@ $$;
 
 
 --
--- Name: enqueue(character varying, jsonb, text, integer, text, timestamp with time zone, timestamp with time zone, text, boolean, text, text); Type: FUNCTION; Schema: pgpush; Owner: -
+-- Name: enqueue(character varying, jsonb, text, integer, text, timestamp with time zone, timestamp with time zone, text, boolean, text, text, text); Type: FUNCTION; Schema: pgpush; Owner: -
 --
 
-CREATE FUNCTION pgpush.enqueue(channel_id character varying, payload jsonb, app text DEFAULT 'default'::text, priority integer DEFAULT NULL::integer, topic text DEFAULT NULL::text, expires_at timestamp with time zone DEFAULT NULL::timestamp with time zone, send_after timestamp with time zone DEFAULT now(), idempotency_key text DEFAULT NULL::text, deliver_once boolean DEFAULT NULL::boolean, push_type text DEFAULT NULL::text, service text DEFAULT 'apns'::text) RETURNS bigint
+CREATE FUNCTION pgpush.enqueue(channel_id character varying, payload jsonb, app text DEFAULT 'default'::text, priority integer DEFAULT NULL::integer, topic text DEFAULT NULL::text, expires_at timestamp with time zone DEFAULT NULL::timestamp with time zone, send_after timestamp with time zone DEFAULT now(), idempotency_key text DEFAULT NULL::text, deliver_once boolean DEFAULT NULL::boolean, push_type text DEFAULT NULL::text, service text DEFAULT 'apns'::text, lane text DEFAULT 'normal'::text) RETURNS bigint
     LANGUAGE plpgsql
     AS $$
 DECLARE
@@ -644,10 +657,10 @@ DECLARE
 BEGIN
     PERFORM set_config('pgpush.repeated_key', 'skip', true);
     INSERT INTO pgpush.notifications
-        (app, service, channel_id, push_type, priority, topic, payload, expires_at, send_after, idempotency_key,
+        (app, service, channel_id, lane, push_type, priority, topic, payload, expires_at, send_after, idempotency_key,
          deliver_once)
     VALUES
-        (enqueue.app, enqueue.service, enqueue.channel_id,
+        (enqueue.app, enqueue.service, enqueue.channel_id, coalesce(enqueue.lane, 'normal'),
          coalesce(enqueue.push_type, CASE WHEN enqueue.service = 'apns' THEN 'liveactivity' ELSE 'alert' END),
          enqueue.priority::smallint, enqueue.topic, enqueue.payload, enqueue.expires_at,
          coalesce(enqueue.send_after, now()), enqueue.idempotency_key, enqueue.deliver_once)
@@ -663,10 +676,10 @@ $$;
 
 
 --
--- Name: enqueue(text, jsonb, text, text, integer, text, text, timestamp with time zone, timestamp with time zone, text, boolean, text, jsonb); Type: FUNCTION; Schema: pgpush; Owner: -
+-- Name: enqueue(text, jsonb, text, text, integer, text, text, timestamp with time zone, timestamp with time zone, text, boolean, text, jsonb, text); Type: FUNCTION; Schema: pgpush; Owner: -
 --
 
-CREATE FUNCTION pgpush.enqueue(device_token text DEFAULT NULL::text, payload jsonb DEFAULT NULL::jsonb, app text DEFAULT 'default'::text, push_type text DEFAULT 'alert'::text, priority integer DEFAULT NULL::integer, topic text DEFAULT NULL::text, collapse_id text DEFAULT NULL::text, expires_at timestamp with time zone DEFAULT NULL::timestamp with time zone, send_after timestamp with time zone DEFAULT now(), idempotency_key text DEFAULT NULL::text, deliver_once boolean DEFAULT NULL::boolean, service text DEFAULT NULL::text, subscription jsonb DEFAULT NULL::jsonb) RETURNS bigint
+CREATE FUNCTION pgpush.enqueue(device_token text DEFAULT NULL::text, payload jsonb DEFAULT NULL::jsonb, app text DEFAULT 'default'::text, push_type text DEFAULT 'alert'::text, priority integer DEFAULT NULL::integer, topic text DEFAULT NULL::text, collapse_id text DEFAULT NULL::text, expires_at timestamp with time zone DEFAULT NULL::timestamp with time zone, send_after timestamp with time zone DEFAULT now(), idempotency_key text DEFAULT NULL::text, deliver_once boolean DEFAULT NULL::boolean, service text DEFAULT NULL::text, subscription jsonb DEFAULT NULL::jsonb, lane text DEFAULT 'normal'::text) RETURNS bigint
     LANGUAGE plpgsql
     AS $$
 DECLARE
@@ -675,13 +688,13 @@ BEGIN
     -- A repeated key skips the row (the key trigger of 009), and the first row's id is returned.
     PERFORM set_config('pgpush.repeated_key', 'skip', true);
     INSERT INTO pgpush.notifications
-        (app, service, device_token, subscription, push_type, priority, topic, payload, collapse_id, expires_at,
+        (app, service, device_token, subscription, lane, push_type, priority, topic, payload, collapse_id, expires_at,
          send_after, idempotency_key, deliver_once)
     VALUES
         (enqueue.app, coalesce(enqueue.service, CASE WHEN enqueue.subscription IS NULL THEN 'apns' ELSE 'webpush' END),
-         enqueue.device_token, enqueue.subscription, enqueue.push_type, enqueue.priority::smallint, enqueue.topic,
-         enqueue.payload, enqueue.collapse_id, enqueue.expires_at, coalesce(enqueue.send_after, now()),
-         enqueue.idempotency_key, enqueue.deliver_once)
+         enqueue.device_token, enqueue.subscription, coalesce(enqueue.lane, 'normal'), enqueue.push_type,
+         enqueue.priority::smallint, enqueue.topic, enqueue.payload, enqueue.collapse_id, enqueue.expires_at,
+         coalesce(enqueue.send_after, now()), enqueue.idempotency_key, enqueue.deliver_once)
     RETURNING id INTO inserted;
     PERFORM set_config('pgpush.repeated_key', '', true);
     IF inserted IS NULL THEN
@@ -694,10 +707,10 @@ $$;
 
 
 --
--- Name: enqueue_many(text[], jsonb, text, text, integer, text, text, timestamp with time zone, timestamp with time zone, text, boolean, text, jsonb); Type: FUNCTION; Schema: pgpush; Owner: -
+-- Name: enqueue_many(text[], jsonb, text, text, integer, text, text, timestamp with time zone, timestamp with time zone, text, boolean, text, jsonb, text); Type: FUNCTION; Schema: pgpush; Owner: -
 --
 
-CREATE FUNCTION pgpush.enqueue_many(device_tokens text[] DEFAULT NULL::text[], payload jsonb DEFAULT NULL::jsonb, app text DEFAULT 'default'::text, push_type text DEFAULT 'alert'::text, priority integer DEFAULT NULL::integer, topic text DEFAULT NULL::text, collapse_id text DEFAULT NULL::text, expires_at timestamp with time zone DEFAULT NULL::timestamp with time zone, send_after timestamp with time zone DEFAULT now(), idempotency_key text DEFAULT NULL::text, deliver_once boolean DEFAULT NULL::boolean, service text DEFAULT NULL::text, subscriptions jsonb DEFAULT NULL::jsonb) RETURNS SETOF bigint
+CREATE FUNCTION pgpush.enqueue_many(device_tokens text[] DEFAULT NULL::text[], payload jsonb DEFAULT NULL::jsonb, app text DEFAULT 'default'::text, push_type text DEFAULT 'alert'::text, priority integer DEFAULT NULL::integer, topic text DEFAULT NULL::text, collapse_id text DEFAULT NULL::text, expires_at timestamp with time zone DEFAULT NULL::timestamp with time zone, send_after timestamp with time zone DEFAULT now(), idempotency_key text DEFAULT NULL::text, deliver_once boolean DEFAULT NULL::boolean, service text DEFAULT NULL::text, subscriptions jsonb DEFAULT NULL::jsonb, lane text DEFAULT 'normal'::text) RETURNS SETOF bigint
     LANGUAGE plpgsql
     AS $$
 BEGIN
@@ -709,13 +722,13 @@ BEGIN
     PERFORM set_config('pgpush.repeated_key', 'skip', true);
     RETURN QUERY
     INSERT INTO pgpush.notifications
-        (app, service, device_token, subscription, push_type, priority, topic, payload, collapse_id, expires_at,
+        (app, service, device_token, subscription, lane, push_type, priority, topic, payload, collapse_id, expires_at,
          send_after, idempotency_key, deliver_once)
     SELECT enqueue_many.app,
            coalesce(enqueue_many.service, CASE WHEN enqueue_many.subscriptions IS NULL THEN 'apns' ELSE 'webpush' END),
-           target.token, target.subscription, enqueue_many.push_type, enqueue_many.priority::smallint,
-           enqueue_many.topic, enqueue_many.payload, enqueue_many.collapse_id, enqueue_many.expires_at,
-           coalesce(enqueue_many.send_after, now()),
+           target.token, target.subscription, coalesce(enqueue_many.lane, 'normal'), enqueue_many.push_type,
+           enqueue_many.priority::smallint, enqueue_many.topic, enqueue_many.payload, enqueue_many.collapse_id,
+           enqueue_many.expires_at, coalesce(enqueue_many.send_after, now()),
            enqueue_many.idempotency_key || ':' || coalesce(target.token, target.subscription ->> 'endpoint'),
            enqueue_many.deliver_once
       FROM (SELECT t AS token, NULL::jsonb AS subscription FROM unnest(enqueue_many.device_tokens) AS t
@@ -1057,6 +1070,24 @@ $_$;
 
 
 --
+-- Name: notify_invalid_token(); Type: FUNCTION; Schema: pgpush; Owner: -
+--
+
+CREATE FUNCTION pgpush.notify_invalid_token() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    IF coalesce(current_setting('pgpush.invalid_token_feed', true), '') <> 'off' THEN
+        PERFORM pg_notify('pgpush_invalid_token', jsonb_build_object('app', t.app, 'service', t.service,
+                                                                     'token', t.device_token, 'reason', t.reason)::text)
+           FROM listed t;
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+
+--
 -- Name: notify_queued(); Type: FUNCTION; Schema: pgpush; Owner: -
 --
 
@@ -1133,6 +1164,21 @@ $_$;
 
 
 --
+-- Name: release_rate_share(text, text, text); Type: FUNCTION; Schema: pgpush; Owner: -
+--
+
+CREATE FUNCTION pgpush.release_rate_share(worker_id text, app text, service text) RETURNS void
+    LANGUAGE sql
+    AS $$
+    UPDATE pgpush.rate_shares s
+       SET held = greatest(s.share, CASE WHEN s.held_until > now() THEN s.held ELSE 0 END),
+           held_until = now() + interval '1 second', share = 0, expires_at = now()
+     WHERE s.app = release_rate_share.app AND s.service = release_rate_share.service
+       AND s.worker_id = release_rate_share.worker_id
+$$;
+
+
+--
 -- Name: renew_leases(text, bigint[], double precision); Type: FUNCTION; Schema: pgpush; Owner: -
 --
 
@@ -1149,6 +1195,38 @@ BEGIN
     UPDATE pgpush.notifications n SET locked_until = now() + make_interval(secs => renew_leases.lease_seconds)
      WHERE n.id = ANY (renew_leases.ids) AND n.status = 'sending' AND n.locked_by = renew_leases.worker_id
     RETURNING n.id;
+END
+$$;
+
+
+--
+-- Name: requeue(bigint[]); Type: FUNCTION; Schema: pgpush; Owner: -
+--
+
+CREATE FUNCTION pgpush.requeue(ids bigint[]) RETURNS SETOF bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pgpush'
+    AS $$
+DECLARE
+    requeued bigint[];
+    apps text[];
+BEGIN
+    WITH again AS (
+        UPDATE pgpush.notifications n
+           SET status = 'queued', attempts = 0, send_after = now(), finished_at = NULL, updated_at = now()
+         WHERE n.id = ANY (requeue.ids) AND n.status IN ('failed', 'expired') AND pgpush.session_may_use_app(n.app)
+        RETURNING n.id, n.app
+    )
+    SELECT array_agg(a.id), array_agg(DISTINCT a.app) INTO requeued, apps FROM again a;
+    IF requeued IS NULL THEN
+        RETURN;
+    END IF;
+    -- Claims start at the mark; create_history_partitions raises it only past rows that
+    -- are final, and waits for this transaction (its SHARE lock) to read these.
+    UPDATE pgpush.history_partitioning
+       SET claim_from_id = least(claim_from_id, (SELECT min(i) FROM unnest(requeued) AS i));
+    PERFORM pg_notify('pgpush_queued', a) FROM unnest(apps) AS a;
+    RETURN QUERY SELECT unnest(requeued);
 END
 $$;
 
@@ -1230,6 +1308,62 @@ CREATE FUNCTION pgpush.session_may_use_app(app text) RETURNS boolean
         ELSE EXISTS (SELECT 1 FROM pgpush.app_grants g
                       WHERE g.role = session_user AND g.app IN (session_may_use_app.app, '*'))
     END
+$$;
+
+
+--
+-- Name: take_rate_share(text, text, text, integer, double precision); Type: FUNCTION; Schema: pgpush; Owner: -
+--
+
+CREATE FUNCTION pgpush.take_rate_share(worker_id text, app text, service text, rate integer, lease_seconds double precision) RETURNS TABLE(share integer, fair integer)
+    LANGUAGE plpgsql
+    AS $$
+#variable_conflict use_column
+DECLARE
+    -- Sends at a share count for a window after it; a share lowered here is lowered at the
+    -- worker only once the answer arrives, a second allowed for that.
+    tail constant interval := interval '1 second';
+    answer constant interval := interval '1 second';
+    live_rate integer;
+    claimants integer;
+    others integer;
+    fair_share integer;
+    granted integer;
+    mine pgpush.rate_shares;
+BEGIN
+    -- One worker at a time per app and service: each decides on what the others hold.
+    PERFORM pg_advisory_xact_lock(hashtextextended('pgpush.rate_shares/' || take_rate_share.app || '/'
+                                                   || take_rate_share.service, 0));
+    DELETE FROM pgpush.rate_shares s
+     WHERE s.app = take_rate_share.app AND s.service = take_rate_share.service
+       AND greatest(s.expires_at, s.held_until) + tail < now();
+    SELECT * INTO mine FROM pgpush.rate_shares s
+     WHERE s.app = take_rate_share.app AND s.service = take_rate_share.service
+       AND s.worker_id = take_rate_share.worker_id;
+    SELECT least(take_rate_share.rate, min(s.rate) FILTER (WHERE s.expires_at > now())),
+           1 + count(*) FILTER (WHERE s.expires_at > now()),
+           coalesce(sum(greatest(CASE WHEN s.expires_at + tail > now() THEN s.share ELSE 0 END,
+                                 CASE WHEN s.held_until > now() THEN s.held ELSE 0 END)), 0)
+      INTO live_rate, claimants, others
+      FROM pgpush.rate_shares s
+     WHERE s.app = take_rate_share.app AND s.service = take_rate_share.service
+       AND s.worker_id <> take_rate_share.worker_id;
+    fair_share := live_rate / claimants;
+    granted := least(fair_share, greatest(live_rate - others, 0));
+    INSERT INTO pgpush.rate_shares AS s (app, service, worker_id, rate, share, expires_at)
+    VALUES (take_rate_share.app, take_rate_share.service, take_rate_share.worker_id, take_rate_share.rate, granted,
+            now() + make_interval(secs => take_rate_share.lease_seconds))
+    ON CONFLICT (app, service, worker_id) DO UPDATE SET
+        rate       = EXCLUDED.rate,
+        share      = EXCLUDED.share,
+        expires_at = EXCLUDED.expires_at,
+        -- Lowered: the old share (or a larger one still held) counts until its last window ends.
+        held       = CASE WHEN s.share > EXCLUDED.share
+                          THEN greatest(s.share, CASE WHEN s.held_until > now() THEN s.held ELSE 0 END)
+                          ELSE s.held END,
+        held_until = CASE WHEN s.share > EXCLUDED.share THEN now() + tail + answer ELSE s.held_until END;
+    RETURN QUERY SELECT granted, fair_share;
+END
 $$;
 
 
@@ -1560,8 +1694,10 @@ CREATE TABLE pgpush.notifications (
     service text DEFAULT 'apns'::text NOT NULL,
     message_id text,
     subscription jsonb,
+    lane text DEFAULT 'normal'::text NOT NULL,
     CONSTRAINT notifications_attempts_negative CHECK ((attempts >= 0)),
     CONSTRAINT notifications_input_rules CHECK (((status <> 'queued'::text) OR (claim_count > 0) OR pgpush.notification_input_holds(app, service, device_token, push_type, priority, topic, payload, collapse_id, expires_at, send_after, idempotency_key, channel_id, subscription))),
+    CONSTRAINT notifications_lane_urgent_normal_or_bulk CHECK ((lane = ANY (ARRAY['urgent'::text, 'normal'::text, 'bulk'::text]))),
     CONSTRAINT notifications_sending_needs_lease CHECK (((status <> 'sending'::text) OR ((locked_by IS NOT NULL) AND (locked_until IS NOT NULL)))),
     CONSTRAINT notifications_status_unknown CHECK ((status = ANY (ARRAY['queued'::text, 'sending'::text, 'delivered'::text, 'failed'::text, 'expired'::text, 'cancelled'::text])))
 )
@@ -1615,6 +1751,13 @@ COMMENT ON COLUMN pgpush.notifications.message_id IS 'the service''s id of the a
 --
 
 COMMENT ON COLUMN pgpush.notifications.subscription IS 'webpush rows only: the browser''s PushSubscription.toJSON(), {"endpoint": "https://...", "keys": {"p256dh": "...", "auth": "..."}}';
+
+
+--
+-- Name: COLUMN notifications.lane; Type: COMMENT; Schema: pgpush; Owner: -
+--
+
+COMMENT ON COLUMN pgpush.notifications.lane IS 'urgent, normal or bulk: claim order within an app and service (urgent first), then send_after, then id';
 
 
 --
@@ -1717,8 +1860,10 @@ CREATE TABLE pgpush.notifications_1 (
     service text DEFAULT 'apns'::text NOT NULL,
     message_id text,
     subscription jsonb,
+    lane text DEFAULT 'normal'::text NOT NULL,
     CONSTRAINT notifications_attempts_negative CHECK ((attempts >= 0)),
     CONSTRAINT notifications_input_rules CHECK (((status <> 'queued'::text) OR (claim_count > 0) OR pgpush.notification_input_holds(app, service, device_token, push_type, priority, topic, payload, collapse_id, expires_at, send_after, idempotency_key, channel_id, subscription))),
+    CONSTRAINT notifications_lane_urgent_normal_or_bulk CHECK ((lane = ANY (ARRAY['urgent'::text, 'normal'::text, 'bulk'::text]))),
     CONSTRAINT notifications_sending_needs_lease CHECK (((status <> 'sending'::text) OR ((locked_by IS NOT NULL) AND (locked_until IS NOT NULL)))),
     CONSTRAINT notifications_status_unknown CHECK ((status = ANY (ARRAY['queued'::text, 'sending'::text, 'delivered'::text, 'failed'::text, 'expired'::text, 'cancelled'::text])))
 )
@@ -1758,8 +1903,10 @@ CREATE TABLE pgpush.notifications_1000001 (
     service text DEFAULT 'apns'::text NOT NULL,
     message_id text,
     subscription jsonb,
+    lane text DEFAULT 'normal'::text NOT NULL,
     CONSTRAINT notifications_attempts_negative CHECK ((attempts >= 0)),
     CONSTRAINT notifications_input_rules CHECK (((status <> 'queued'::text) OR (claim_count > 0) OR pgpush.notification_input_holds(app, service, device_token, push_type, priority, topic, payload, collapse_id, expires_at, send_after, idempotency_key, channel_id, subscription))),
+    CONSTRAINT notifications_lane_urgent_normal_or_bulk CHECK ((lane = ANY (ARRAY['urgent'::text, 'normal'::text, 'bulk'::text]))),
     CONSTRAINT notifications_sending_needs_lease CHECK (((status <> 'sending'::text) OR ((locked_by IS NOT NULL) AND (locked_until IS NOT NULL)))),
     CONSTRAINT notifications_status_unknown CHECK ((status = ANY (ARRAY['queued'::text, 'sending'::text, 'delivered'::text, 'failed'::text, 'expired'::text, 'cancelled'::text])))
 )
@@ -1799,8 +1946,10 @@ CREATE TABLE pgpush.notifications_default (
     service text DEFAULT 'apns'::text NOT NULL,
     message_id text,
     subscription jsonb,
+    lane text DEFAULT 'normal'::text NOT NULL,
     CONSTRAINT notifications_attempts_negative CHECK ((attempts >= 0)),
     CONSTRAINT notifications_input_rules CHECK (((status <> 'queued'::text) OR (claim_count > 0) OR pgpush.notification_input_holds(app, service, device_token, push_type, priority, topic, payload, collapse_id, expires_at, send_after, idempotency_key, channel_id, subscription))),
+    CONSTRAINT notifications_lane_urgent_normal_or_bulk CHECK ((lane = ANY (ARRAY['urgent'::text, 'normal'::text, 'bulk'::text]))),
     CONSTRAINT notifications_sending_needs_lease CHECK (((status <> 'sending'::text) OR ((locked_by IS NOT NULL) AND (locked_until IS NOT NULL)))),
     CONSTRAINT notifications_status_unknown CHECK ((status = ANY (ARRAY['queued'::text, 'sending'::text, 'delivered'::text, 'failed'::text, 'expired'::text, 'cancelled'::text])))
 )
@@ -1845,6 +1994,29 @@ CREATE VIEW pgpush.queue_depth WITH (security_invoker='true') AS
 --
 
 COMMENT ON VIEW pgpush.queue_depth IS 'Unfinished notifications per app: due now, scheduled later, being sent, and the age of the oldest due row.';
+
+
+--
+-- Name: rate_shares; Type: TABLE; Schema: pgpush; Owner: -
+--
+
+CREATE TABLE pgpush.rate_shares (
+    app text NOT NULL,
+    service text NOT NULL,
+    worker_id text NOT NULL,
+    rate integer NOT NULL,
+    share integer NOT NULL,
+    held integer DEFAULT 0 NOT NULL,
+    held_until timestamp with time zone DEFAULT '-infinity'::timestamp with time zone NOT NULL,
+    expires_at timestamp with time zone NOT NULL
+);
+
+
+--
+-- Name: TABLE rate_shares; Type: COMMENT; Schema: pgpush; Owner: -
+--
+
+COMMENT ON TABLE pgpush.rate_shares IS 'Leases of rate_per_app: worker_id may send share requests/s for app and service until expires_at; held is a larger share it had, still counted until held_until (its last window of sends).';
 
 
 --
@@ -2114,6 +2286,14 @@ ALTER TABLE ONLY pgpush.notifications_default
 
 
 --
+-- Name: rate_shares rate_shares_pkey; Type: CONSTRAINT; Schema: pgpush; Owner: -
+--
+
+ALTER TABLE ONLY pgpush.rate_shares
+    ADD CONSTRAINT rate_shares_pkey PRIMARY KEY (app, service, worker_id);
+
+
+--
 -- Name: schema_migrations schema_migrations_pkey; Type: CONSTRAINT; Schema: pgpush; Owner: -
 --
 
@@ -2231,28 +2411,28 @@ CREATE INDEX notifications_finished_default ON pgpush.notifications_default USIN
 -- Name: notifications_queued_due; Type: INDEX; Schema: pgpush; Owner: -
 --
 
-CREATE INDEX notifications_queued_due ON ONLY pgpush.notifications USING btree (app, service, send_after, id) WHERE (status = 'queued'::text);
+CREATE INDEX notifications_queued_due ON ONLY pgpush.notifications USING btree (app, service, lane, send_after, id) WHERE (status = 'queued'::text);
 
 
 --
 -- Name: notifications_queued_due_1; Type: INDEX; Schema: pgpush; Owner: -
 --
 
-CREATE INDEX notifications_queued_due_1 ON pgpush.notifications_1 USING btree (app, service, send_after, id) WHERE (status = 'queued'::text);
+CREATE INDEX notifications_queued_due_1 ON pgpush.notifications_1 USING btree (app, service, lane, send_after, id) WHERE (status = 'queued'::text);
 
 
 --
 -- Name: notifications_queued_due_1000001; Type: INDEX; Schema: pgpush; Owner: -
 --
 
-CREATE INDEX notifications_queued_due_1000001 ON pgpush.notifications_1000001 USING btree (app, service, send_after, id) WHERE (status = 'queued'::text);
+CREATE INDEX notifications_queued_due_1000001 ON pgpush.notifications_1000001 USING btree (app, service, lane, send_after, id) WHERE (status = 'queued'::text);
 
 
 --
 -- Name: notifications_queued_due_default; Type: INDEX; Schema: pgpush; Owner: -
 --
 
-CREATE INDEX notifications_queued_due_default ON pgpush.notifications_default USING btree (app, service, send_after, id) WHERE (status = 'queued'::text);
+CREATE INDEX notifications_queued_due_default ON pgpush.notifications_default USING btree (app, service, lane, send_after, id) WHERE (status = 'queued'::text);
 
 
 --
@@ -2428,6 +2608,13 @@ ALTER INDEX pgpush.notifications_sending_lease ATTACH PARTITION pgpush.notificat
 --
 
 ALTER INDEX pgpush.notifications_sending_lease ATTACH PARTITION pgpush.notifications_sending_lease_default;
+
+
+--
+-- Name: invalid_tokens invalid_tokens_notify_listed; Type: TRIGGER; Schema: pgpush; Owner: -
+--
+
+CREATE TRIGGER invalid_tokens_notify_listed AFTER INSERT ON pgpush.invalid_tokens REFERENCING NEW TABLE AS listed FOR EACH STATEMENT EXECUTE FUNCTION pgpush.notify_invalid_token();
 
 
 --

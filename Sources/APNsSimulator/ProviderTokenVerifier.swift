@@ -4,8 +4,9 @@ import PGPushCore
 import PushCrypto
 
 /// Checks one `authorization: bearer <JWT>` value the way APNs does:
-/// ES256 only, `kid` and `iss` must name the configured key and team, the raw r‖s
-/// signature must verify, and `iat` may be at most one hour old.
+/// ES256 only, `kid` and `iss` must name a configured key and its team, the raw r‖s
+/// signature must verify, and `iat` may be at most one hour old. A team may have a second
+/// key (Apple allows two at a time), which is how a key is rotated without refusals.
 package struct ProviderTokenVerifier: Sendable {
     /// APNs refuses tokens whose `iat` is older than this.
     package static let maximumAge: TimeInterval = 3600
@@ -13,9 +14,12 @@ package struct ProviderTokenVerifier: Sendable {
     package static let futureTolerance: TimeInterval = 300
 
     package let key: ProviderTokenKey
+    /// Other keys accepted beside `key`.
+    package let otherKeys: [ProviderTokenKey]
 
-    package init(key: ProviderTokenKey) {
+    package init(key: ProviderTokenKey, otherKeys: [ProviderTokenKey] = []) {
         self.key = key
+        self.otherKeys = otherKeys
     }
 
     /// The token when the `authorization` value holds a valid one, else the 403 reason.
@@ -32,8 +36,9 @@ package struct ProviderTokenVerifier: Sendable {
               let signature = Base64URL.decode(parts[2]),
               let header = JSONValue.parse(headerBytes), let claims = JSONValue.parse(claimBytes)
         else { return .failure(.init(.invalidProviderToken)) }
+        let keyID = header["kid"]?.stringValue
         guard header["alg"]?.stringValue == "ES256",
-              header["kid"]?.stringValue == key.keyID,
+              let key = ([key] + otherKeys).first(where: { $0.keyID == keyID }),
               claims["iss"]?.stringValue == key.teamID,
               let issuedAt = claims["iat"]?.integerValue,
               signature.count == 64
@@ -53,6 +58,14 @@ package struct ProviderTokenVerifier: Sendable {
         if age > maximumAge { return ProviderTokenRejection(.expiredProviderToken) }
         if age < -futureTolerance { return ProviderTokenRejection(.invalidProviderToken) }
         return nil
+    }
+
+    /// The `kid` of the token in an `authorization` value, read without checking anything.
+    package static func keyID(inAuthorization authorization: String?) -> String? {
+        guard let token = authorization.flatMap(bearerToken(in:)),
+              let header = token.split(separator: ".", omittingEmptySubsequences: false).first.flatMap({ Base64URL.decode($0) })
+        else { return nil }
+        return JSONValue.parse(header)?["kid"]?.stringValue
     }
 
     /// The JWT after a case-insensitive `bearer ` prefix.

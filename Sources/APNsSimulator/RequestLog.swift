@@ -63,6 +63,8 @@ package struct RequestLogEntry: Sendable, Equatable, Codable {
     /// Request headers except `authorization`.
     package var headers: [String: String]
     package var providerToken: Bool
+    /// The `kid` its header names (not secret: which key signed it), when one came.
+    package var providerTokenKeyID: String?
     package var bodyBytes: Int
     /// `answered`, `refused` (REFUSED_STREAM), `dropped` (connection closed, no answer),
     /// `ignored` (after this connection's GOAWAY) or `goaway` (answered by a GOAWAY that

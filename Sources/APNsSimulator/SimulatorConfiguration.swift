@@ -33,6 +33,8 @@ package struct SimulatorConfiguration: Sendable {
     package var port = 0
     package var serverCertificate = ServerCertificate.generated(caOutputPath: nil)
     package var authentication: Authentication
+    /// With token authentication, more keys accepted beside the configured one (a rotation).
+    package var otherTokenKeys: [ProviderTokenKey] = []
     /// The app's bundle id: topics must be it plus the push type's suffix. nil accepts any topic.
     package var bundleID: String?
     /// SETTINGS_MAX_CONCURRENT_STREAMS once a connection is authenticated.

@@ -31,7 +31,7 @@ struct SimulatorState {
 
     init(configuration: SimulatorConfiguration) {
         if case .token(let key) = configuration.authentication {
-            verifier = ProviderTokenVerifier(key: key)
+            verifier = ProviderTokenVerifier(key: key, otherKeys: configuration.otherTokenKeys)
         } else {
             verifier = nil
         }
@@ -233,7 +233,9 @@ struct SimulatorState {
             timeMilliseconds: Int64((now.timeIntervalSince1970 * 1000).rounded()),
             receivedMilliseconds: request.arrivalNanoseconds.map { Double($0 / 1000) / 1000 }, connection: request.connectionID,
             stream: request.streamID, method: request.method, path: request.path, token: token, headers: headers,
-            providerToken: request.headers.value(of: "authorization") != nil, bodyBytes: request.body.count,
+            providerToken: request.headers.value(of: "authorization") != nil,
+            providerTokenKeyID: ProviderTokenVerifier.keyID(inAuthorization: request.headers.value(of: "authorization")),
+            bodyBytes: request.body.count,
             outcome: outcome, status: answer?.status, reason: answer?.reason)
         return result
     }

@@ -74,6 +74,8 @@ package enum ConstraintExplanation {
         "notifications_webpush_collapse_id_topic":
             "a Web Push collapse id is the Topic header: 1 to 32 characters of A-Z, a-z, 0-9, - and _, "
             + "and not 1, 5, 9, … characters long (no base64url text has such a length)",
+        // sql/018_daily_operations.sql
+        "notifications_lane_urgent_normal_or_bulk": "the lane must be urgent, normal or bulk",
     ]
 
     /// A sentence for a database error an enqueue caused, or nil when it is not about the row

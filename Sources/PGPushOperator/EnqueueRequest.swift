@@ -21,6 +21,8 @@ package struct EnqueueRequest: Sendable, Equatable {
     package var expiresAt: Date?
     package var sendAfter: Date?
     package var idempotencyKey: String?
+    /// `urgent`, `normal` (nil) or `bulk`: claim order within the app and service.
+    package var lane: String?
 
     package init(tokens: [String], payload: String) {
         self.tokens = tokens
@@ -71,6 +73,7 @@ package struct EnqueueRequest: Sendable, Equatable {
         topic = flags["topic"]
         collapseID = flags["collapse-id"]
         idempotencyKey = flags["idempotency-key"]
+        lane = flags["lane"]
         if let text = flags["priority"] {
             guard let value = Int(text.trimmingCharacters(in: .whitespaces)) else {
                 throw EnqueueUsageError("--priority must be 10, 5 or 1, got \"\(text)\"")
@@ -146,13 +149,14 @@ package struct EnqueueRequest: Sendable, Equatable {
         let arguments = """
             payload => $2::jsonb, app => coalesce($3, 'default'), push_type => coalesce($4, 'alert'),
             priority => $5::integer, topic => $6, collapse_id => $7, expires_at => $8::timestamptz,
-            send_after => coalesce($9::timestamptz, now()), idempotency_key => $10, service => $11
+            send_after => coalesce($9::timestamptz, now()), idempotency_key => $10, service => $11,
+            lane => coalesce($12, 'normal')
             """
         let timestamps = ISO8601DateFormatter()
         timestamps.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         let rest: [(any PostgresParameter)?] = [
             payload, app, pushType, priority, topic, collapseID,
-            expiresAt.map(timestamps.string(from:)), sendAfter.map(timestamps.string(from:)), idempotencyKey, service,
+            expiresAt.map(timestamps.string(from:)), sendAfter.map(timestamps.string(from:)), idempotencyKey, service, lane,
         ]
         let result: PostgresResult
         if subscriptions.count == 1 {

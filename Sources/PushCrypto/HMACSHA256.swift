@@ -1,10 +1,10 @@
 import COpenSSL
 
 /// HMAC-SHA-256 (RFC 2104), the one primitive behind HKDF's extract and expand steps.
-enum HMACSHA256 {
-    static let length = 32
+package enum HMACSHA256 {
+    package static let length = 32
 
-    static func code(key: [UInt8], data: [UInt8]) throws(WebPushCryptoError) -> [UInt8] {
+    package static func code(key: [UInt8], data: [UInt8]) throws(WebPushCryptoError) -> [UInt8] {
         var output = [UInt8](repeating: 0, count: length)
         var written: UInt32 = 0
         let made = key.withUnsafeBufferPointer { key in

@@ -42,7 +42,7 @@ package final class NotificationQueue {
                       lookBack: Duration? = nil) throws -> ClaimResult {
         let result = try connection.query(Self.claimSQL, [workerID, app, service.rawValue, limit, lease.seconds,
                                                           skipKnownInvalidTokens, try claimFrom(), lookBack?.seconds])
-        // Columns as pgpush.claim returns them (sql/017_web_push.sql).
+        // Columns as pgpush.claim returns them (sql/017_web_push.sql; lanes since 018).
         var claimed: [ClaimedNotification] = []
         claimed.reserveCapacity(result.rowCount)
         var expired: [Int64] = [], knownInvalid: [Int64] = []
@@ -99,7 +99,7 @@ package final class NotificationQueue {
         return id
     }
 
-    /// The claim: pgpush.claim (sql/017_web_push.sql; why it is written as it is: 011 and 014).
+    /// The claim: pgpush.claim (sql/018_daily_operations.sql; why it is written as it is: 011, 014, 018).
     /// Parameters: worker id, app, service, limit, lease seconds, skip known-invalid tokens,
     /// lowest id (`claimFrom()`), look-back seconds.
     package static let claimSQL = "SELECT * FROM pgpush.claim($1, $2, $3, $4, $5, $6, $7, $8)"

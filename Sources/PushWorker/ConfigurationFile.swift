@@ -97,6 +97,7 @@ struct FileApp: Decodable {
     var webpushAllowedOrigins: String?
     var connections: Int?
     var ratePerConnection: Int?
+    var ratePerApp: Int?
     var retry: FileRetry?
     var skipKnownInvalidTokens: Bool?
 
@@ -155,12 +156,17 @@ struct FileApp: Decodable {
         if let connections { connection.connections = connections }
         if let ratePerConnection { connection.ratePerConnection = ratePerConnection }
         if let (setting, problem) = connection.problem() { throw ConfigurationError("\(label): \(setting): \(problem)") }
+        if let ratePerApp, !(0...WorkerConfiguration.maximumRatePerApp).contains(ratePerApp) {
+            throw ConfigurationError("\(label): rate per app (PGPUSH_RATE_PER_APP): must be from 0 (none) to "
+                                     + "\(WorkerConfiguration.maximumRatePerApp) requests/s, got \(ratePerApp)")
+        }
         if let apnsUrl, !apnsUrl.hasPrefix("https://") {
             throw ConfigurationError("\(label): PGPUSH_APNS_URL must start with https:// (TLS is always on), got \"\(apnsUrl)\"")
         }
         return AppConfiguration(name: name, bundleID: bundleID, environment: environment, apnsURL: apnsUrl, caFile: caFile,
                                 authentication: authentication, fcm: fcm, webPush: webPush, connections: connection.connections,
                                 ratePerConnection: connection.ratePerConnection ?? RateCap.standardPerConnection,
+                                ratePerApp: ratePerApp ?? 0,
                                 retry: try (retry ?? FileRetry()).validated(app: name),
                                 skipKnownInvalidTokens: skipKnownInvalidTokens ?? true)
     }

@@ -29,6 +29,7 @@ package struct Log: Sendable {
 
     /// For callers that build the fields at run time (`RepeatedWarnings` adds its counts).
     func warning(_ event: String, _ fields: [(key: String, value: Any)]) { write(.warning, event, fields) }
+    func info(_ event: String, _ fields: [(key: String, value: Any)]) { write(.info, event, fields) }
 
     private func write(_ level: Level, _ event: String, _ fields: some Sequence<(key: String, value: Any)>) {
         guard Self.rank(level) >= Self.rank(minimum) else { return }

@@ -18,7 +18,6 @@ extension Worker {
     func dispatch(_ route: Route) async {
         guard let app = configuration.apps.first(where: { $0.name == route.app }), let sender = senders[route],
               let loop = claimLoops[route], let health = health[route] else { return }
-        let target = Self.inFlightTarget(of: sender)
         var backoff = Duration.milliseconds(100)
         await withDiscardingTaskGroup { group in
             while !isStopping {
@@ -28,8 +27,8 @@ extension Worker {
                     loop.schedule.withLock { $0.rowsMayBeWaiting() }
                     continue
                 }
-                let room = { [inFlight] in
-                    Self.claimLimit(health.phase, target: target, inFlight: inFlight.count(route))
+                let room = { [self] in
+                    Self.claimLimit(health.phase, target: inFlightTarget(route, of: sender), inFlight: inFlight.count(route))
                 }
                 guard let limit = room() else {
                     await loop.waitForRoom(timeout: configuration.pollInterval) { room() != nil }

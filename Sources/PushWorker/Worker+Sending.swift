@@ -14,6 +14,12 @@ extension Worker {
         return min(sender.requestsPerSecond.map { max($0, 1) } ?? carried, carried)
     }
 
+    /// The route's in-flight target: a second's worth at the cap, or at this worker's share
+    /// of rate_per_app when that is less (one row while it has none).
+    func inFlightTarget(_ route: Route, of sender: any NotificationSender) -> Int {
+        min(Self.inFlightTarget(of: sender), sharedRates[route].map { max($0.share, 1) } ?? .max)
+    }
+
     /// Small top-ups cost a database round trip each: a claim waits until a quarter of the
     /// window (at most 100 rows) is free, or nothing is in flight.
     static func smallestClaim(target: Int) -> Int { max(1, min(target / 4, 100)) }
@@ -33,7 +39,7 @@ extension Worker {
     func deliver(_ row: ClaimedNotification, app: AppConfiguration, route: Route, sender: any NotificationSender) async {
         defer {
             let remaining = inFlight.remove(row.id)
-            let target = Self.inFlightTarget(of: sender)
+            let target = inFlightTarget(route, of: sender)
             // Wakes the claim loop only if it waits for room and now has it, or nothing is left
             // in flight (a probing app, a drain): a wake-up per row cost a timer and a claim per row.
             claimLoops[route]?.sendFinished(roomNow: remaining == 0 || target - remaining >= Self.smallestClaim(target: target))
@@ -71,6 +77,10 @@ extension Worker {
                     route: route)
                 return
             }
+        }
+        if let gate = sharedRates[route], !(await gate.admit(giveUp: { [self] in isStopping })) {
+            writer.add(.released(row))
+            return
         }
         let delivery = await sender.send(request)
         metrics.recordLatency(delivery.latency)

@@ -25,6 +25,8 @@ package final class Worker: Sendable {
     let inFlight = InFlightRegistry()
     let claimLoops: [Route: ClaimLoopSignals]
     let health: [Route: AppHealth]
+    /// Routes whose app sets rate_per_app: this worker's share of it.
+    let sharedRates: [Route: SharedRateGate]
     let stopping = Atomic<Bool>(false)
     let stopRequested = Latch()
     let drainDeadline = Locked<ContinuousClock.Instant?>(nil)
@@ -76,6 +78,10 @@ package final class Worker: Sendable {
             ClaimLoopSignals(pollInterval: configuration.pollInterval, largestClaim: Self.largestClaim)
         }
         health = routes.mapValues { _ in AppHealth() }
+        let ratePerApp = Dictionary(uniqueKeysWithValues: configuration.apps.map { ($0.name, $0.ratePerApp) })
+        sharedRates = routes.keys.reduce(into: [:]) { gates, route in
+            if let rate = ratePerApp[route.app], rate > 0 { gates[route] = SharedRateGate(rate: rate) }
+        }
         let metrics = WorkerMetrics(apps: configuration.apps.map(\.name),
                                     services: Dictionary(grouping: routes.keys, by: \.app).mapValues { $0.map(\.service) },
                                     reasons: senders.reduce(into: Set<String>()) { $0.formUnion($1.reasons) })
@@ -142,6 +148,7 @@ package final class Worker: Sendable {
                 writerDone.ring()
             }
             group.addTask { [self] in await maintain() }
+            group.addTask { [self] in await keepRateShares(until: sendsEnded) }
             // Claim loops end when stopping; their sends are awaited here. The
             // drain task returns when they are done or the drain timeout passed,
             // whichever comes first (sends themselves end by their deadline).

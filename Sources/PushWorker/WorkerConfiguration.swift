@@ -64,6 +64,9 @@ package struct AppConfiguration: Sendable, Equatable {
     package var connections: Int
     /// Requests per second per connection; 0 means no cap (benchmarks only).
     package var ratePerConnection: Int
+    /// Requests per second for the app and each service across every worker together,
+    /// shared through the database; 0: none (each worker only keeps its connections' caps).
+    package var ratePerApp: Int
 
     /// The app's connection count and cap as each service's sender takes them.
     var connectionSettings: ConnectionSettings {
@@ -85,8 +88,8 @@ package struct AppConfiguration: Sendable, Equatable {
     package init(name: String, bundleID: String, environment: APNsEnvironment = .production, apnsURL: String? = nil,
                 caFile: String? = nil, authentication: Authentication?, fcm: FCM? = nil, webPush: WebPush? = nil,
                 connections: Int = ConnectionSettings().connections,
-                ratePerConnection: Int = RateCap.standardPerConnection, retry: RetryConfiguration = .default,
-                skipKnownInvalidTokens: Bool = true) {
+                ratePerConnection: Int = RateCap.standardPerConnection, ratePerApp: Int = 0,
+                retry: RetryConfiguration = .default, skipKnownInvalidTokens: Bool = true) {
         self.name = name
         self.bundleID = bundleID
         self.environment = environment
@@ -97,6 +100,7 @@ package struct AppConfiguration: Sendable, Equatable {
         self.webPush = webPush
         self.connections = connections
         self.ratePerConnection = ratePerConnection
+        self.ratePerApp = ratePerApp
         self.retry = retry
         self.skipKnownInvalidTokens = skipKnownInvalidTokens
     }
@@ -104,6 +108,8 @@ package struct AppConfiguration: Sendable, Equatable {
 
 /// Everything `pgpush run` needs, validated before anything connects.
 package struct WorkerConfiguration: Sendable {
+    /// The highest `rate_per_app`: each worker keeps a second of its share's send times.
+    package static let maximumRatePerApp = 100_000
     package var databaseURL: String
     /// A direct (session) connection to the same database, used only for LISTEN, when
     /// `databaseURL` goes through a transaction pooler; nil: LISTEN uses `databaseURL`.
@@ -174,6 +180,9 @@ package struct WorkerConfiguration: Sendable {
         }
         if let value = setting("rate-per-connection", "PGPUSH_RATE_PER_CONNECTION") {
             single.ratePerConnection = try integer(value, setting: "PGPUSH_RATE_PER_CONNECTION"); singleAppGiven = true
+        }
+        if let value = setting("rate-per-app", "PGPUSH_RATE_PER_APP") {
+            single.ratePerApp = try integer(value, setting: "PGPUSH_RATE_PER_APP"); singleAppGiven = true
         }
         for retrySetting in RetrySetting.allCases {
             if let value = setting(retrySetting.flag, retrySetting.variable) {

@@ -75,6 +75,8 @@ final class WorkerMetrics: Sendable {
         /// Per app and status (expired, cancelled): rows the database saw finish.
         var finishedInDatabase: [OutcomeKey: Int] = [:]
         var lastDatabaseContact: ContinuousClock.Instant?
+        /// Per route with rate_per_app, this worker's share (requests/s) as last granted.
+        var rateShares: [HealthKey: Int] = [:]
     }
 
     private let state: Locked<State>
@@ -143,6 +145,10 @@ final class WorkerMetrics: Sendable {
             }
             state.health[HealthKey(app: app, service: service.rawValue, topic: "other")] = state.pausedOverflowTopics[app]?.isEmpty ?? true
         }
+    }
+
+    func recordRateShare(app: String, service: Service, share: Int) {
+        state.withLock { $0.rateShares[HealthKey(app: app, service: service.rawValue, topic: "")] = share }
     }
 
     func recordLatency(_ duration: Duration) {
@@ -267,6 +273,13 @@ final class WorkerMetrics: Sendable {
         }) {
             text += "pgpush_app_healthy{app=\(Self.label(key.app)),service=\(Self.label(key.service)),topic=\(Self.label(key.topic))} "
                 + "\(healthy ? 1 : 0)\n"
+        }
+        if !snapshot.rateShares.isEmpty {
+            text += "# HELP pgpush_rate_share Requests per second this worker may send for the app and service: its share "
+                + "of rate_per_app, leased through the database.\n# TYPE pgpush_rate_share gauge\n"
+            for (key, share) in snapshot.rateShares.sorted(by: { ($0.key.app, $0.key.service) < ($1.key.app, $1.key.service) }) {
+                text += "pgpush_rate_share{app=\(Self.label(key.app)),service=\(Self.label(key.service))} \(share)\n"
+            }
         }
         // The connection series kept their names from the APNs-only releases; the service label says which.
         let routes = senders.sorted { ($0.key.app, $0.key.service) < ($1.key.app, $1.key.service) }

@@ -32,6 +32,8 @@ enum EnqueueCommand {
           --send-after TIME        not sent before TIME (scheduling)
           --idempotency-key KEY    unique per app: enqueueing the same key again returns the first
                                    row's id (with a tokens file each row's key is KEY:TOKEN)
+          --lane LANE              urgent, normal (default) or bulk: urgent rows are claimed before
+                                   normal ones, normal before bulk (a login code before a campaign)
           --database-url URL       libpq connection string or URI [DATABASE_URL, then PG* variables]
 
         TIME is ISO-8601 (2026-01-02T03:04:05Z), UNIX seconds (1767323045), or relative to now
@@ -45,13 +47,15 @@ enum EnqueueCommand {
           pgpush enqueue --token 6f1c…9ab0 --push-type background --payload '{"aps":{"content-available":1}}'
           pgpush enqueue --service fcm --token "fGx3…:APA91b…" --alert "Your order has shipped"
           pgpush enqueue --subscription "$(cat subscription.json)" --payload '{"title":"Shipped","body":"Your order is on its way"}'
-          pgpush enqueue --tokens-file tokens.txt --alert "Flash sale" --expires-at +2h --collapse-id sale
+          pgpush enqueue --tokens-file tokens.txt --alert "Flash sale" --expires-at +2h --collapse-id sale --lane bulk
+          pgpush enqueue --token 6f1c…9ab0 --alert "Your code is 123456" --lane urgent
           psql -Atc "SELECT token FROM devices" | pgpush enqueue --tokens-file - --alert "Hello" --app shop
         """
 
     static let flags: Set<String> = [
         "help", "database-url", "token", "tokens-file", "alert", "payload", "app", "push-type", "priority", "topic",
         "collapse-id", "expires-at", "send-after", "idempotency-key", "service", "subscription", "subscriptions-file",
+        "lane",
     ]
 
     static func run(_ arguments: Arguments) throws -> Int32 {

@@ -45,6 +45,8 @@ enum RunCommand {
                                     Any other endpoint fails EndpointNotAllowed without a connection
           --connections N           [PGPUSH_CONNECTIONS] HTTP/2 connections per app and service (default 4)
           --rate-per-connection N   [PGPUSH_RATE_PER_CONNECTION] requests/second per connection (default \(RateCap.standardPerConnection))
+          --rate-per-app N          [PGPUSH_RATE_PER_APP] requests/second for the app and each service across every
+                                    worker together, shared through the database (default 0: none)
           --retry-server-errors N   [PGPUSH_RETRY_SERVER_ERRORS] retries after a 5xx or no answer, 0–20 (default 3)
           --retry-delay-min-seconds S, --retry-delay-max-seconds S
                                     [PGPUSH_RETRY_DELAY_MIN_SECONDS, PGPUSH_RETRY_DELAY_MAX_SECONDS] the wait before
@@ -74,7 +76,11 @@ enum RunCommand {
 
         Signals: SIGTERM or SIGINT stops claiming, lets requests in flight finish, writes every
         outcome, returns unsent rows to the queue and exits 0. A second signal exits at once
-        (exit code 1); leases return whatever was left.
+        (exit code 1); leases return whatever was left. SIGHUP reloads: the configuration file
+        and every key and certificate file are read again; when they load, requests in flight
+        finish, unsent rows go back to the queue, and the worker goes on (same pid and worker id)
+        with new connections and the new credentials, logging what changed (reload_change);
+        when they do not, reload_refused names the setting and nothing changes.
 
         Examples:
           DATABASE_URL=postgres://pgpush@db/app PGPUSH_TOPIC=com.example.app \\
@@ -85,7 +91,7 @@ enum RunCommand {
 
     static let flags: Set<String> = [
         "help", "database-url", "listen-database-url", "config", "app", "topic", "apns-env", "apns-url", "ca-file", "team-id", "key-id",
-        "key-file", "cert-file", "connections", "rate-per-connection", "lease-seconds", "drain-seconds", "worker-id",
+        "key-file", "cert-file", "connections", "rate-per-connection", "rate-per-app", "lease-seconds", "drain-seconds", "worker-id",
         "prune-after-days", "metrics-addr", "retry-server-errors", "retry-delay-min-seconds", "retry-delay-max-seconds",
         "retry-429-base-seconds", "retry-429-max-delay-seconds", "retry-429-max-attempts", "skip-known-invalid-tokens",
         "fcm-credentials-file", "fcm-project-id", "fcm-url", "vapid-key-file", "vapid-subject", "webpush-allowed-origins",
@@ -118,23 +124,44 @@ enum RunCommand {
                 + "APNs connection are written to this file, and whoever can read it can decrypt the traffic; "
                 + "unset it once you are done debugging"])
         }
+        warnAboutPermissions(of: configuration, log: log)
+        // A reload reads the same flags and environment again; the file and the keys are what change.
+        let reloading = ReloadingWorker(log: log) { [flagValues, workerID = configuration.workerID] in
+            var configuration = try WorkerConfiguration.load(flags: flagValues, environment: ProcessInfo.processInfo.environment)
+            configuration.workerID = workerID
+            let senders = try SenderFactory.makeSenders(for: configuration.apps, keyLog: keyLog)
+            warnAboutPermissions(of: configuration, log: log)
+            return ReloadingWorker.Loaded(configuration: configuration, senders: senders)
+        }
+        let signals = SignalTrap(onFirst: { reloading.stop() }, onReload: { reloading.reload() })
+        defer { withExtendedLifetime(signals) {} }
+        let first = ReloadingWorker.Loaded(configuration: configuration, senders: senders)
+        return try blockOn { try await reloading.run(first: first) } ? 0 : 1
+    }
+
+    private static func warnAboutPermissions(of configuration: WorkerConfiguration, log: Log) {
         for app in configuration.apps {
             for warning in CredentialFilePermissions.warnings(for: app) { log.warning("credential_file_permissions", ["app": app.name, "problem": warning]) }
         }
-        let worker = try Worker(configuration: configuration, senders: senders, log: log)
-        let signals = SignalTrap(onFirst: { worker.stop() })
-        defer { withExtendedLifetime(signals) {} }
-        return try blockOn { try await worker.run() } ? 0 : 1
     }
 }
 
-/// SIGTERM/SIGINT: the first asks for a graceful stop, the second exits at once.
+/// SIGTERM/SIGINT: the first asks for a graceful stop, the second exits at once. SIGHUP,
+/// when `onReload` is given: a reload.
 final class SignalTrap {
     private let sources: [any DispatchSourceSignal]
 
-    init(onFirst: @escaping @Sendable () -> Void) {
+    init(onFirst: @escaping @Sendable () -> Void, onReload: (@Sendable () -> Void)? = nil) {
         let received = Atomic<Int>(0)
-        sources = [SIGTERM, SIGINT].map { number in
+        var reloads: [any DispatchSourceSignal] = []
+        if let onReload {
+            signal(SIGHUP, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: SIGHUP, queue: .global())
+            source.setEventHandler { onReload() }
+            source.resume()
+            reloads.append(source)
+        }
+        sources = reloads + [SIGTERM, SIGINT].map { number in
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler {

@@ -21,7 +21,7 @@ struct Command {
 let commands = [
     Command(name: "migrate", summary: "create or update the pgpush schema (safe to run concurrently)",
             help: MigrateCommand.help, flags: MigrateCommand.flags, run: MigrateCommand.run),
-    Command(name: "run", summary: "the worker: send queued notifications to APNs, record every outcome",
+    Command(name: "run", summary: "the worker: send queued notifications (APNs, FCM, Web Push), record every outcome",
             help: RunCommand.help, flags: RunCommand.flags, run: RunCommand.run),
     Command(name: "doctor", summary: "check configuration, credentials, database and APNs reachability",
             help: DoctorCommand.help, flags: DoctorCommand.flags, switches: DoctorCommand.switches, run: DoctorCommand.run),
@@ -29,6 +29,8 @@ let commands = [
             help: PruneCommand.help, flags: PruneCommand.flags, run: PruneCommand.run),
     Command(name: "enqueue", summary: "add notifications to the queue (pgpush.enqueue / enqueue_many)",
             help: EnqueueCommand.help, flags: EnqueueCommand.flags, run: EnqueueCommand.run),
+    Command(name: "requeue", summary: "send an app's failed or expired notifications again (pgpush.requeue)",
+            help: RequeueCommand.help, flags: RequeueCommand.flags, run: RequeueCommand.run),
     Command(name: "channels", summary: "Live Activity broadcast channels: create, list, show, delete (Apple's API)",
             help: ChannelsCommand.help, flags: ChannelsCommand.flags, switches: ChannelsCommand.switches,
             positionalAllowed: true, run: ChannelsCommand.run),
@@ -49,7 +51,7 @@ let commands = [
 ]
 
 let usage = """
-    pgpush — push notifications (APNs, FCM) from a PostgreSQL table
+    pgpush — push notifications (APNs, FCM, Web Push) from a PostgreSQL table
 
     Usage: pgpush <command> [flags]      (pgpush <command> --help for each command's flags)
 

@@ -197,12 +197,14 @@ import Testing
         #expect(functions.int(0, 0) == 5)
     }
 
-    /// Run again by hand on a database of the current version, 017 fails on nothing and
-    /// changes nothing: the claim it makes again keeps one version, the enqueue functions
-    /// with `subscription` replace the ones without.
+    /// Run again by hand on a database of its version, 017 fails on nothing and changes
+    /// nothing: the claim it makes again keeps one version, the enqueue functions with
+    /// `subscription` replace the ones without.
     @Test func migration017RunsAgainWithoutError() throws {
-        let connection = try PostgresConnection(conninfo: try TestDatabase.migrated())
-        let migration = try #require(try Migration.load(directory: TestDatabase.sqlDirectory).first { $0.version == 17 })
+        let connection = try PostgresConnection(conninfo: try TestDatabase.empty())
+        let all = try Migration.load(directory: TestDatabase.sqlDirectory)
+        try MigrationRunner(migrations: all.filter { $0.version <= 17 }).migrate(connection)
+        let migration = try #require(all.first { $0.version == 17 })
         let before = try schemaFingerprint(connection)
         try connection.transaction { try connection.execute(script: migration.sql) }
         try connection.transaction { try connection.execute(script: migration.sql) }
@@ -214,6 +216,29 @@ import Testing
         #expect((0..<functions.rowCount).compactMap { functions.string($0, 0) } == [
             "claim/6", "claim/7", "claim/8", "enqueue/11", "enqueue/13", "enqueue_many/13", "notification_input_holds/13",
         ])
+    }
+
+    /// Run again by hand on a database of the current version, 018 fails on nothing and
+    /// changes nothing: the enqueue functions with `lane` replace the ones without, the
+    /// claim keeps one version, the feed's trigger is one.
+    @Test func migration018RunsAgainWithoutError() throws {
+        let connection = try PostgresConnection(conninfo: try TestDatabase.migrated())
+        let migration = try #require(try Migration.load(directory: TestDatabase.sqlDirectory).first { $0.version == 18 })
+        let before = try schemaFingerprint(connection)
+        try connection.transaction { try connection.execute(script: migration.sql) }
+        try connection.transaction { try connection.execute(script: migration.sql) }
+        #expect(try schemaFingerprint(connection) == before)
+        let functions = try connection.query("""
+            SELECT proname || '/' || pronargs FROM pg_proc WHERE pronamespace = 'pgpush'::regnamespace
+               AND proname IN ('enqueue', 'enqueue_many', 'claim', 'requeue') ORDER BY 1
+            """)
+        #expect((0..<functions.rowCount).compactMap { functions.string($0, 0) } == [
+            "claim/6", "claim/7", "claim/8", "enqueue/12", "enqueue/14", "enqueue_many/14", "requeue/1",
+        ])
+        let triggers = try connection.query("""
+            SELECT count(*) FROM pg_trigger WHERE tgrelid = 'pgpush.invalid_tokens'::regclass AND NOT tgisinternal
+            """)
+        #expect(triggers.int(0, 0) == 1)
     }
 
     private func schemaFingerprint(_ connection: PostgresConnection) throws -> [String] {

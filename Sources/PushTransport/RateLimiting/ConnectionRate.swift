@@ -27,15 +27,17 @@ package struct ConnectionRate: Sendable {
     /// default cap, the length of the longer stalls seen on a busy two-core machine.
     package static let catchUp = 12
 
+    private let window: Duration
     private var perWindow: SlidingWindowRateLimit<Instant>
     private var interval: Duration?
     /// When the next start is due on the even schedule.
     private var scheduled: Instant?
 
-    /// nil: unlimited.
-    package init(limit: Int?) {
-        perWindow = SlidingWindowRateLimit(limit: limit, window: Self.window)
-        interval = perWindow.limit.map { Self.window / $0 }
+    /// nil: unlimited. `window`: longer than a second for a margin (`SharedRate`'s).
+    package init(limit: Int?, window: Duration = Self.window) {
+        self.window = window
+        perWindow = SlidingWindowRateLimit(limit: limit, window: window)
+        interval = perWindow.limit.map { window / $0 }
     }
 
     /// The cap in force (lowered while 429s spread); nil when unlimited.
@@ -62,6 +64,6 @@ package struct ConnectionRate: Sendable {
 
     package mutating func setLimit(_ limit: Int) {
         perWindow.setLimit(limit)
-        interval = perWindow.limit.map { Self.window / $0 }
+        interval = perWindow.limit.map { window / $0 }
     }
 }
