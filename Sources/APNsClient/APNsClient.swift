@@ -44,13 +44,7 @@ package final class APNsClient: Sendable {
             throw APNsClientConfigurationError(setting: "TLS (PGPUSH_CA_FILE / PGPUSH_CERT_FILE)", error.description,
                                                app: configuration.appName)
         }
-        var connection = HTTP2ClientConfiguration(tls: tls)
-        connection.requestTimeout = configuration.connection.requestTimeout
-        connection.connectTimeout = configuration.connection.connectTimeout
-        // The pool spaces requests; the transport enforces the cap again at the instant of
-        // writing, so a stalled I/O loop can delay requests but never bunch them: the cap
-        // holds over any one-second window.
-        connection.maxRequestsPerSecond = configuration.connection.effectiveRatePerConnection
+        var connection = configuration.connection.clientConfiguration(tls: tls)
         var refusals: RefusedTokenWatch?
         if case .token(let cache) = configuration.authentication {
             // APNs allows one stream until it has seen a valid JWT.

@@ -20,13 +20,15 @@ package final class ChannelManagementClient: Sendable {
     package let bundleID: String
     private let authentication: APNsAuthentication
     private let tls: ClientTLSContext
+    private let proxy: HTTPProxy?
     private let retry: RetryConfiguration
     private let client: HTTP2Client
     private let connection = Locked<HTTP2ClientConnection?>(nil)
 
     package init(endpoint: APNsEndpoint, bundleID: String, authentication: APNsAuthentication, extraCAFile: String? = nil,
-                retry: RetryConfiguration = .default) throws(ChannelManagementError) {
+                proxy: HTTPProxy? = nil, retry: RetryConfiguration = .default) throws(ChannelManagementError) {
         self.endpoint = endpoint
+        self.proxy = proxy
         self.bundleID = bundleID
         self.authentication = authentication
         self.retry = retry
@@ -134,6 +136,7 @@ package final class ChannelManagementClient: Sendable {
             open = existing
         } else {
             var configuration = HTTP2ClientConfiguration(tls: tls)
+            configuration.proxy = proxy
             // The all-channels list is the one answer above the default 64 KiB: an app may
             // have thousands of channels, tens of bytes each.
             configuration.maxResponseBodySize = 4 << 20

@@ -76,19 +76,15 @@ package final class FCMSender: NotificationSender {
         } catch {
             throw FCMSenderConfigurationError(description: "\(label): I/O thread: \(error)")
         }
-        var connection = HTTP2ClientConfiguration(tls: tls)
-        connection.requestTimeout = configuration.connection.requestTimeout
-        connection.connectTimeout = configuration.connection.connectTimeout
-        // As for APNs: the pool spaces requests, the transport holds the cap at the instant of writing.
-        connection.maxRequestsPerSecond = configuration.connection.effectiveRatePerConnection
+        let connection = configuration.connection.clientConfiguration(tls: tls)
         let port = url.port ?? 443
         authority = url.port.map { "\(host):\($0)" } ?? host
         pool = ConnectionPool(endpoint: ServiceAddress(host: host, port: port), connections: configuration.connection.connections,
                               ratePerConnection: configuration.connection.effectiveRatePerConnection, backoff: configuration.connection.reconnectBackoff,
                               transport: transport, connectionConfiguration: connection, statistics: recorder)
-        var exchange = HTTP2ClientConfiguration(tls: tls)
-        exchange.requestTimeout = configuration.connection.requestTimeout
-        exchange.connectTimeout = configuration.connection.connectTimeout
+        // The token endpoint: the same deadlines and proxy, no cap (one exchange an hour).
+        var exchange = configuration.connection.clientConfiguration(tls: tls)
+        exchange.maxRequestsPerSecond = nil
         tokens = AccessTokenSource(account: configuration.account, client: transport, configuration: exchange)
     }
 

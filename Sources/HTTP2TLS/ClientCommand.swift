@@ -21,6 +21,8 @@ struct ConnectionSetup: Sendable {
     let host: String
     let port: Int
     let addresses: [SocketAddress]
+    /// A socket already through the proxy's tunnel to `host` (`addresses` is then the proxy's).
+    let tunnel: Int32?
     let configuration: HTTP2ClientConfiguration
     let shared: ClientConnectionShared
     let connected: CheckedContinuation<Result<Void, ConnectError>, Never>

@@ -47,6 +47,10 @@ package struct HTTP2ClientConfiguration: Sendable {
     /// lead into the operator's own network). None permitted: `addressNotPermitted`, and no
     /// connection is attempted.
     package var permitsAddress: (@Sendable ([UInt8]) -> Bool)?
+    /// Connections go through this proxy's `CONNECT` tunnel, unless its `NO_PROXY` names
+    /// the host; nil: straight to the host. With `permitsAddress` the host is still resolved
+    /// here and refused when no address of it is permitted, before the proxy is asked.
+    package var proxy: HTTPProxy?
 
     package init(tls: ClientTLSContext) {
         self.tls = tls

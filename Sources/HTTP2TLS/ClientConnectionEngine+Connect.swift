@@ -8,6 +8,14 @@ import PushCrypto
 /// HTTP/1.1 at once).
 extension ClientConnectionEngine {
     func startConnect(from index: Int) {
+        if let tunnel = setup.tunnel, index == 0 {
+            // Through the proxy already: connected, so the first poll finds it writable and the
+            // TLS handshake with the host starts on it.
+            counter.sockets.add(1, ordering: .relaxed)
+            descriptor = tunnel
+            state.connecting(addressIndex: 0)
+            return
+        }
         var lastError = ConnectError.connectFailed("no address")
         var next = index
         while next < setup.addresses.count {

@@ -1,4 +1,5 @@
 import Dispatch
+import Glibc
 import Synchronization
 
 /// Owns one I/O thread that runs every connection opened through it.
@@ -22,7 +23,11 @@ package final class HTTP2Client: Sendable {
     /// and returns the connection once ALPN h2 is agreed. The server's SETTINGS may still
     /// be on the way; requests sent before it go out one at a time.
     package func connect(host: String, port: Int, configuration: HTTP2ClientConfiguration) async throws(ConnectError) -> HTTP2ClientConnection {
-        var addresses = try await Self.resolve(host: host, port: port).get()
+        let proxy = configuration.proxy.flatMap { $0.applies(to: host) ? $0 : nil }
+        var addresses: [SocketAddress] = []
+        if proxy == nil || configuration.permitsAddress != nil {
+            addresses = try await Self.resolve(host: host, port: port).get()
+        }
         if let permits = configuration.permitsAddress {
             let resolved = addresses
             addresses = resolved.filter { permits($0.addressBytes) }
@@ -30,15 +35,33 @@ package final class HTTP2Client: Sendable {
                 throw .addressNotPermitted(host: host, addresses: resolved.map(\.description).joined(separator: ", "))
             }
         }
+        var tunnel: Int32?
+        if let proxy {
+            let proxyAddresses: [SocketAddress]
+            switch await Self.resolve(host: proxy.host, port: proxy.port) {
+            case .success(let resolved): proxyAddresses = resolved
+            case .failure(let error): throw .proxyFailed(proxy: proxy.description, detail: error.description)
+            }
+            let opened = await Self.blocking {
+                ProxyTunnel.open(through: proxy, addresses: proxyAddresses, host: host, port: port,
+                                 timeout: configuration.connectTimeout)
+            }
+            let (descriptor, address) = try opened.get()
+            tunnel = descriptor
+            addresses = [address]
+        }
         let id = nextConnectionID.add(1, ordering: .relaxed).oldValue
         let shared = ClientConnectionShared()
         let connection = HTTP2ClientConnection(id: id, host: host, port: port, loop: loop, shared: shared,
                                                requestTimeout: configuration.requestTimeout)
         let loop = self.loop
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Void, ConnectError>, Never>) in
-            let setup = ConnectionSetup(id: id, host: host, port: port, addresses: addresses, configuration: configuration,
-                                        shared: shared, connected: continuation)
-            if !loop.post(.open(setup)) { continuation.resume(returning: .failure(.clientShutDown)) }
+            let setup = ConnectionSetup(id: id, host: host, port: port, addresses: addresses, tunnel: tunnel,
+                                        configuration: configuration, shared: shared, connected: continuation)
+            if !loop.post(.open(setup)) {
+                if let tunnel { close(tunnel) }
+                continuation.resume(returning: .failure(.clientShutDown))
+            }
         }
         try result.get()
         return connection
@@ -53,10 +76,13 @@ package final class HTTP2Client: Sendable {
     /// getaddrinfo blocks, so it runs on a Dispatch worker, never on the I/O thread or in
     /// the cooperative pool.
     private static func resolve(host: String, port: Int) async -> Result<[SocketAddress], ConnectError> {
+        await blocking { SocketAddress.resolve(host: host, port: port) }
+    }
+
+    /// Runs `work`, which blocks, on a Dispatch worker.
+    private static func blocking<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
         await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
-                continuation.resume(returning: SocketAddress.resolve(host: host, port: port))
-            }
+            DispatchQueue.global().async { continuation.resume(returning: work()) }
         }
     }
 }

@@ -82,6 +82,11 @@ package enum ConnectError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The server did not select ALPN `h2`.
     case alpnNotNegotiated(selected: String?)
     case timedOut
+    /// The HTTP proxy answered `CONNECT` with a status other than 2xx (403: not allowed
+    /// there, 407, or 401 from some proxies: credentials missing or refused).
+    case proxyRefused(proxy: String, status: Int, reason: String)
+    /// The proxy could not be reached, or its answer was no HTTP answer.
+    case proxyFailed(proxy: String, detail: String)
     /// The `HTTP2Client` has been shut down.
     case clientShutDown
 
@@ -95,6 +100,10 @@ package enum ConnectError: Error, Sendable, Equatable, CustomStringConvertible {
         case .certificateRejected(let rejection): return "TLS handshake failed: \(rejection)"
         case .alpnNotNegotiated(let selected): return "server did not agree to ALPN h2 (selected: \(selected ?? "none"))"
         case .timedOut: return "connect timed out"
+        case .proxyRefused(let proxy, let status, let reason):
+            return "the proxy \(proxy) refused the tunnel: \(status) \(reason)"
+                + (status == 401 || status == 407 ? " (credentials missing or refused: they go in the proxy URL)" : "")
+        case .proxyFailed(let proxy, let detail): return "the proxy \(proxy) failed: \(detail)"
         case .clientShutDown: return "HTTP/2 client is shut down"
         }
     }

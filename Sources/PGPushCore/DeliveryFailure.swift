@@ -17,6 +17,9 @@ package struct DeliveryFailure: Error, Sendable, Equatable, CustomStringConverti
         /// endpoint's name pointing into a private network): nothing was connected to, and
         /// waiting will not change it.
         case addressNotPermitted
+        /// The HTTP proxy refused the tunnel (403 not allowed, 407 credentials): a setting to
+        /// fix, which waiting will not change.
+        case proxyRefused
         /// RST_STREAM REFUSED_STREAM, also after the sender's own resends.
         case refusedStream
         /// The connection was going away (GOAWAY) and resends were used up.
@@ -72,7 +75,8 @@ extension DeliveryFailure.Cause {
     package var anotherConnectionMayHelp: Bool {
         switch self {
         case .refusedStream, .goAway, .connectionLost: true
-        case .couldNotConnect, .addressNotPermitted, .deadlineExceeded, .streamReset, .responseTooLarge, .invalidRequest, .clientShutDown, .credentials:
+        case .couldNotConnect, .addressNotPermitted, .proxyRefused, .deadlineExceeded, .streamReset, .responseTooLarge,
+             .invalidRequest, .clientShutDown, .credentials:
             false
         }
     }

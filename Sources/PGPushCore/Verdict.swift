@@ -37,12 +37,14 @@ package enum Verdict: Equatable, Sendable {
     }
 
     /// The verdict on a request that got no answer, for every service: a request the HTTP/2
-    /// layer would not encode fails; any other is sent again, uncounted when it certainly
-    /// never reached the service, else under the 5xx rule. A service's policy first takes
-    /// what it reads into a failure of its own (APNs: a GOAWAY's reason, a provider token
-    /// that cannot be signed).
+    /// layer would not encode fails; a proxy that refuses the tunnel pauses the app's sending
+    /// to the service (the rows wait, uncounted, until the proxy lets them through); any other
+    /// is sent again, uncounted when it certainly never reached the service, else under the
+    /// 5xx rule. A service's policy first takes what it reads into a failure of its own (APNs:
+    /// a GOAWAY's reason, a provider token that cannot be signed).
     package static func noAnswer(_ failure: DeliveryFailure) -> Verdict {
         if failure.cause == .invalidRequest { return .failed(listsTarget: false) }
+        if failure.cause == .proxyRefused { return .paused(.service, reason: "ProxyRefused: \(failure.detail)") }
         return failure.processing == .notProcessed ? .notProcessed : .serverTrouble(notBefore: nil)
     }
 }

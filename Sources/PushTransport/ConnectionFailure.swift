@@ -22,6 +22,8 @@ package struct ConnectionFailure: Error, Sendable, Equatable, CustomStringConver
         case tlsHandshake = "tls_handshake"
         /// The server did not agree to HTTP/2 (ALPN h2).
         case alpn
+        /// The HTTP proxy refused the tunnel (403, 407, …) or could not be reached.
+        case proxy
         /// An open connection ended on an HTTP/2 framing error.
         case protocolError = "protocol_error"
         /// An open connection ended on a socket or TLS error.
@@ -47,6 +49,8 @@ package struct ConnectionFailure: Error, Sendable, Equatable, CustomStringConver
     package var certificate: CertificateRejection.Certificate?
     /// For `alpn`: the protocol the server picked instead of h2; nil when it picked none.
     package var alpnSelected: String?
+    /// For `proxy`: the status the proxy answered CONNECT with, nil when none came.
+    package var proxyStatus: Int?
     /// The transport's whole description of the failure.
     package var detail: String
 
@@ -75,6 +79,11 @@ package struct ConnectionFailure: Error, Sendable, Equatable, CustomStringConver
             self.init(endpoint: endpoint, cause: .alpn,
                       reason: "the server did not agree to HTTP/2 (ALPN h2); it selected \(selected ?? "no protocol")")
             alpnSelected = selected
+        case .proxyRefused(_, let status, let reason):
+            self.init(endpoint: endpoint, cause: .proxy, reason: "the proxy refused the tunnel: \(status) \(reason)")
+            proxyStatus = status
+        case .proxyFailed(_, let detail):
+            self.init(endpoint: endpoint, cause: .proxy, reason: detail)
         }
         detail = error.description
     }
@@ -96,7 +105,7 @@ package struct ConnectionFailure: Error, Sendable, Equatable, CustomStringConver
     /// Whether the connection never opened (as against opened, then ended on an error).
     package var duringConnect: Bool {
         switch cause {
-        case .dns, .addressNotPermitted, .tcpConnect, .timeout, .tlsCertificate, .tlsHandshake, .alpn: true
+        case .dns, .addressNotPermitted, .tcpConnect, .timeout, .tlsCertificate, .tlsHandshake, .alpn, .proxy: true
         case .protocolError, .ioError, .unresponsive, .responseTooLarge: false
         }
     }

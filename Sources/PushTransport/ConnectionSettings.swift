@@ -1,3 +1,4 @@
+import HTTP2TLS
 import PGPushCore
 
 /// How one app's sending to one service uses its connections: the same settings for every
@@ -18,8 +19,23 @@ package struct ConnectionSettings: Sendable, Equatable {
     /// TCP connect plus TLS handshake.
     package var connectTimeout: Duration = .seconds(10)
     package var reconnectBackoff: ReconnectBackoff = .standard
+    /// Every connection through this proxy's CONNECT tunnel (`HTTPS_PROXY`, `--proxy`), except
+    /// to hosts its `NO_PROXY` names; nil: straight to the service.
+    package var proxy: HTTPProxy?
 
     package init() {}
+
+    /// A connection's transport settings from these: the deadlines, the cap held again at the
+    /// instant of writing (the pool spaces requests; a stalled I/O loop can then delay
+    /// requests but never bunch them, so the cap holds over any one-second window), the proxy.
+    package func clientConfiguration(tls: ClientTLSContext) -> HTTP2ClientConfiguration {
+        var connection = HTTP2ClientConfiguration(tls: tls)
+        connection.requestTimeout = requestTimeout
+        connection.connectTimeout = connectTimeout
+        connection.maxRequestsPerSecond = effectiveRatePerConnection
+        connection.proxy = proxy
+        return connection
+    }
 
     /// The cap as the rate limiter takes it: nil when unlimited.
     package var effectiveRatePerConnection: Int? { RateCap.perConnection(ratePerConnection) }

@@ -17,6 +17,8 @@ struct ConfigurationFile: Decodable {
     var databaseUrl: String?
     var leaseSeconds: Int?
     var drainSeconds: Int?
+    var proxy: String?
+    var noProxy: String?
     var apps: [FileApp]?
 
     /// The file's size at most. `WorkerConfiguration.maximumApps` apps, each with long paths

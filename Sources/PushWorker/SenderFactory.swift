@@ -120,7 +120,7 @@ package enum SenderFactory {
         }
         do {
             return try ChannelManagementClient(endpoint: endpoint, bundleID: app.bundleID, authentication: try authentication(for: app, now: now),
-                                               extraCAFile: app.caFile, retry: retry ?? app.retry)
+                                               extraCAFile: app.caFile, proxy: app.proxy, retry: retry ?? app.retry)
         } catch let error as ConfigurationError {
             throw error
         } catch {

@@ -1,5 +1,6 @@
 import APNsCore
 import Foundation
+import HTTP2TLS
 import PGPushCore
 import Postgres
 import PushTransport
@@ -67,12 +68,16 @@ package struct AppConfiguration: Sendable, Equatable {
     /// Requests per second for the app and each service across every worker together,
     /// shared through the database; 0: none (each worker only keeps its connections' caps).
     package var ratePerApp: Int
+    /// The HTTP proxy every connection of the app goes through (`HTTPS_PROXY`, `--proxy`;
+    /// the same for every app of a worker); nil: straight to the services.
+    package var proxy: HTTPProxy?
 
     /// The app's connection count and cap as each service's sender takes them.
     var connectionSettings: ConnectionSettings {
         var settings = ConnectionSettings()
         settings.connections = connections
         settings.ratePerConnection = ratePerConnection
+        settings.proxy = proxy
         return settings
     }
     /// How this app's rows are retried after a 5xx, no answer or 429 TooManyRequests: the
@@ -209,6 +214,8 @@ package struct WorkerConfiguration: Sendable {
         }
         try checkAppCount(apps.count)
         apps.sort { $0.name < $1.name }
+        let proxy = try Self.proxy(flag: flags["proxy"], environment: environment, file: file)
+        for index in apps.indices { apps[index].proxy = proxy }
         for app in apps { try checkRegularFiles(app) }
 
         let databaseURL = flags["database-url"] ?? environment["DATABASE_URL"] ?? file.databaseUrl ?? ""
@@ -257,6 +264,21 @@ package struct WorkerConfiguration: Sendable {
             apps.append(try entry.validated())
         }
         return apps
+    }
+
+    /// The proxy as curl finds it: `--proxy`, else `https_proxy`, else `HTTPS_PROXY`, else the
+    /// file's `proxy`; `NO_PROXY` (`no_proxy`, the file's `no_proxy`) lists hosts reached
+    /// directly. Empty: none. A proxy URL that cannot be used is refused, its password unshown.
+    static func proxy(flag: String?, environment: [String: String], file: ConfigurationFile) throws(ConfigurationError) -> HTTPProxy? {
+        let sources: [(String, String?)] = [("--proxy", flag), ("https_proxy", environment["https_proxy"]),
+                                            ("HTTPS_PROXY", environment["HTTPS_PROXY"]), ("proxy of the configuration file", file.proxy)]
+        guard let (source, url) = sources.first(where: { $0.1 != nil }).map({ ($0.0, $0.1 ?? "") }), !url.isEmpty else { return nil }
+        let noProxy = environment["no_proxy"] ?? environment["NO_PROXY"] ?? file.noProxy
+        do {
+            return try HTTPProxy(url: url, noProxy: noProxy)
+        } catch {
+            throw ConfigurationError("\(source): \(error.description)")
+        }
     }
 
     private static func integer(_ text: String, setting: String) throws(ConfigurationError) -> Int {

@@ -253,11 +253,7 @@ package final class WebPushSender: NotificationSender {
     }
 
     private func makePool(for origin: PushServiceOrigin, observer: (@Sendable (ConnectionFailure) -> Void)?) -> ConnectionPool {
-        var connection = HTTP2ClientConfiguration(tls: tls)
-        connection.requestTimeout = configuration.connection.requestTimeout
-        connection.connectTimeout = configuration.connection.connectTimeout
-        // As for APNs: the pool spaces requests, the transport holds the cap at the instant of writing.
-        connection.maxRequestsPerSecond = configuration.connection.effectiveRatePerConnection
+        var connection = configuration.connection.clientConfiguration(tls: tls)
         let allowed = configuration.allowedOrigins
         connection.permitsAddress = { bytes in IPAddress(bytes: bytes).map { allowed.allows($0, for: origin) } ?? false }
         let pool = ConnectionPool(endpoint: ServiceAddress(host: origin.host, port: origin.port),

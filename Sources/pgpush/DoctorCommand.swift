@@ -222,11 +222,14 @@ enum DoctorCommand {
             defer { client.shutdown() }
             var configuration = HTTP2ClientConfiguration(tls: try ClientTLSContext(extraCAFile: app.caFile, identity: identity))
             configuration.connectTimeout = .seconds(10)
+            configuration.proxy = app.proxy
             let started = ContinuousClock.now
             let connection = try await client.connect(host: endpoint.host, port: endpoint.port, configuration: configuration)
             let elapsed = ContinuousClock.now - started
             connection.close()
-            report.ok(subject, "TLS + HTTP/2 with \(endpoint) in \(elapsed.formatted(.units(allowed: [.milliseconds])))")
+            // The proxy's description hides its password.
+            let path = app.proxy.map { $0.applies(to: endpoint.host) ? " through the proxy \($0)" : " (NO_PROXY: not through \($0))" } ?? ""
+            report.ok(subject, "TLS + HTTP/2 with \(endpoint)\(path) in \(elapsed.formatted(.units(allowed: [.milliseconds])))")
             return true
         } catch let error as ConnectError {
             // The same cause and particulars as the worker's apns_connection_failed line.

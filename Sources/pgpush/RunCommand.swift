@@ -65,6 +65,11 @@ enum RunCommand {
           --drain-seconds N         [PGPUSH_DRAIN_SECONDS] how long SIGTERM waits for requests in flight (default 20)
           --worker-id ID            [PGPUSH_WORKER_ID] default: host-pid-random
           --metrics-addr HOST:PORT  [PGPUSH_METRICS_ADDR] Prometheus /metrics, /healthz and /readyz (off by default)
+          --proxy URL               [https_proxy, HTTPS_PROXY] http://[user:password@]host[:port]: every connection to
+                                    APNs, FCM, Google's token endpoint and the push services goes through this
+                                    proxy's CONNECT tunnel (TLS is still end to end); NO_PROXY / no_proxy lists
+                                    hosts reached directly (comma-separated; a name covers its subdomains). The
+                                    password is never printed
           --prune-after-days N      [PGPUSH_PRUNE_AFTER_DAYS] delete rows finished longer ago (off by default;
                                     one worker at a time prunes, every 10 minutes)
 
@@ -95,6 +100,7 @@ enum RunCommand {
         "prune-after-days", "metrics-addr", "retry-server-errors", "retry-delay-min-seconds", "retry-delay-max-seconds",
         "retry-429-base-seconds", "retry-429-max-delay-seconds", "retry-429-max-attempts", "skip-known-invalid-tokens",
         "fcm-credentials-file", "fcm-project-id", "fcm-url", "vapid-key-file", "vapid-subject", "webpush-allowed-origins",
+        "proxy",
     ]
 
     static func run(_ arguments: Arguments) throws -> Int32 {

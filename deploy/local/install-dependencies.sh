@@ -10,9 +10,10 @@ cd "$(dirname "$0")/../.."
 # python3-venv: the virtual environment kubernetes-validate lives in (Debian's python3
 # refuses pip installs outside one). tcpdump and tshark: the wire test captures loopback
 # traffic and decrypts it (WireRateCapTests). pgbouncer: tests run through it in transaction
-# pooling mode (TransactionPoolingTests, and test.sh's pooler stage).
+# pooling mode (TransactionPoolingTests, and test.sh's pooler stage). tinyproxy-bin: the proxy the
+# worker's CONNECT tunnels are tested through (ProxyTests), the binary alone, no service.
 packages=(libpq-dev libnghttp2-dev libssl-dev pkg-config postgresql openssl nghttp2-client nghttp2-server python3-yaml
-          systemd python3-venv tcpdump tshark pgbouncer)
+          systemd python3-venv tcpdump tshark pgbouncer tinyproxy-bin)
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

@@ -204,6 +204,10 @@ package final class ConnectionPool: Sendable {
                 if case .rateLimited = attempt { resignRateSleeper() }
                 return .failure(DeliveryFailure(processing: .notProcessed, cause: .addressNotPermitted,
                                                 detail: "\(endpoint) \(failure.reason)"))
+            } else if let failure = lastConnectFailure, failure.cause == .proxy, failure.proxyStatus != nil {
+                // Nor a proxy's refusal: it is the proxy's rule or our credentials for it.
+                if case .rateLimited = attempt { resignRateSleeper() }
+                return .failure(DeliveryFailure(processing: .notProcessed, cause: .proxyRefused, detail: failure.detail))
             } else if now >= deadline {
                 if case .rateLimited = attempt { resignRateSleeper() }
                 let why = lastConnectError.map { ": \($0)" } ?? ""
