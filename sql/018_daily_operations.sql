@@ -28,11 +28,12 @@
 -- within a share of the rate it leases here, renewed every second: the live workers'
 -- shares never add up to more than the rate, whoever comes and goes. A share is the rate
 -- divided by the live workers; a newcomer gets what is free at once and the rest as the
--- others, at their next renewal, lower theirs. What a share sent counts for a window
--- after it is lowered or ends (held, held_until; a lease that ended counts until a
--- second past its expiry): a worker's last second of sends at the old share must not
--- meet the next holder's first. A worker that cannot renew stops sending for the app
--- when its lease ends, by its own clock, measured from before it asked.
+-- others, at their next renewal, lower theirs. A worker may send at a share until its
+-- lease ends, by its own clock measured from before it asked, whenever the answer that
+-- lowers it arrives: so a lowered share still counts until the old lease's end and a
+-- window after (held, held_until), and a lease that ended counts for the window after
+-- its end: a worker's last second of sends at the old share never meets the next
+-- holder's first. A worker that cannot renew stops sending for the app when its lease ends.
 --
 -- Written like 005-017: safe on a filled database and safe to run again by hand.
 
@@ -380,10 +381,8 @@ LANGUAGE plpgsql VOLATILE
 AS $$
 #variable_conflict use_column
 DECLARE
-    -- Sends at a share count for a window after it; a share lowered here is lowered at the
-    -- worker only once the answer arrives, a second allowed for that.
+    -- Sends at a share count for a window after it.
     tail constant interval := interval '1 second';
-    answer constant interval := interval '1 second';
     live_rate integer;
     claimants integer;
     others integer;
@@ -417,11 +416,13 @@ BEGIN
         rate       = EXCLUDED.rate,
         share      = EXCLUDED.share,
         expires_at = EXCLUDED.expires_at,
-        -- Lowered: the old share (or a larger one still held) counts until its last window ends.
+        -- Lowered: the worker may go on at the old share (or a larger one still held) until
+        -- the old lease ends, whenever this answer reaches it; it counts until a window after.
         held       = CASE WHEN s.share > EXCLUDED.share
                           THEN greatest(s.share, CASE WHEN s.held_until > now() THEN s.held ELSE 0 END)
                           ELSE s.held END,
-        held_until = CASE WHEN s.share > EXCLUDED.share THEN now() + tail + answer ELSE s.held_until END;
+        held_until = CASE WHEN s.share > EXCLUDED.share THEN greatest(s.expires_at, now()) + tail
+                          ELSE s.held_until END;
     RETURN QUERY SELECT granted, fair_share;
 END
 $$;

@@ -2,36 +2,100 @@ import PushQueue
 import PushTransport
 import Synchronization
 
-/// One route's share of `rate_per_app` (`SharedRate`) and the sends waiting on it.
+/// One route's share of `rate_per_app` (`SharedRate`) and the sends waiting on it, let
+/// through one at a time in the order they came by a single pump: one timer per start, not
+/// one wake-up per waiting send.
 final class SharedRateGate: Sendable {
-    /// How long a waiting send looks again for a share when there is none (a newcomer's
-    /// first seconds, a lease that could not be renewed).
+    /// How long the pump looks again for a share when there is none (a newcomer's first
+    /// seconds, a lease that could not be renewed).
     static let recheck: Duration = .milliseconds(100)
 
+    private struct State {
+        var rate: SharedRate
+        var waiting: [CheckedContinuation<Bool, Never>] = []
+        var head = 0
+        var pumping = false
+        var stopped = false
+    }
+
     let rate: Int
-    private let state: Mutex<SharedRate>
+    private let state: Mutex<State>
 
     init(rate: Int) {
         self.rate = rate
-        state = Mutex(SharedRate(rate: rate))
+        state = Mutex(State(rate: SharedRate(rate: rate)))
     }
 
-    var share: Int { state.withLock { $0.share } }
+    /// The worker is stopping: every waiting send, and any that comes, is turned back unsent.
+    func stop() {
+        let waiting = state.withLock { state in
+            state.stopped = true
+            defer { state.head = state.waiting.count }
+            return Array(state.waiting[state.head...])
+        }
+        for continuation in waiting { continuation.resume(returning: false) }
+    }
+
+    var share: Int { state.withLock { $0.rate.share } }
 
     func granted(_ grant: RateShareGrant, askedAt: ContinuousClock.Instant, lease: Duration) {
-        state.withLock { $0.granted(share: grant.share, askedAt: askedAt, lease: lease) }
+        state.withLock { $0.rate.granted(share: grant.share, askedAt: askedAt, lease: lease) }
     }
 
-    /// Waits until this send may start within the share; false when `giveUp` says to stop
-    /// waiting (the worker is stopping: the row goes back unsent).
-    func admit(giveUp: () -> Bool) async -> Bool {
-        while true {
-            if let start = state.withLock({ $0.reserve(at: .now) }) {
-                if start > .now { try? await Task.sleep(until: start, clock: .continuous) }
-                return true
+    /// Returns true when this send may start now, false when the worker is stopping.
+    func admit() async -> Bool {
+        enum Now { case go, stopped, wait }
+        let now = state.withLock { state -> Now in
+            if state.stopped { return .stopped }
+            guard state.head == state.waiting.count, case .go = state.rate.admit(at: .now) else { return .wait }
+            return .go
+        }
+        switch now {
+        case .go: return true
+        case .stopped: return false
+        case .wait: break
+        }
+        return await withCheckedContinuation { continuation in
+            enum Then { case startPump, none, refuse }
+            let then = state.withLock { state -> Then in
+                if state.stopped { return .refuse }
+                state.waiting.append(continuation)
+                defer { state.pumping = true }
+                return state.pumping ? .none : .startPump
             }
-            if giveUp() || Task.isCancelled { return false }
-            try? await Task.sleep(for: Self.recheck)
+            switch then {
+            case .startPump: Task { await pump() }
+            case .refuse: continuation.resume(returning: false)
+            case .none: break
+            }
+        }
+    }
+
+    /// Lets the waiting sends through in order as the share allows; ends when none waits.
+    private func pump() async {
+        while true {
+            enum Step { case resume(CheckedContinuation<Bool, Never>), sleep(until: ContinuousClock.Instant), noShare, done }
+            let step = state.withLock { state -> Step in
+                guard state.head < state.waiting.count else {
+                    state.waiting.removeAll(keepingCapacity: true)
+                    state.head = 0
+                    state.pumping = false
+                    return .done
+                }
+                switch state.rate.admit(at: .now) {
+                case .go:
+                    state.head += 1
+                    return .resume(state.waiting[state.head - 1])
+                case .wait(let until): return .sleep(until: until)
+                case .noShare: return .noShare
+                }
+            }
+            switch step {
+            case .done: return
+            case .resume(let continuation): continuation.resume(returning: true)
+            case .sleep(let until): try? await Task.sleep(until: until, clock: .continuous)
+            case .noShare: try? await Task.sleep(for: Self.recheck)
+            }
         }
     }
 }

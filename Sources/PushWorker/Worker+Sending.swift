@@ -78,7 +78,7 @@ extension Worker {
                 return
             }
         }
-        if let gate = sharedRates[route], !(await gate.admit(giveUp: { [self] in isStopping })) {
+        if let gate = sharedRates[route], !(await gate.admit()) {
             writer.add(.released(row))
             return
         }

@@ -12,13 +12,13 @@ extension Worker {
     /// Renews every rate-shared route's share until the sends have ended, then gives the
     /// shares back. A renewal that fails is logged; the share lapses with its lease.
     func keepRateShares(until sendsEnded: Latch) async {
-        guard !sharedRates.isEmpty else { return }
+        guard let rateShares, !sharedRates.isEmpty else { return }
         while !sendsEnded.isOpen {
             var next = Self.rateShareRenewal
             for (route, gate) in sharedRates {
                 let askedAt = ContinuousClock.now
                 do {
-                    let grant = try await claims.run { queue in
+                    let grant = try await rateShares.run { queue in
                         try queue.takeRateShare(app: route.app, service: route.service, rate: gate.rate, lease: Self.rateShareLease)
                     }
                     gate.granted(grant, askedAt: askedAt, lease: Self.rateShareLease)
@@ -35,7 +35,7 @@ extension Worker {
             await sendsEnded.wait(timeout: next)
         }
         for route in sharedRates.keys {
-            _ = try? await claims.run { queue in try queue.releaseRateShare(app: route.app, service: route.service) }
+            _ = try? await rateShares.run { queue in try queue.releaseRateShare(app: route.app, service: route.service) }
         }
     }
 }

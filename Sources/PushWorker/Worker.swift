@@ -27,6 +27,7 @@ package final class Worker: Sendable {
     let health: [Route: AppHealth]
     /// Routes whose app sets rate_per_app: this worker's share of it.
     let sharedRates: [Route: SharedRateGate]
+    let rateShares: DatabaseExecutor?
     let stopping = Atomic<Bool>(false)
     let stopRequested = Latch()
     let drainDeadline = Locked<ContinuousClock.Instant?>(nil)
@@ -82,6 +83,9 @@ package final class Worker: Sendable {
         sharedRates = routes.keys.reduce(into: [:]) { gates, route in
             if let rate = ratePerApp[route.app], rate > 0 { gates[route] = SharedRateGate(rate: rate) }
         }
+        // Its own connection: a renewal must not wait behind a claim, or the share lapses.
+        rateShares = sharedRates.isEmpty ? nil
+            : DatabaseExecutor(name: "rate-shares", conninfo: configuration.databaseURL, workerID: configuration.workerID)
         let metrics = WorkerMetrics(apps: configuration.apps.map(\.name),
                                     services: Dictionary(grouping: routes.keys, by: \.app).mapValues { $0.map(\.service) },
                                     reasons: senders.reduce(into: Set<String>()) { $0.formUnion($1.reasons) })
@@ -119,6 +123,7 @@ package final class Worker: Sendable {
         drainDeadline.withLock { $0 = .now + configuration.drainTimeout }
         stopRequested.open()
         claimLoops.values.forEach { $0.doorbell.ring() }
+        sharedRates.values.forEach { $0.stop() }
     }
 
     var isStopping: Bool { stopping.load(ordering: .sequentiallyConsistent) }

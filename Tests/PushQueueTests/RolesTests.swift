@@ -321,6 +321,7 @@ import Testing
                AND NOT coalesce(proconfig::text[] && ARRAY['search_path=pg_catalog, pgpush'], false)
             """)
         #expect(loose.rowCount == 0)
-        #expect(try connection.query("SELECT count(*) FROM pg_proc WHERE pronamespace = 'pgpush'::regnamespace AND prosecdef").int(0, 0) == 6)
+        // claim_idempotency_key, create_history_partitions, idempotency_key_holder, cancel, requeue (018), token_registered, prune.
+        #expect(try connection.query("SELECT count(*) FROM pg_proc WHERE pronamespace = 'pgpush'::regnamespace AND prosecdef").int(0, 0) == 7)
     }
 }

@@ -1,25 +1,38 @@
 /// An app's send rate shared by every worker (`rate_per_app`): this worker's share of it,
 /// leased from the database, as a pure value with the time passed in.
 ///
-/// Sends within the share are paced and capped as a connection's are (`ConnectionRate`),
-/// over a window of 1.05 s rather than a second: what the workers send together is counted
-/// where the service receives it, after each send has crossed this worker's pool and
-/// connection and the network, and the 50 ms leave room for those delays to differ from
-/// one send to the next (the shares' sum, 150/s, is sent at 143/s). The share holds only while its lease does,
-/// measured from before the worker asked for it, so that the lease ends here no later than
-/// where the database counts it: a worker that cannot renew stops sending for the app. No
-/// share, or an ended lease, means no send until the next grant.
+/// Sends within the share are paced and capped as a connection's are (`ConnectionRate`), over
+/// a window of 1.05 s rather than a second: what the workers send together is counted where
+/// the service receives it, after each send has crossed this worker's pool, its connection
+/// and the network, and the 50 ms leave room for those delays to differ from one send to the
+/// next (a share of 150/s is sent at about 143/s). A send is counted when it passes, at the
+/// instant it passes, never at an instant planned for it: a sender woken late is counted late.
+///
+/// The share holds only while its lease does, measured from before the worker asked for it,
+/// so that the lease ends here no later than where the database counts it: a worker that
+/// cannot renew stops sending for the app. No share, or an ended lease, means no send until
+/// the next grant.
 package struct SharedRate: Sendable {
     package typealias Instant = ContinuousClock.Instant
+
+    /// What a send asked for at an instant may do.
+    package enum Admission: Equatable, Sendable {
+        /// Go now: counted.
+        case go
+        /// Ask again at this instant.
+        case wait(until: Instant)
+        /// No share to send within before the lease ends: wait for the next grant.
+        case noShare
+    }
+
+    /// The pacing window: a second and the margin for delays on the way.
+    package static let window: Duration = .milliseconds(1050)
 
     /// The rate configured for the app, the most any share can be.
     package let rate: Int
     package private(set) var share = 0
     private var pace: ConnectionRate
     private var validUntil: Instant?
-
-    /// The pacing window: a second and the margin for delays on the way.
-    package static let window: Duration = .milliseconds(1050)
 
     package init(rate: Int) {
         self.rate = max(rate, 1)
@@ -33,14 +46,12 @@ package struct SharedRate: Sendable {
         if self.share > 0 { pace.setLimit(self.share) }
     }
 
-    /// Reserves the start of one send asked for at `now` and returns it (maybe later than
-    /// `now`: the caller waits until then), or nil when there is no share to send within
-    /// before the lease ends.
-    package mutating func reserve(at now: Instant) -> Instant? {
-        guard share > 0, let validUntil else { return nil }
+    /// Whether a send asked for at `now` may go; `.go` counts it.
+    package mutating func admit(at now: Instant) -> Admission {
+        guard share > 0, let validUntil, now < validUntil else { return .noShare }
         let start = pace.earliestStart(at: now)
-        guard start < validUntil else { return nil }
-        pace.record(at: start)
-        return start
+        guard start <= now else { return start < validUntil ? .wait(until: start) : .noShare }
+        pace.record(at: now)
+        return .go
     }
 }
