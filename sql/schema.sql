@@ -1320,10 +1320,8 @@ CREATE FUNCTION pgpush.take_rate_share(worker_id text, app text, service text, r
     AS $$
 #variable_conflict use_column
 DECLARE
-    -- Sends at a share count for a window after it; a share lowered here is lowered at the
-    -- worker only once the answer arrives, a second allowed for that.
+    -- Sends at a share count for a window after it.
     tail constant interval := interval '1 second';
-    answer constant interval := interval '1 second';
     live_rate integer;
     claimants integer;
     others integer;
@@ -1357,11 +1355,13 @@ BEGIN
         rate       = EXCLUDED.rate,
         share      = EXCLUDED.share,
         expires_at = EXCLUDED.expires_at,
-        -- Lowered: the old share (or a larger one still held) counts until its last window ends.
+        -- Lowered: the worker may go on at the old share (or a larger one still held) until
+        -- the old lease ends, whenever this answer reaches it; it counts until a window after.
         held       = CASE WHEN s.share > EXCLUDED.share
                           THEN greatest(s.share, CASE WHEN s.held_until > now() THEN s.held ELSE 0 END)
                           ELSE s.held END,
-        held_until = CASE WHEN s.share > EXCLUDED.share THEN now() + tail + answer ELSE s.held_until END;
+        held_until = CASE WHEN s.share > EXCLUDED.share THEN greatest(s.expires_at, now()) + tail
+                          ELSE s.held_until END;
     RETURN QUERY SELECT granted, fair_share;
 END
 $$;

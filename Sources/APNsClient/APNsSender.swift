@@ -1,3 +1,4 @@
+import HTTP2TLS
 import APNsCore
 import PGPushCore
 import PushTransport
@@ -28,6 +29,8 @@ package struct APNsSender: NotificationSender {
     package func scope(of request: APNsRequest) -> String? { request.topic }
 
     package func send(_ request: APNsRequest) async -> Delivery { await client.send(request) }
+
+    package var sharedWindow: SharedSubmitWindow? { client.configuration.connection.sharedWindow }
 
     package var requestsPerSecond: Int? {
         client.configuration.connection.effectiveRatePerConnection.map { $0 * client.configuration.connection.connections }

@@ -85,6 +85,7 @@ package final class FCMSender: NotificationSender {
         // The token endpoint: the same deadlines and proxy, no cap (one exchange an hour).
         var exchange = configuration.connection.clientConfiguration(tls: tls)
         exchange.maxRequestsPerSecond = nil
+        exchange.sharedWindow = nil
         tokens = AccessTokenSource(account: configuration.account, client: transport, configuration: exchange)
     }
 
@@ -109,6 +110,8 @@ package final class FCMSender: NotificationSender {
 
     /// FCM pauses nothing smaller than the app's whole FCM sending.
     package func scope(of request: FCMMessage) -> String? { nil }
+
+    package var sharedWindow: SharedSubmitWindow? { configuration.connection.sharedWindow }
 
     package var requestsPerSecond: Int? { configuration.connection.effectiveRatePerConnection.map { $0 * configuration.connection.connections } }
     package var connections: Int { configuration.connection.connections }

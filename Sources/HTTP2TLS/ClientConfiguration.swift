@@ -35,6 +35,9 @@ package struct HTTP2ClientConfiguration: Sendable {
     /// the I/O thread at the moment of submission, so a stalled loop delays requests but never
     /// bunches them.
     package var maxRequestsPerSecond: Int?
+    /// A cap shared with the client's other connections, held the same way (a share of
+    /// `rate_per_app`); nil: none.
+    package var sharedWindow: SharedSubmitWindow?
     /// Called on the I/O thread with each answered request, before its caller resumes. For
     /// the rare answer that must change what the next requests do at once: a caller's task
     /// may resume many milliseconds later on a busy machine, and every request written

@@ -45,7 +45,7 @@ extension ClientConnectionEngine {
             return
         }
         guard let stream = TLSStream(descriptor: descriptor, context: configuration.tls.context, isServer: false,
-                                       timesReads: submitWindow != nil, counter: counter) else {
+                                       timesReads: submitWindow != nil || sharedWindow != nil, counter: counter) else {
             closeDescriptor()
             failConnect(.tlsHandshakeFailed(OpenSSLErrors.describe("SSL_new")))
             return

@@ -19,19 +19,19 @@ extension ClientConnectionEngine {
         transmit()
     }
 
-    func submitHTTP1(_ pending: PendingRequest, windowSequence: Int?, now: UInt64) {
+    func submitHTTP1(_ pending: PendingRequest, place: WindowPlace, now: UInt64) {
         guard let tls else { return }
         let bytes: [UInt8]
         do {
             bytes = try HTTP1.request(pending.request, authority: pending.request.authority ?? defaultAuthority)
         } catch {
-            if let windowSequence { submitWindow?.abandoned(windowSequence, at: MonotonicClock.now()) }
+            abandon(place)
             resolve(pending, .failure(RequestFailure(.notProcessed, .invalidRequest("HTTP/1.1: \(error)"))))
             return
         }
         let streamID = http1NextStreamID
         http1NextStreamID = http1NextStreamID >= Int32.max - 2 ? 1 : http1NextStreamID + 2
-        let stream = ClientStream(pending, windowSequence: windowSequence)
+        let stream = ClientStream(pending, windowSequence: place.own, sharedSequence: place.shared)
         // Handed to TLS whole: from here on the server may have it.
         stream.headersSent = true
         streams[streamID] = stream

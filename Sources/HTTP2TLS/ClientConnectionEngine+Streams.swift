@@ -1,8 +1,14 @@
 import CNGHTTP2
 import Glibc
 
+/// A request's places in the rate windows it counts in: the connection's, the client's shared one.
+struct WindowPlace {
+    let own: Int?
+    let shared: Int?
+}
+
 /// Requests: the queue, submitting into streams as far as the stream limit and the rate
-/// window allow, the stream table that nghttp2's callbacks fill, and how each request ends.
+/// windows allow, the stream table that nghttp2's callbacks fill, and how each request ends.
 extension ClientConnectionEngine {
     func enqueue(_ pending: PendingRequest) {
         if let failure = state.requestQueued(token: pending.token, deadline: pending.deadline) {
@@ -20,22 +26,22 @@ extension ClientConnectionEngine {
             // requests a little early, and the window could then let a 101st through
             // microseconds before its second was up.
             let now = MonotonicClock.now()
-            if let window = submitWindow {
-                // An answer arriving before then may move it earlier: every stream's close submits again.
-                let allowed = window.nextAllowed(now: now)
-                if allowed > now {
-                    state.rateLimited(until: allowed)
-                    break
-                }
+            // An answer arriving before then may move it earlier: every stream's close submits again.
+            let allowed = max(submitWindow?.nextAllowed(now: now) ?? now, sharedWindow?.nextAllowed(now: now) ?? now)
+            if allowed > now {
+                state.rateLimited(until: allowed)
+                break
             }
             let next = queue[queueHead]
             queue[queueHead] = nil
             queueHead += 1
             if let next {
+                let place = WindowPlace(own: submitWindow?.record(now), shared: sharedWindow?.record(now))
+                if let shared = place.shared { sharedUnwritten.append(shared) }
                 if http1 != nil {
-                    submitHTTP1(next, windowSequence: submitWindow?.record(now), now: now)
+                    submitHTTP1(next, place: place, now: now)
                 } else if let session {
-                    submit(next, session: session, windowSequence: submitWindow?.record(now), now: now)
+                    submit(next, session: session, place: place, now: now)
                 }
             }
         }
@@ -48,7 +54,7 @@ extension ClientConnectionEngine {
         }
     }
 
-    private func submit(_ pending: PendingRequest, session: OpaquePointer, windowSequence: Int?, now: UInt64) {
+    private func submit(_ pending: PendingRequest, session: OpaquePointer, place: WindowPlace, now: UInt64) {
         let request = pending.request
         headerBlock.reset()
         headerBlock.add(":method", request.method)
@@ -67,7 +73,7 @@ extension ClientConnectionEngine {
                     : nghttp2_submit_request(session, nil, nameValues, count, nil, nil)
         }
         if streamID < 0 {
-            if let windowSequence { submitWindow?.abandoned(windowSequence, at: MonotonicClock.now()) }
+            abandon(place)
             if streamID == NGHTTP2_ERR_STREAM_ID_NOT_AVAILABLE.rawValue {
                 // 2^31 ids used up: this connection takes nothing more; the pool opens another.
                 resolve(pending, .failure(RequestFailure(.notProcessed, .connectionClosed(.protocolError("stream ids exhausted")))))
@@ -77,8 +83,15 @@ extension ClientConnectionEngine {
             }
             return
         }
-        streams[streamID] = ClientStream(pending, windowSequence: windowSequence)
+        streams[streamID] = ClientStream(pending, windowSequence: place.own, sharedSequence: place.shared)
         state.requestSubmitted(token: pending.token, now: now)
+    }
+
+    /// A request that will not be sent after all leaves the windows it was counted in.
+    func abandon(_ place: WindowPlace) {
+        let now = MonotonicClock.now()
+        if let own = place.own { submitWindow?.abandoned(own, at: now) }
+        if let shared = place.shared { sharedWindow?.abandoned(shared, at: now) }
     }
 
     func readBody(streamID: Int32, into buffer: UnsafeMutablePointer<UInt8>, length: Int, flags: UnsafeMutablePointer<UInt32>) -> Int {
@@ -95,8 +108,8 @@ extension ClientConnectionEngine {
 
     /// The stream left: the rate window learns the latest the server can have had it.
     func settleWindow(_ stream: ClientStream, answered: Bool) {
-        guard let sequence = stream.windowSequence else { return }
-        guard answered else { return submitWindow?.abandoned(sequence, at: MonotonicClock.now()) ?? () }
+        guard stream.windowSequence != nil || stream.sharedSequence != nil else { return }
+        guard answered else { return abandon(WindowPlace(own: stream.windowSequence, shared: stream.sharedSequence)) }
         // The kernel's receive time of the answer (not when this thread got to it), moved
         // from the realtime clock it comes in to the monotonic one. Realtime first: if the
         // thread is held up between the two reads, the arrival comes out later, not earlier.
@@ -106,13 +119,19 @@ extension ClientConnectionEngine {
         if let received = tls?.arrivalNanoseconds, received <= realNow {
             arrival = now - min(now, realNow - received)
         }
-        submitWindow?.answered(sequence, at: arrival)
+        if let own = stream.windowSequence { submitWindow?.answered(own, at: arrival) }
+        if let shared = stream.sharedSequence { sharedWindow?.answered(shared, at: arrival) }
     }
 
     /// Requests submitted so far left for the kernel once nothing is left unwritten.
     func noteWritten(_ tls: TLSStream) {
-        guard submitWindow != nil, !tls.hasPendingOutput else { return }
-        submitWindow?.wrote(at: MonotonicClock.now())
+        guard submitWindow != nil || !sharedUnwritten.isEmpty, !tls.hasPendingOutput else { return }
+        let now = MonotonicClock.now()
+        submitWindow?.wrote(at: now)
+        if !sharedUnwritten.isEmpty {
+            sharedWindow?.wrote(sharedUnwritten, at: now)
+            sharedUnwritten.removeAll(keepingCapacity: true)
+        }
     }
 
     func resolve(_ pending: PendingRequest, _ result: Result<HTTP2Response, RequestFailure>) {

@@ -37,6 +37,10 @@ final class ClientConnectionEngine {
     var headerBlockSize = 0
     /// The per-connection rate cap, if configured.
     var submitWindow: SubmitWindow?
+    /// The cap shared with the client's other connections, if configured, and this
+    /// connection's requests in it not yet handed to the kernel.
+    var sharedWindow: SharedSubmitWindow? { setup.configuration.sharedWindow }
+    var sharedUnwritten: [Int] = []
     let defaultAuthority: String
 
     var isClosed: Bool { state.isClosed }

@@ -3,6 +3,8 @@ final class ClientStream {
     let pending: PendingRequest
     /// Its place in the connection's `SubmitWindow`, when the connection has a rate cap.
     let windowSequence: Int?
+    /// Its place in the `SharedSubmitWindow`, when the client has one.
+    let sharedSequence: Int?
     var bodyOffset = 0
     var headersSent = false
     var endStreamReceived = false
@@ -14,8 +16,9 @@ final class ClientStream {
     var exceeded: ResponseBound?
     var body: [UInt8] = []
 
-    init(_ pending: PendingRequest, windowSequence: Int?) {
+    init(_ pending: PendingRequest, windowSequence: Int?, sharedSequence: Int?) {
         self.pending = pending
         self.windowSequence = windowSequence
+        self.sharedSequence = sharedSequence
     }
 }

@@ -39,9 +39,11 @@ struct SubmitWindow {
     static let window = MonotonicClock.nanoseconds(RateCap.window + .microseconds(200))
     static let lagAllowance: UInt64 = 25_000_000
 
-    private let limit: Int
-    /// The last `limit` submissions; sequence `s` sits at `s % limit`.
+    private(set) var limit: Int
+    /// The last `limit` submissions; sequence `s` sits at `slot(s)`.
     private var entries: [Entry]
+    /// The sequence at `entries[0]` when the ring began (0, or where a resize began it again).
+    private var base = 0
     private var nextSequence = 0
     /// Sequences from here on are submitted but not yet written.
     private var firstUnwritten = 0
@@ -59,7 +61,7 @@ struct SubmitWindow {
     /// When the next request may go (`now` or later). An answer can make it earlier.
     func nextAllowed(now: UInt64) -> UInt64 {
         guard entries.count == limit else { return now }
-        let oldest = Self.latest(entries[nextSequence % limit], now: now)
+        let oldest = Self.latest(entries[slot(nextSequence)], now: now)
         return max(now, max(leftLatest, oldest) &+ Self.window)
     }
 
@@ -77,8 +79,8 @@ struct SubmitWindow {
         if entries.count < limit {
             entries.append(entry)
         } else {
-            leftLatest = max(leftLatest, Self.latest(entries[sequence % limit], now: instant))
-            entries[sequence % limit] = entry
+            leftLatest = max(leftLatest, Self.latest(entries[slot(sequence)], now: instant))
+            entries[slot(sequence)] = entry
         }
         nextSequence += 1
         return sequence
@@ -87,7 +89,7 @@ struct SubmitWindow {
     /// Everything submitted so far was handed to the kernel by `instant`.
     mutating func wrote(at instant: UInt64) {
         for sequence in max(firstUnwritten, nextSequence - entries.count)..<nextSequence {
-            let index = sequence % limit
+            let index = slot(sequence)
             entries[index].written = instant
             entries[index].counted = min(entries[index].counted, instant &+ Self.lagAllowance)
         }
@@ -112,8 +114,41 @@ struct SubmitWindow {
         entries[index].counted = min(entries[index].counted, max(entries[index].written, instant))
     }
 
+    /// Only these sequences were handed to the kernel by `instant` (a window shared by
+    /// several connections: each knows what it wrote).
+    mutating func wrote(_ sequences: [Int], at instant: UInt64) {
+        for sequence in sequences {
+            guard let index = index(of: sequence) else { continue }
+            entries[index].written = instant
+            entries[index].counted = min(entries[index].counted, instant &+ Self.lagAllowance)
+        }
+    }
+
+    /// The same window under another limit, its sequence numbers kept: the newest requests
+    /// stay (as many as the new limit holds), and those that leave count in `leftLatest` as
+    /// the latest any of them can be received, so a lowered limit holds at once over the
+    /// requests already sent.
+    func resized(to newLimit: Int, now: UInt64) -> SubmitWindow {
+        var resized = SubmitWindow(limit: newLimit)
+        let kept = min(entries.count, resized.limit)
+        let first = nextSequence - entries.count
+        resized.leftLatest = leftLatest
+        for sequence in first..<nextSequence - kept {
+            resized.leftLatest = max(resized.leftLatest, Self.latest(entries[slot(sequence)], now: now))
+        }
+        resized.base = nextSequence - kept
+        resized.entries = (resized.base..<nextSequence).map { entries[slot($0)] }
+        resized.nextSequence = nextSequence
+        resized.firstUnwritten = firstUnwritten
+        resized.fastestRoundTrip = fastestRoundTrip
+        resized.answers = answers
+        return resized
+    }
+
+    private func slot(_ sequence: Int) -> Int { (sequence - base) % limit }
+
     private func index(of sequence: Int) -> Int? {
         guard sequence < nextSequence, sequence >= nextSequence - entries.count else { return nil }
-        return sequence % limit
+        return slot(sequence)
     }
 }

@@ -22,6 +22,9 @@ package struct ConnectionSettings: Sendable, Equatable {
     /// Every connection through this proxy's CONNECT tunnel (`HTTPS_PROXY`, `--proxy`), except
     /// to hosts its `NO_PROXY` names; nil: straight to the service.
     package var proxy: HTTPProxy?
+    /// A cap over all the connections together (`rate_per_app`: this worker's share of it,
+    /// granted as the database leases it); nil: none.
+    package var sharedWindow: SharedSubmitWindow?
 
     package init() {}
 
@@ -34,6 +37,7 @@ package struct ConnectionSettings: Sendable, Equatable {
         connection.connectTimeout = connectTimeout
         connection.maxRequestsPerSecond = effectiveRatePerConnection
         connection.proxy = proxy
+        connection.sharedWindow = sharedWindow
         return connection
     }
 

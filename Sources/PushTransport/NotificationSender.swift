@@ -1,3 +1,4 @@
+import HTTP2TLS
 import PGPushCore
 
 /// One app's sending to one service, as the worker sees it: build a claimed row's request by
@@ -22,6 +23,9 @@ package protocol NotificationSender: Sendable {
     var requestsPerSecond: Int? { get }
     /// How many connections the sender keeps (claim sizing).
     var connections: Int { get }
+    /// The cap its connections share, when the app has a rate across workers
+    /// (`ConnectionSettings.sharedWindow`): the worker grants it this worker's share.
+    var sharedWindow: SharedSubmitWindow? { get }
     var statistics: SenderStatistics { get }
     /// Every `last_reason` its service's answers and its own refusals can give: metric label
     /// values as they are (any other reason counts as "other").

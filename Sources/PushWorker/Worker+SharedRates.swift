@@ -22,6 +22,9 @@ extension Worker {
                         try queue.takeRateShare(app: route.app, service: route.service, rate: gate.rate, lease: Self.rateShareLease)
                     }
                     gate.granted(grant, askedAt: askedAt, lease: Self.rateShareLease)
+                    // The hard cap where requests are written: the lease counted from before the ask.
+                    senders[route]?.sharedWindow?.grant(limit: grant.share,
+                                                        validFor: askedAt + Self.rateShareLease - ContinuousClock.now)
                     metrics.recordRateShare(app: route.app, service: route.service, share: grant.share)
                     if grant.share < grant.fair { next = Self.rateShareRenewalWhileShort }
                     repeated.recovered("rate_share_failed", key: route.description)

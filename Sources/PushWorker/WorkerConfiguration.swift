@@ -78,6 +78,8 @@ package struct AppConfiguration: Sendable, Equatable {
         settings.connections = connections
         settings.ratePerConnection = ratePerConnection
         settings.proxy = proxy
+        // A sender's own: made here, it is made for each sender (one per app and service).
+        settings.sharedWindow = ratePerApp > 0 ? SharedSubmitWindow() : nil
         return settings
     }
     /// How this app's rows are retried after a 5xx, no answer or 429 TooManyRequests: the

@@ -117,6 +117,8 @@ package final class WebPushSender: NotificationSender {
     package func scope(of request: WebPushMessage) -> String? { request.endpoint.origin.description }
 
     /// Per origin: every origin has its own connections.
+    package var sharedWindow: SharedSubmitWindow? { configuration.connection.sharedWindow }
+
     package var requestsPerSecond: Int? { configuration.connection.effectiveRatePerConnection.map { $0 * configuration.connection.connections } }
     package var connections: Int { configuration.connection.connections }
 
