@@ -30,6 +30,10 @@ int cshims_spawn_actions_add_chdir(posix_spawn_file_actions_t *actions, const ch
     return posix_spawn_file_actions_addchdir_np(actions, path);
 }
 
+int cshims_spawn_actions_add_closefrom(posix_spawn_file_actions_t *actions, int from) {
+    return posix_spawn_file_actions_addclosefrom_np(actions, from);
+}
+
 void cshims_line_buffer_stdout(void) {
     setvbuf(stdout, NULL, _IOLBF, 0);
 }

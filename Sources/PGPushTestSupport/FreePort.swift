@@ -29,25 +29,31 @@ package func boundSocket() throws -> (descriptor: Int32, port: Int) {
     return (fd, Int(UInt16(bigEndian: address.sin_port)))
 }
 
-/// The TCP port process `pid` listens on over IPv4 (the first, when several), nil while it
-/// listens on none: for a server told to bind port 0 that does not say which port it got.
-/// Read from /proc: the process's socket inodes, matched against the kernel's table of
-/// listening sockets.
-package func listeningPort(ofProcess pid: Int32) -> Int? {
+/// The TCP ports process `pid` listens on over IPv4. Read from /proc: the process's socket
+/// inodes, matched against the kernel's table of listening sockets. A child may hold
+/// listening sockets it inherited from this process, so a port is best asked for by number.
+package func listeningPorts(ofProcess pid: Int32) -> Set<Int> {
     let descriptors = "/proc/\(pid)/fd"
-    guard let entries = try? FileManager.default.contentsOfDirectory(atPath: descriptors) else { return nil }
+    guard let entries = try? FileManager.default.contentsOfDirectory(atPath: descriptors) else { return [] }
     let inodes = Set(entries.compactMap { entry -> Substring? in
         guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "\(descriptors)/\(entry)"),
               target.hasPrefix("socket:[") else { return nil }
         return target.dropFirst("socket:[".count).dropLast()
     })
-    guard let table = try? String(contentsOfFile: "/proc/net/tcp", encoding: .utf8) else { return nil }
+    guard let table = try? String(contentsOfFile: "/proc/net/tcp", encoding: .utf8) else { return [] }
+    var ports: Set<Int> = []
     for line in table.split(separator: "\n").dropFirst() {
         // sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode …; 0A is LISTEN.
         let fields = line.split(separator: " ")
         guard fields.count > 9, fields[3] == "0A", inodes.contains(fields[9]),
               let port = fields[1].split(separator: ":").last.flatMap({ Int($0, radix: 16) }) else { continue }
-        return port
+        ports.insert(port)
     }
-    return nil
+    return ports
+}
+
+/// The port a child told to bind port 0 listens on: one of its listening ports that this
+/// process does not hold too (the child may have inherited some of ours); nil while none.
+package func listeningPort(ofProcess pid: Int32) -> Int? {
+    listeningPorts(ofProcess: pid).subtracting(listeningPorts(ofProcess: getpid())).min()
 }

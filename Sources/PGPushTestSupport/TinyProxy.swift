@@ -36,12 +36,12 @@ package final class TinyProxy: Sendable {
             lines += connectPorts.map { "ConnectPort \($0)" }
             let configuration = try scratch.write(lines.joined(separator: "\n") + "\n", to: "tinyproxy.conf")
             let process = try ChildProcess(executable, ["-d", "-c", configuration])
-            var listening: Int?
+            var listening = false
             _ = try await eventually(timeout: .seconds(60)) {
-                listening = listeningPort(ofProcess: process.pid)
-                return listening != nil || process.hasExited
+                listening = listeningPorts(ofProcess: process.pid).contains(port)
+                return listening || process.hasExited
             }
-            if listening == port { return TinyProxy(port: port, process: process, scratch: scratch) }
+            if listening { return TinyProxy(port: port, process: process, scratch: scratch) }
             lastOutput = process.output
         }
         throw TestSetupError("tinyproxy did not start: \(lastOutput)")

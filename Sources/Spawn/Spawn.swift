@@ -2,7 +2,8 @@ import CShims
 import Glibc
 
 /// Starts child processes the one way this project does: posix_spawn, stdin from
-/// /dev/null, stdout and stderr together into a file, and the caller waits with waitpid.
+/// /dev/null, stdout and stderr together into a file, no other descriptor inherited, and
+/// the caller waits with waitpid.
 /// Foundation's Process was seen to hang in waitUntilExit here, and a pipe's write end
 /// can be inherited by another child spawned at the same moment, so that a read waiting
 /// for end of file waits as long as that child lives; a file has neither problem.
@@ -23,6 +24,9 @@ package enum Spawn {
         let flags = O_WRONLY | O_CREAT | (mode == .append ? O_APPEND : O_TRUNC)
         posix_spawn_file_actions_addopen(&actions, 1, output, flags, permissions)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        // Nothing else of this process's: a descriptor opened without O_CLOEXEC (a listening
+        // socket of a test's server, a pipe) would otherwise live on in the child.
+        cshims_spawn_actions_add_closefrom(&actions, 3)
         if let directory { cshims_spawn_actions_add_chdir(&actions, directory) }
         let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
         let envp: [UnsafeMutablePointer<CChar>?]? = environment.map { variables in

@@ -11,6 +11,8 @@ int cshims_set_thread_name(const char *name);
 void cshims_line_buffer_stdout(void);
 // posix_spawn_file_actions_addchdir_np, which Swift's Glibc module leaves out.
 int cshims_spawn_actions_add_chdir(posix_spawn_file_actions_t *actions, const char *path);
+// posix_spawn_file_actions_addclosefrom_np (glibc 2.34): the child closes every descriptor from `from` on.
+int cshims_spawn_actions_add_closefrom(posix_spawn_file_actions_t *actions, int from);
 
 // OpenSSL's error queue as one line of text (ERR_print_errors_cb is callback-based and
 // BIO_printf variadic). Returns the number of bytes written, without the terminator.
