@@ -12,9 +12,12 @@ package final class BenchDatabase {
     private let pooler: EmbeddedPgBouncer?
     private let externalURL: String?
     private let migrations: [Migration]
+    /// The migrations' folder (a scenario may read an older version of a function from it).
+    package let sqlDirectory: String
     private var created: [String] = []
 
     package init(externalURL: String?, sqlDirectory: String, pooled: Bool = false) throws {
+        self.sqlDirectory = sqlDirectory
         migrations = try Migration.load(directory: sqlDirectory)
         self.externalURL = externalURL
         let cluster = externalURL == nil ? try EmbeddedPostgres.start() : nil

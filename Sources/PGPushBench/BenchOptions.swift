@@ -1,7 +1,7 @@
 /// What `pgpush bench` runs and how big; every field has a flag.
 package struct BenchOptions: Sendable, Codable, Equatable {
     package enum Scenario: String, Sendable, Codable, CaseIterable {
-        case database, transport, uncapped, fcm, capped, latency, steady, scale, faults, broadcast, memory, history, webpush
+        case database, transport, uncapped, fcm, capped, latency, steady, scale, faults, broadcast, memory, history, webpush, lanes
     }
 
     package var scenarios: [Scenario] = Scenario.allCases
@@ -50,6 +50,8 @@ package struct BenchOptions: Sendable, Codable, Equatable {
     package var historyRows = 10_000_000
     /// Messages sealed (and key agreements made for the floor) in the webpush run.
     package var webPushMessages = 20_000
+    /// Bulk rows ahead of the urgent ones in the lanes run.
+    package var laneBacklog = 100_000
     /// Keep the scratch folder (simulator logs and reports, worker output) for a look afterwards.
     package var keepFiles = false
     /// The steady runs' worker reaches PostgreSQL through a PgBouncer in transaction pooling
@@ -73,6 +75,7 @@ package struct BenchOptions: Sendable, Codable, Equatable {
         options.memorySeconds = 5
         options.historyRows = 100_000
         options.webPushMessages = 2_000
+        options.laneBacklog = 20_000
         return options
     }
 }

@@ -281,6 +281,9 @@ package struct BenchReport: Sendable, Codable {
     /// The same drain as `uncapped`, with Web Push rows to the Web Push simulator's browser
     /// subscriptions (`pgpush mock-webpush`): every message sealed, VAPID-signed and opened.
     package var webPushDrain: DrainResult?
+    /// Urgent rows under a bulk backlog beside an empty queue, and the claim with lanes beside
+    /// the claim before them (`lanes` scenario).
+    package var lanes: LanesResult?
     package var targets: [TargetCheck] = []
     package var loadAverageAtEnd: String?
 
@@ -295,4 +298,22 @@ package struct BenchReport: Sendable, Codable {
         encoder.dateEncodingStrategy = .iso8601
         return try encoder.encode(self)
     }
+}
+
+/// The `lanes` scenario (`LaneRun`).
+package struct LanesResult: Sendable, Codable, Equatable {
+    package var backlog: Int
+    package var cap: Int
+    package var connections: Int
+    package var urgentRows: Int
+    /// Insert → request of urgent rows inserted while the worker drains the bulk backlog.
+    package var urgentUnderBacklog: LatencySummary?
+    /// The same with the queue empty: the floor.
+    package var urgentEmptyQueue: LatencySummary?
+    /// What the rows still queued would have made an urgent row wait without lanes, at the cap.
+    package var withoutLanesWaitSeconds: Double
+    /// Milliseconds per claim of `claimBatch` rows: with lanes, and migration 017's claim.
+    package var claimWithLanes: LatencySummary?
+    package var claimBeforeLanes: LatencySummary?
+    package var claimBatch: Int
 }

@@ -107,6 +107,21 @@ extension BenchReport {
                                                      capped.machineBusyCPUs, machine.processors))
             costRows(capped.insertCost, capped.deliveryCost)
         }
+        if let lanes {
+            row("lanes: \(lanes.urgentRows) urgent rows, \(lanes.backlog) bulk rows ahead",
+                "\(lanes.connections) conn. at \(lanes.cap)/s; without lanes: "
+                + String(format: "%.0f s behind the backlog", lanes.withoutLanesWaitSeconds))
+            for (label, summary) in [("  urgent insert → request, under the backlog", lanes.urgentUnderBacklog),
+                                     ("  the same, queue empty (floor)", lanes.urgentEmptyQueue)] {
+                guard let summary else { row(label, "no data"); continue }
+                row(label, String(format: "p50 %.1f  p90 %.1f  max %.1f ms", summary.p50, summary.p90, summary.max))
+            }
+            for (label, summary) in [("  claim of \(lanes.claimBatch), with lanes", lanes.claimWithLanes),
+                                     ("  the same, 017's claim (before lanes)", lanes.claimBeforeLanes)] {
+                guard let summary else { row(label, "no data"); continue }
+                row(label, String(format: "p50 %.2f  p90 %.2f  max %.2f ms", summary.p50, summary.p90, summary.max))
+            }
+        }
         if let latency {
             let cap = latency.ratePerConnection == 0 ? "uncapped" : "\(latency.ratePerConnection)/s per conn."
             row("latency at \(latency.offeredPerSecond)/s (\(latency.connections) conn., \(cap))",

@@ -42,6 +42,9 @@ enum BenchCommand {
                      claim p99 meanwhile (10,000,000 rows: about 9 minutes, three tables of ~4 GB in turn)
           webpush    --webpush-messages Web Push messages of --payload-bytes sealed (RFC 8291), beside
                      the floor of that work: a new P-256 key pair and one ECDH per message
+          lanes      urgent rows inserted one per transaction while a worker (2 connections at --cap)
+                     drains --lane-backlog bulk rows: insert → request, beside the same rows with the
+                     queue empty (the floor); and claims of 100 rows with lanes beside 017's claim
 
         Flags:
           --quick                    about two minutes: 20,000 rows, 5 s capped and latency runs,
@@ -75,6 +78,7 @@ enum BenchCommand {
           --memory-seconds N         (default 15)
           --history-rows N           (default 10000000)
           --webpush-messages N       (default 20000)
+          --lane-backlog N           bulk rows ahead of the urgent ones (default 100000)
           --keep-files               keep the scratch folder (simulator logs and reports, worker output)
           --pgbouncer                the steady runs' worker through a PgBouncer in transaction pooling mode
                                      (LISTEN on a session connection); the floor stays direct
@@ -90,7 +94,7 @@ enum BenchCommand {
         """
 
     static let flags: Set<String> = [
-        "help", "quick", "json", "scenarios", "rows", "transport-requests", "connections", "payload-bytes", "cap",
+        "help", "quick", "json", "scenarios", "lane-backlog", "rows", "transport-requests", "connections", "payload-bytes", "cap",
         "capped-connections", "capped-seconds", "latency-rate", "latency-seconds", "latency-cap", "steady-rates", "steady-seconds",
         "steady-history",
         "scale-workers", "scale-connections", "scale-seconds", "fault-rows", "fault-mix",
@@ -165,6 +169,7 @@ enum BenchCommand {
         try integer("memory-seconds", 1...3600, \.memorySeconds)
         try integer("history-rows", 0...1_000_000_000, \.historyRows)
         try integer("webpush-messages", 10...10_000_000, \.webPushMessages)
+        try integer("lane-backlog", 1_000...10_000_000, \.laneBacklog)
         if let text = arguments.value("capped-connections") {
             let values = text.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
             guard !values.isEmpty, values.count == text.split(separator: ",").count, values.allSatisfy({ (1...64).contains($0) }) else {

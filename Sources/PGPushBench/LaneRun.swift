@@ -1,0 +1,178 @@
+import Foundation
+import Postgres
+import PushQueue
+
+/// Lanes (`lanes` scenario), two figures each beside its yardstick in the same run:
+/// - an urgent row's insert → request while a worker drains a bulk backlog at the cap,
+///   beside the same rows with the queue empty (the floor: what an urgent row costs with
+///   nothing ahead of it); without lanes it would wait for the whole backlog;
+/// - the claim's cost with lanes (one index descent per lane) beside the claim before lanes
+///   (one ordered scan of one index: migration 017's claim over its index, put in place of
+///   today's in the same database for the comparison), the same rows claimed and rolled back
+///   each time.
+enum LaneRun {
+    /// Urgent rows measured, inserted one per transaction, this far apart.
+    static let urgentRows = 20
+    static let urgentSpacing: Duration = .milliseconds(250)
+    static let urgentTokenBase = 90_000_000
+    static let claimsTimed = 200
+    static let claimBatch = 100
+
+    static func run(in context: BenchContext) throws -> LanesResult {
+        let options = context.options
+        let conninfo = try context.database.fresh("lanes")
+        defer { context.database.discard(conninfo) }
+        let connection = try PostgresConnection(conninfo: conninfo)
+        let backlog = options.laneBacklog
+
+        context.progress("lanes: claim cost with lanes beside the claim before them, \(claimsTimed) claims of \(claimBatch)")
+        try BenchRows.fill(connection, count: max(backlog, claimBatch * 10), payloadBytes: options.payloadBytes)
+        let (withLanes, beforeLanes) = try claimCosts(connection, sqlDirectory: context.database.sqlDirectory)
+        try connection.execute(script: "TRUNCATE pgpush.notifications")
+
+        context.progress("lanes: \(backlog) bulk rows, a worker at \(options.cap)/s × 2 connections, \(urgentRows) urgent rows")
+        try BenchRows.fill(connection, count: backlog, payloadBytes: options.payloadBytes)
+        try connection.execute(script: "UPDATE pgpush.notifications SET lane = 'bulk'")
+        try connection.execute(script: "VACUUM ANALYZE pgpush.notifications")
+        let simulator = try SimulatorProcess(executable: context.executable, credentials: context.credentials,
+                                             directory: context.directory, name: "lanes", logRequests: true)
+        let worker = try WorkerProcess(executable: context.executable, databaseURL: conninfo, simulator: simulator,
+                                       credentials: context.credentials, connections: 2, ratePerConnection: options.cap,
+                                       directory: context.directory, name: "lanes")
+        do {
+            // Sending under the backlog before the measured rows.
+            try waitFor(seconds: 30, worker: worker) {
+                try connection.query("SELECT count(*) > 200 FROM pgpush.notifications WHERE status = 'delivered'").bool(0, 0) == true
+            }
+            try insertUrgent(connection, firstToken: urgentTokenBase)
+            try waitFor(seconds: 60, worker: worker) { try urgentFinished(connection, firstToken: urgentTokenBase) }
+            let delivered = try connection.query("SELECT count(*) FROM pgpush.notifications WHERE status = 'delivered'").int(0, 0) ?? 0
+            // The floor: the queue emptied, the same rows again.
+            try connection.execute(script: """
+                UPDATE pgpush.notifications SET status = 'cancelled', finished_at = now() WHERE status = 'queued'
+                """)
+            try insertUrgent(connection, firstToken: urgentTokenBase + urgentRows)
+            try waitFor(seconds: 60, worker: worker) { try urgentFinished(connection, firstToken: urgentTokenBase + urgentRows) }
+            _ = try worker.stop()
+            _ = try simulator.stop()
+            let latencies = try insertToRequest(connection, simulator: simulator, tokens: urgentTokenBase..<urgentTokenBase + 2 * urgentRows)
+            let underBacklog = latencies.filter { $0.key < urgentTokenBase + urgentRows }.map(\.value)
+            let emptyQueue = latencies.filter { $0.key >= urgentTokenBase + urgentRows }.map(\.value)
+            return LanesResult(
+                backlog: backlog, cap: options.cap, connections: 2, urgentRows: urgentRows,
+                urgentUnderBacklog: LatencySummary(milliseconds: underBacklog), urgentEmptyQueue: LatencySummary(milliseconds: emptyQueue),
+                withoutLanesWaitSeconds: Double(backlog - delivered) / Double(2 * options.cap),
+                claimWithLanes: LatencySummary(milliseconds: withLanes), claimBeforeLanes: LatencySummary(milliseconds: beforeLanes),
+                claimBatch: claimBatch)
+        } catch {
+            _ = worker.process.stop(signal: SIGKILL)
+            _ = try? simulator.stop()
+            throw error
+        }
+    }
+
+    /// Insert → request (created_at to the request's arrival at the simulator) per token number, in ms.
+    private static func insertToRequest(_ connection: PostgresConnection, simulator: SimulatorProcess,
+                                        tokens: Range<Int>) throws -> [Int: Double] {
+        let numbers = Dictionary(uniqueKeysWithValues: tokens.map { (BenchRows.token($0), $0) })
+        var arrivals: [Int: Double] = [:]
+        for entry in try simulator.requestLog() {
+            guard let token = entry.token, let number = numbers[token], arrivals[number] == nil else { continue }
+            arrivals[number] = entry.receivedMilliseconds ?? Double(entry.timeMilliseconds)
+        }
+        let rows = try connection.query("""
+            SELECT device_token, extract(epoch FROM created_at) * 1000 FROM pgpush.notifications
+             WHERE device_token >= $1 AND device_token < $2
+            """, [BenchRows.token(tokens.lowerBound), BenchRows.token(tokens.upperBound)])
+        var latencies: [Int: Double] = [:]
+        for row in 0..<rows.rowCount {
+            if let token = rows.string(row, 0), let number = numbers[token], let created = rows.double(row, 1),
+               let arrived = arrivals[number] {
+                latencies[number] = arrived - created
+            }
+        }
+        return latencies
+    }
+
+    private static func insertUrgent(_ connection: PostgresConnection, firstToken: Int) throws {
+        let start = ContinuousClock.now
+        for index in 0..<urgentRows {
+            let due = start + urgentSpacing * index
+            if due > .now { Thread.sleep(forTimeInterval: Double((due - .now) / .microseconds(1)) / 1e6) }
+            try connection.query("INSERT INTO pgpush.notifications (device_token, payload, lane) VALUES ($1, $2::jsonb, 'urgent')",
+                                 [BenchRows.token(firstToken + index), #"{"aps":{"alert":"123456"}}"#])
+        }
+    }
+
+    private static func urgentFinished(_ connection: PostgresConnection, firstToken: Int) throws -> Bool {
+        try connection.query("""
+            SELECT count(*) FROM pgpush.notifications WHERE lane = 'urgent' AND finished_at IS NOT NULL
+               AND device_token >= $1 AND device_token < $2
+            """, [BenchRows.token(firstToken), BenchRows.token(firstToken + urgentRows)]).int(0, 0) == urgentRows
+    }
+
+    private static func waitFor(seconds: Int, worker: WorkerProcess, _ condition: () throws -> Bool) throws {
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        while try !condition() {
+            try worker.checkAlive()
+            guard ContinuousClock.now < deadline else { throw BenchError("lanes: not done within \(seconds) s") }
+            usleep(20_000)
+        }
+    }
+
+    /// Milliseconds per claim of `claimBatch` rows with lanes, then as before them, each claim
+    /// rolled back (the same rows each time). Each claim reads its own index alone: with both
+    /// in place, a generic plan may read the other one.
+    private static func claimCosts(_ connection: PostgresConnection, sqlDirectory: String) throws -> (withLanes: [Double], before: [Double]) {
+        try connection.execute(script: "ANALYZE pgpush.notifications")
+        let from = try NotificationQueue(connection: connection, workerID: "bench-lanes").claimFrom()
+        func time(_ function: String) throws -> [Double] {
+            var milliseconds: [Double] = []
+            for attempt in 0..<(claimsTimed / 2 + 5) {
+                try connection.execute(script: "BEGIN")
+                let started = ContinuousClock.now
+                let claimed = try connection.query("SELECT count(*) FROM \(function)('bench', 'default', 'apns', $1, 60, true, $2, NULL)",
+                                                   [claimBatch, from]).int(0, 0)
+                let elapsed = Double((ContinuousClock.now - started) / .microseconds(1)) / 1000
+                try connection.execute(script: "ROLLBACK")
+                guard claimed == claimBatch else { throw BenchError("lanes: \(function) claimed \(claimed ?? 0) of \(claimBatch)") }
+                // The first few plan and warm up.
+                if attempt >= 5 { milliseconds.append(elapsed) }
+            }
+            return milliseconds
+        }
+        let withLanes = try time("pgpush.claim")
+        try installClaimBeforeLanes(connection, sqlDirectory: sqlDirectory)
+        let before = try time("pgpush_bench.claim_before_lanes")
+        try connection.execute(script: """
+            DROP SCHEMA pgpush_bench CASCADE;
+            DROP INDEX pgpush.bench_queued_due_before_lanes;
+            CREATE INDEX notifications_queued_due ON pgpush.notifications (app, service, lane, send_after, id)
+                WHERE status = 'queued';
+            """)
+        return (withLanes, before)
+    }
+
+    /// Migration 017's claim, as it was, in a schema of the bench's own, with the index it read.
+    private static func installClaimBeforeLanes(_ connection: PostgresConnection, sqlDirectory: String) throws {
+        let migration = try String(contentsOfFile: sqlDirectory + "/017_web_push.sql", encoding: .utf8)
+        let header = "CREATE OR REPLACE FUNCTION pgpush.claim(worker_id text, app text, service text,"
+        guard let start = migration.range(of: header),
+              let end = migration.range(of: "\n$$;\n", range: start.upperBound..<migration.endIndex) else {
+            throw BenchError("lanes: 017's claim not found in \(sqlDirectory)/017_web_push.sql")
+        }
+        // Its body names its parameters after the function (`claim.app`).
+        let function = String(migration[start.lowerBound..<end.upperBound])
+            .replacingOccurrences(of: "FUNCTION pgpush.claim(", with: "FUNCTION pgpush_bench.claim_before_lanes(")
+            .replacingOccurrences(of: " claim.", with: " claim_before_lanes.")
+            .replacingOccurrences(of: "(claim.", with: "(claim_before_lanes.")
+        try connection.execute(script: """
+            CREATE SCHEMA IF NOT EXISTS pgpush_bench;
+            DROP INDEX pgpush.notifications_queued_due;
+            CREATE INDEX bench_queued_due_before_lanes ON pgpush.notifications (app, service, send_after, id)
+                WHERE status = 'queued';
+            ANALYZE pgpush.notifications;
+            \(function)
+            """)
+    }
+}
