@@ -19,6 +19,11 @@ package struct DemoReport: Sendable {
 
     package func rendered() -> String {
         var sections = [summary(), byKind(), fates(), retried()]
+        if let overtaking = result.overtaking {
+            sections.append("== Lanes ==\n\nThe one-time code (lane urgent) was enqueued after a campaign of "
+                            + "\(overtaking.campaignRows) rows (lane bulk) and sent before \(overtaking.sentAfterTheCode) of them: "
+                            + "the claim takes urgent rows first, then normal, then bulk.")
+        }
         if let snapshot = result.snapshot {
             sections.append("== Monitoring views (what `pgpush status --app \(app)` shows) ==\n\n" + snapshot.rendered())
         }

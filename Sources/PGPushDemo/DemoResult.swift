@@ -37,6 +37,14 @@ package struct DemoResult: Sendable {
     package var ratePerConnection: Int
     /// The broadcast channel the demo created, as `pgpush.channels` shows it after its deletion.
     package var channel: ChannelRecord?
+    /// The one-time code against the campaign enqueued before it.
+    package var overtaking: Overtaking?
+
+    package struct Overtaking: Sendable, Equatable {
+        package var campaignRows: Int
+        /// Campaign rows whose outcome was written after the code's.
+        package var sentAfterTheCode: Int
+    }
 
     package var unexpected: [DemoRow] { rows.filter { !$0.meetsExpectation } }
     package var succeeded: Bool {

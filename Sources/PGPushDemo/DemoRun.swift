@@ -215,10 +215,12 @@ package final class DemoRun: Sendable {
             narrate("deleted broadcast channel \(channel) (pgpush.channels keeps it, marked deleted)")
         }
         let rows = try Self.rows(labels.keys.sorted(), labels: labels, on: database)
-        return DemoResult(rows: rows, snapshot: snapshot, simulator: simulator.report(), fcm: fcmSimulator?.report(),
-                          webPush: webPushSimulator?.report(),
-                          elapsedSeconds: elapsed(), interrupted: wasStopped, ratePerConnection: options.ratePerConnection,
-                          channel: deletedChannel)
+        var result = DemoResult(rows: rows, snapshot: snapshot, simulator: simulator.report(), fcm: fcmSimulator?.report(),
+                                webPush: webPushSimulator?.report(),
+                                elapsedSeconds: elapsed(), interrupted: wasStopped, ratePerConnection: options.ratePerConnection,
+                                channel: deletedChannel)
+        result.overtaking = try Self.overtaking(labels, on: database)
+        return result
     }
 
     /// The demo's Firebase project.
@@ -293,11 +295,11 @@ package final class DemoRun: Sendable {
         let arguments = """
             payload => $2::jsonb, app => $3, push_type => $4, collapse_id => $5,
             expires_at => now() + $6::float8 * interval '1 second',
-            send_after => coalesce(now() + $7::float8 * interval '1 second', now()), service => $8
+            send_after => coalesce(now() + $7::float8 * interval '1 second', now()), service => $8, lane => $9
             """
         let payload = batch.payload.replacingOccurrences(of: DemoScenario.channelPlaceholder, with: channel ?? "")
         let rest: [(any PostgresParameter)?] = [payload, options.app, batch.pushType, batch.collapseID,
-                                                batch.expiresIn, batch.sendAfter, batch.service]
+                                                batch.expiresIn, batch.sendAfter, batch.service, batch.lane]
         let result: PostgresResult
         if batch.service == "webpush" {
             let browsers = try batch.tokens.map { browser in
@@ -348,6 +350,19 @@ package final class DemoRun: Sendable {
                            status: result.string(row, 3) ?? "", attempts: result.int(row, 4) ?? 0,
                            lastStatus: result.int(row, 5), lastReason: result.string(row, 6), expectation: expectation)
         }
+    }
+
+    /// The campaign's rows, all enqueued before the one-time code, and how many of them were
+    /// sent after it (finished later: the outcome is written once its answer came).
+    static func overtaking(_ labels: [Int64: (String, DemoScenario.Expectation)],
+                           on database: PostgresConnection) throws -> DemoResult.Overtaking? {
+        let campaign = labels.filter { $0.value.0 == DemoScenario.campaignLabel }.map(\.key)
+        guard let code = labels.first(where: { $0.value.0 == DemoScenario.urgentLabel })?.key, !campaign.isEmpty else { return nil }
+        let later = try database.query("""
+            SELECT count(*) FROM pgpush.notifications
+             WHERE id = ANY($1) AND finished_at > (SELECT finished_at FROM pgpush.notifications WHERE id = $2)
+            """, [campaign, code]).int(0, 0) ?? 0
+        return DemoResult.Overtaking(campaignRows: campaign.count, sentAfterTheCode: later)
     }
 
     private static func milliseconds(_ duration: Duration) -> Int64 {

@@ -38,11 +38,15 @@ package struct DemoScenario: Sendable {
         package var service = "apns"
         /// An FCM topic the row goes to (`tokens` is then empty).
         package var topic: String?
+        /// `urgent`, `normal` or `bulk`.
+        package var lane = "normal"
         package var expectation: Expectation
 
         package init(label: String, tokens: [String], pushType: String = "alert", payload: String,
                     collapseID: String? = nil, expiresIn: Double? = nil, sendAfter: Double? = nil, after: String? = nil,
-                    toChannel: Bool = false, service: String = "apns", topic: String? = nil, expectation: Expectation) {
+                    toChannel: Bool = false, service: String = "apns", topic: String? = nil, lane: String = "normal",
+                    expectation: Expectation) {
+            self.lane = lane
             self.service = service
             self.topic = topic
             self.label = label
@@ -59,6 +63,10 @@ package struct DemoScenario: Sendable {
 
         package var rowCount: Int { toChannel || topic != nil ? 1 : tokens.count }
     }
+
+    /// The labels of the campaign and of the one-time code enqueued after it.
+    package static let campaignLabel = "campaign (bulk lane)"
+    package static let urgentLabel = "one-time code after the campaign (urgent lane)"
 
     /// Stands for the demo's channel id in payloads (`input-push-channel` of the start).
     package static let channelPlaceholder = "$CHANNEL_ID"
@@ -87,10 +95,12 @@ package struct DemoScenario: Sendable {
     /// With `android`, the same app reaches Android devices through FCM: alerts and a data
     /// message to registration tokens, one to a topic, and an uninstalled app's token. With
     /// `browsers`, it reaches web browsers through their push service: a notification to each
-    /// browser's subscription, and one to a browser that unsubscribed.
+    /// browser's subscription, and one to a browser that unsubscribed. Last, a `campaign` of
+    /// that many rows in the bulk lane, and after it a one-time code in the urgent lane, which
+    /// is sent before most of the campaign.
     package static func standard(alerts: Int = 200, background: Int = 20, voip: Int = 4, scheduledDelay: Double = 3,
                                 randomServerErrors: Double = 0.03, liveActivity: Bool = true, android: Int = 12, browsers: Int = 6,
-                                seed: UInt64 = UInt64.random(in: 1...UInt64.max)) -> DemoScenario {
+                                campaign: Int = 300, seed: UInt64 = UInt64.random(in: 1...UInt64.max)) -> DemoScenario {
         var random = SeededRandomNumberGenerator(seed: seed)
         func token(digits: Int = 64) -> String {
             String((0..<digits).map { _ in "0123456789abcdef".randomElement(using: &random) ?? "0" })
@@ -185,6 +195,16 @@ package struct DemoScenario: Sendable {
                       service: "webpush", expectation: delivered),
                 Batch(label: "browser unsubscribed (Web Push)", tokens: unsubscribed, payload: #"{"title":"Anyone?"}"#,
                       service: "webpush", expectation: Expectation(status: "failed", attempts: 1, reason: "SubscriptionGone")),
+            ]
+        }
+
+        if campaign > 0 {
+            batches += [
+                Batch(label: campaignLabel, tokens: (0..<campaign).map { _ in token() },
+                      payload: #"{"aps":{"alert":{"title":"Weekend sale","body":"30% off everything"}}}"#, lane: "bulk",
+                      expectation: delivered),
+                Batch(label: urgentLabel, tokens: [token()], payload: #"{"aps":{"alert":"Your sign-in code is 123456"}}"#,
+                      lane: "urgent", expectation: delivered),
             ]
         }
 

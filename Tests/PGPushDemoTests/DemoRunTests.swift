@@ -61,6 +61,11 @@ import Testing
         #expect(DemoReport(result: result, app: "demo", psqlCommand: nil).rendered().contains("== The Web Push simulator saw =="))
         #expect(result.simulator.maxRequestsPerConnectionPerSecond <= options.ratePerConnection)
         #expect(result.simulator.duplicateAcceptedAPNsIDs == 0)
+        // The one-time code, enqueued after the 300-row bulk campaign, went before most of it
+        // (claimed first; rows of the campaign already in flight may still go before it).
+        let overtaking = try #require(result.overtaking)
+        #expect(overtaking.campaignRows == 300 && overtaking.sentAfterTheCode >= 150, "\(overtaking)")
+        #expect(DemoReport(result: result, app: "demo", psqlCommand: nil).rendered().contains("== Lanes =="))
 
         // The Live Activity: started on a device subscribed to the channel, two updates broadcast to
         // the channel, which the demo then deleted; pgpush.channels shows it so.
