@@ -22,7 +22,8 @@ import Testing
     @Test func aNewlyListedTokenIsAnnouncedOnce() throws {
         let conninfo = try TestDatabase.migrated()
         let connection = try PostgresConnection(conninfo: conninfo)
-        let listener = try PostgresConnection(conninfo: conninfo)
+        // LISTEN needs a session: through a transaction pooler, a direct connection.
+        let listener = try PostgresConnection(conninfo: try TestDatabase.session(conninfo))
         try listener.listen("pgpush_invalid_token")
         let queue = NotificationQueue(connection: connection, workerID: "w1")
         func refuseNext() throws {
@@ -54,10 +55,15 @@ import Testing
     @Test func theFeedCanBeSwitchedOff() throws {
         let conninfo = try TestDatabase.migrated()
         let connection = try PostgresConnection(conninfo: conninfo)
-        let listener = try PostgresConnection(conninfo: conninfo)
+        // LISTEN needs a session: through a transaction pooler, a direct connection.
+        let listener = try PostgresConnection(conninfo: try TestDatabase.session(conninfo))
         try listener.listen("pgpush_invalid_token")
-        try connection.execute(script: "SET pgpush.invalid_token_feed = off")
-        try connection.query("INSERT INTO pgpush.invalid_tokens (app, service, device_token, reason) VALUES ('shop', 'fcm', 'x', 'UNREGISTERED')")
+        // As ALTER ROLE … SET would set it for the workers' sessions; one transaction, so that
+        // through a transaction pooler the setting and the insert share a server connection.
+        try connection.transaction {
+            try connection.execute(script: "SET LOCAL pgpush.invalid_token_feed = off")
+            try connection.query("INSERT INTO pgpush.invalid_tokens (app, service, device_token, reason) VALUES ('shop', 'fcm', 'x', 'UNREGISTERED')")
+        }
         #expect(try heard(listener, waitingUpTo: 5).isEmpty)
         #expect(try connection.query("SELECT count(*) FROM pgpush.invalid_tokens").int(0, 0) == 1)
     }

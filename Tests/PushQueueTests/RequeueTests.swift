@@ -90,7 +90,8 @@ import Testing
         let conninfo = try TestDatabase.migrated()
         let connection = try PostgresConnection(conninfo: conninfo)
         let ids = try rowsInEveryState(connection, app: "shop")
-        let listener = try PostgresConnection(conninfo: conninfo)
+        // LISTEN needs a session: through a transaction pooler, a direct connection.
+        let listener = try PostgresConnection(conninfo: try TestDatabase.session(conninfo))
         try listener.listen("pgpush_queued")
         try connection.query("SELECT pgpush.requeue(ARRAY[$1::bigint])", [ids["failed"]])
         var heard: [PostgresNotification] = []
