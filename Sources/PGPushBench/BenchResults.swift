@@ -312,8 +312,12 @@ package struct LanesResult: Sendable, Codable, Equatable {
     package var urgentEmptyQueue: LatencySummary?
     /// What the rows still queued would have made an urgent row wait without lanes, at the cap.
     package var withoutLanesWaitSeconds: Double
-    /// Milliseconds per claim of `claimBatch` rows: with lanes, and migration 017's claim.
-    package var claimWithLanes: LatencySummary?
-    package var claimBeforeLanes: LatencySummary?
-    package var claimBatch: Int
+    /// Milliseconds per claim, by rows claimed: with lanes, and migration 017's claim.
+    package var claims: [ClaimCost]
+
+    package struct ClaimCost: Sendable, Codable, Equatable {
+        package var rows: Int
+        package var withLanes: LatencySummary?
+        package var beforeLanes: LatencySummary?
+    }
 }

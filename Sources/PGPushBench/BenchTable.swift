@@ -108,18 +108,20 @@ extension BenchReport {
             costRows(capped.insertCost, capped.deliveryCost)
         }
         if let lanes {
-            row("lanes: \(lanes.urgentRows) urgent rows, \(lanes.backlog) bulk rows ahead",
-                "\(lanes.connections) conn. at \(lanes.cap)/s; without lanes: "
+            row("lanes (\(lanes.backlog) bulk rows ahead)",
+                "\(lanes.urgentRows) urgent rows; \(lanes.connections) conn. at \(lanes.cap)/s; without lanes "
                 + String(format: "%.0f s behind the backlog", lanes.withoutLanesWaitSeconds))
-            for (label, summary) in [("  urgent insert → request, under the backlog", lanes.urgentUnderBacklog),
+            for (label, summary) in [("  urgent insert → request", lanes.urgentUnderBacklog),
                                      ("  the same, queue empty (floor)", lanes.urgentEmptyQueue)] {
                 guard let summary else { row(label, "no data"); continue }
                 row(label, String(format: "p50 %.1f  p90 %.1f  max %.1f ms", summary.p50, summary.p90, summary.max))
             }
-            for (label, summary) in [("  claim of \(lanes.claimBatch), with lanes", lanes.claimWithLanes),
-                                     ("  the same, 017's claim (before lanes)", lanes.claimBeforeLanes)] {
-                guard let summary else { row(label, "no data"); continue }
-                row(label, String(format: "p50 %.2f  p90 %.2f  max %.2f ms", summary.p50, summary.p90, summary.max))
+            for claim in lanes.claims {
+                for (label, summary) in [("  claim of \(claim.rows) row(s), lanes", claim.withLanes),
+                                         ("  the same, 017's claim", claim.beforeLanes)] {
+                    guard let summary else { row(label, "no data"); continue }
+                    row(label, String(format: "p50 %.3f  p90 %.3f  max %.3f ms", summary.p50, summary.p90, summary.max))
+                }
             }
         }
         if let latency {

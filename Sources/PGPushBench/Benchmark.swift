@@ -158,10 +158,8 @@ package final class Benchmark {
         if chosen.contains(.lanes) {
             let result = try LaneRun.run(in: context)
             report.lanes = result
-            progress(String(format: "lanes: urgent insert→request p50 %.1f ms under %d bulk rows (empty queue %.1f ms); "
-                            + "claim %.2f ms with lanes, %.2f ms before",
-                            result.urgentUnderBacklog?.p50 ?? .nan, result.backlog, result.urgentEmptyQueue?.p50 ?? .nan,
-                            result.claimWithLanes?.p50 ?? .nan, result.claimBeforeLanes?.p50 ?? .nan))
+            progress(String(format: "lanes: urgent insert→request p50 %.1f ms under %d bulk rows (empty queue %.1f ms)",
+                            result.urgentUnderBacklog?.p50 ?? .nan, result.backlog, result.urgentEmptyQueue?.p50 ?? .nan))
         }
         if chosen.contains(.webpush) {
             progress("webpush: sealing \(options.webPushMessages) messages of \(options.payloadBytes) bytes (RFC 8291)")

@@ -16,7 +16,8 @@ enum LaneRun {
     static let urgentSpacing: Duration = .milliseconds(250)
     static let urgentTokenBase = 90_000_000
     static let claimsTimed = 200
-    static let claimBatch = 100
+    /// Claims of one row (a steady low rate claims as rows come) and of a hundred.
+    static let claimBatches = [1, 100]
 
     static func run(in context: BenchContext) throws -> LanesResult {
         let options = context.options
@@ -25,9 +26,9 @@ enum LaneRun {
         let connection = try PostgresConnection(conninfo: conninfo)
         let backlog = options.laneBacklog
 
-        context.progress("lanes: claim cost with lanes beside the claim before them, \(claimsTimed) claims of \(claimBatch)")
-        try BenchRows.fill(connection, count: max(backlog, claimBatch * 10), payloadBytes: options.payloadBytes)
-        let (withLanes, beforeLanes) = try claimCosts(connection, sqlDirectory: context.database.sqlDirectory)
+        context.progress("lanes: claim cost with lanes beside the claim before them, \(claimsTimed) claims of 1 and of 100 rows")
+        try BenchRows.fill(connection, count: max(backlog, 1000), payloadBytes: options.payloadBytes)
+        let claims = try claimCosts(connection, sqlDirectory: context.database.sqlDirectory)
         try connection.execute(script: "TRUNCATE pgpush.notifications")
 
         context.progress("lanes: \(backlog) bulk rows, a worker at \(options.cap)/s × 2 connections, \(urgentRows) urgent rows")
@@ -47,10 +48,13 @@ enum LaneRun {
             try insertUrgent(connection, firstToken: urgentTokenBase)
             try waitFor(seconds: 60, worker: worker) { try urgentFinished(connection, firstToken: urgentTokenBase) }
             let delivered = try connection.query("SELECT count(*) FROM pgpush.notifications WHERE status = 'delivered'").int(0, 0) ?? 0
-            // The floor: the queue emptied, the same rows again.
+            // The floor: the queue emptied and nothing left in flight, the same rows again.
             try connection.execute(script: """
                 UPDATE pgpush.notifications SET status = 'cancelled', finished_at = now() WHERE status = 'queued'
                 """)
+            try waitFor(seconds: 60, worker: worker) {
+                try connection.query("SELECT count(*) FROM pgpush.notifications WHERE status = 'sending'").int(0, 0) == 0
+            }
             try insertUrgent(connection, firstToken: urgentTokenBase + urgentRows)
             try waitFor(seconds: 60, worker: worker) { try urgentFinished(connection, firstToken: urgentTokenBase + urgentRows) }
             _ = try worker.stop()
@@ -62,8 +66,7 @@ enum LaneRun {
                 backlog: backlog, cap: options.cap, connections: 2, urgentRows: urgentRows,
                 urgentUnderBacklog: LatencySummary(milliseconds: underBacklog), urgentEmptyQueue: LatencySummary(milliseconds: emptyQueue),
                 withoutLanesWaitSeconds: Double(backlog - delivered) / Double(2 * options.cap),
-                claimWithLanes: LatencySummary(milliseconds: withLanes), claimBeforeLanes: LatencySummary(milliseconds: beforeLanes),
-                claimBatch: claimBatch)
+                claims: claims)
         } catch {
             _ = worker.process.stop(signal: SIGKILL)
             _ = try? simulator.stop()
@@ -120,37 +123,42 @@ enum LaneRun {
         }
     }
 
-    /// Milliseconds per claim of `claimBatch` rows with lanes, then as before them, each claim
-    /// rolled back (the same rows each time). Each claim reads its own index alone: with both
-    /// in place, a generic plan may read the other one.
-    private static func claimCosts(_ connection: PostgresConnection, sqlDirectory: String) throws -> (withLanes: [Double], before: [Double]) {
+    /// Milliseconds per claim of each of `claimBatches` rows with lanes, then as before them,
+    /// each claim rolled back (the same rows each time). Each claim reads its own index alone:
+    /// with both in place, a generic plan may read the other one.
+    private static func claimCosts(_ connection: PostgresConnection, sqlDirectory: String) throws -> [LanesResult.ClaimCost] {
         try connection.execute(script: "ANALYZE pgpush.notifications")
         let from = try NotificationQueue(connection: connection, workerID: "bench-lanes").claimFrom()
-        func time(_ function: String) throws -> [Double] {
+        func time(_ function: String, batch: Int) throws -> LatencySummary? {
             var milliseconds: [Double] = []
-            for attempt in 0..<(claimsTimed / 2 + 5) {
+            for attempt in 0..<(claimsTimed + 5) {
                 try connection.execute(script: "BEGIN")
                 let started = ContinuousClock.now
                 let claimed = try connection.query("SELECT count(*) FROM \(function)('bench', 'default', 'apns', $1, 60, true, $2, NULL)",
-                                                   [claimBatch, from]).int(0, 0)
-                let elapsed = Double((ContinuousClock.now - started) / .microseconds(1)) / 1000
+                                                   [batch, from]).int(0, 0)
+                let elapsed = Double((ContinuousClock.now - started) / .nanoseconds(1)) / 1e6
                 try connection.execute(script: "ROLLBACK")
-                guard claimed == claimBatch else { throw BenchError("lanes: \(function) claimed \(claimed ?? 0) of \(claimBatch)") }
+                guard claimed == batch else { throw BenchError("lanes: \(function) claimed \(claimed ?? 0) of \(batch)") }
                 // The first few plan and warm up.
                 if attempt >= 5 { milliseconds.append(elapsed) }
             }
-            return milliseconds
+            return LatencySummary(milliseconds: milliseconds)
         }
-        let withLanes = try time("pgpush.claim")
+        var withLanes: [Int: LatencySummary?] = [:]
+        for batch in claimBatches { withLanes[batch] = try time("pgpush.claim", batch: batch) }
         try installClaimBeforeLanes(connection, sqlDirectory: sqlDirectory)
-        let before = try time("pgpush_bench.claim_before_lanes")
+        var costs: [LanesResult.ClaimCost] = []
+        for batch in claimBatches {
+            costs.append(LanesResult.ClaimCost(rows: batch, withLanes: withLanes[batch] ?? nil,
+                                               beforeLanes: try time("pgpush_bench.claim_before_lanes", batch: batch)))
+        }
         try connection.execute(script: """
             DROP SCHEMA pgpush_bench CASCADE;
             DROP INDEX pgpush.bench_queued_due_before_lanes;
             CREATE INDEX notifications_queued_due ON pgpush.notifications (app, service, lane, send_after, id)
                 WHERE status = 'queued';
             """)
-        return (withLanes, before)
+        return costs
     }
 
     /// Migration 017's claim, as it was, in a schema of the bench's own, with the index it read.
