@@ -7,9 +7,8 @@ import PushQueue
 ///   beside the same rows with the queue empty (the floor: what an urgent row costs with
 ///   nothing ahead of it); without lanes it would wait for the whole backlog;
 /// - the claim's cost with lanes (one index descent per lane) beside the claim before lanes
-///   (one ordered scan of one index: migration 017's claim over its index, put in place of
-///   today's in the same database for the comparison), the same rows claimed and rolled back
-///   each time.
+///   (one ordered scan of one index: migration 017's claim over its index, in a second
+///   database with the same rows), the same rows claimed and rolled back each time.
 enum LaneRun {
     /// Urgent rows measured, inserted one per transaction, this far apart.
     static let urgentRows = 20
@@ -26,10 +25,20 @@ enum LaneRun {
         let connection = try PostgresConnection(conninfo: conninfo)
         let backlog = options.laneBacklog
 
-        context.progress("lanes: claim cost with lanes beside the claim before them, \(claimsTimed) claims of 1 and of 100 rows")
-        try BenchRows.fill(connection, count: max(backlog, 1000), payloadBytes: options.payloadBytes)
-        let claims = try claimCosts(connection, sqlDirectory: context.database.sqlDirectory)
-        try connection.execute(script: "TRUNCATE pgpush.notifications")
+        var claims: [LanesResult.ClaimCost] = []
+        let beforeConninfo = try context.database.fresh("lanes017")
+        if beforeConninfo != conninfo {
+            defer { context.database.discard(beforeConninfo) }
+            context.progress("lanes: claims of 1 and of 100 rows with lanes and with 017's claim, in alternating blocks")
+            let before = try PostgresConnection(conninfo: beforeConninfo)
+            for database in [connection, before] {
+                try BenchRows.fill(database, count: max(backlog, 1000), payloadBytes: options.payloadBytes)
+            }
+            claims = try claimCosts(lanes: connection, before: before, sqlDirectory: context.database.sqlDirectory)
+            try connection.execute(script: "TRUNCATE pgpush.notifications")
+        } else {
+            context.progress("lanes: the claims' comparison needs two databases (the embedded cluster): left out")
+        }
 
         context.progress("lanes: \(backlog) bulk rows, a worker at \(options.cap)/s × 2 connections, \(urgentRows) urgent rows")
         try BenchRows.fill(connection, count: backlog, payloadBytes: options.payloadBytes)
@@ -123,41 +132,44 @@ enum LaneRun {
         }
     }
 
-    /// Milliseconds per claim of each of `claimBatches` rows with lanes, then as before them,
-    /// each claim rolled back (the same rows each time). Each claim reads its own index alone:
-    /// with both in place, a generic plan may read the other one.
-    private static func claimCosts(_ connection: PostgresConnection, sqlDirectory: String) throws -> [LanesResult.ClaimCost] {
-        try connection.execute(script: "ANALYZE pgpush.notifications")
-        let from = try NotificationQueue(connection: connection, workerID: "bench-lanes").claimFrom()
-        func time(_ function: String, batch: Int) throws -> LatencySummary? {
+    /// Milliseconds per claim of each of `claimBatches` rows, with lanes in one database and with
+    /// 017's claim over its index in another holding the same rows, in alternating blocks so
+    /// that both meet the machine in the same state; each claim rolled back (the same rows each
+    /// time).
+    private static func claimCosts(lanes: PostgresConnection, before: PostgresConnection,
+                                   sqlDirectory: String) throws -> [LanesResult.ClaimCost] {
+        try installClaimBeforeLanes(before, sqlDirectory: sqlDirectory)
+        // Built whole as the other one is, not grown row by row.
+        try lanes.execute(script: "REINDEX INDEX pgpush.notifications_queued_due")
+        try lanes.execute(script: "ANALYZE pgpush.notifications")
+        let fromLanes = try NotificationQueue(connection: lanes, workerID: "bench-lanes").claimFrom()
+        let fromBefore = try NotificationQueue(connection: before, workerID: "bench-lanes").claimFrom()
+        func time(_ connection: PostgresConnection, _ function: String, from: Int64, batch: Int, claims: Int) throws -> [Double] {
             var milliseconds: [Double] = []
-            for attempt in 0..<(claimsTimed + 5) {
+            for _ in 0..<claims {
                 try connection.execute(script: "BEGIN")
                 let started = ContinuousClock.now
                 let claimed = try connection.query("SELECT count(*) FROM \(function)('bench', 'default', 'apns', $1, 60, true, $2, NULL)",
                                                    [batch, from]).int(0, 0)
-                let elapsed = Double((ContinuousClock.now - started) / .nanoseconds(1)) / 1e6
+                milliseconds.append(Double((ContinuousClock.now - started) / .nanoseconds(1)) / 1e6)
                 try connection.execute(script: "ROLLBACK")
                 guard claimed == batch else { throw BenchError("lanes: \(function) claimed \(claimed ?? 0) of \(batch)") }
-                // The first few plan and warm up.
-                if attempt >= 5 { milliseconds.append(elapsed) }
             }
-            return LatencySummary(milliseconds: milliseconds)
+            return milliseconds
         }
-        var withLanes: [Int: LatencySummary?] = [:]
-        for batch in claimBatches { withLanes[batch] = try time("pgpush.claim", batch: batch) }
-        try installClaimBeforeLanes(connection, sqlDirectory: sqlDirectory)
         var costs: [LanesResult.ClaimCost] = []
         for batch in claimBatches {
-            costs.append(LanesResult.ClaimCost(rows: batch, withLanes: withLanes[batch] ?? nil,
-                                               beforeLanes: try time("pgpush_bench.claim_before_lanes", batch: batch)))
+            // The first few plan and warm up.
+            _ = try time(lanes, "pgpush.claim", from: fromLanes, batch: batch, claims: 5)
+            _ = try time(before, "pgpush_bench.claim_before_lanes", from: fromBefore, batch: batch, claims: 5)
+            var withLanes: [Double] = [], beforeLanes: [Double] = []
+            for _ in 0..<(claimsTimed / 20) {
+                withLanes += try time(lanes, "pgpush.claim", from: fromLanes, batch: batch, claims: 20)
+                beforeLanes += try time(before, "pgpush_bench.claim_before_lanes", from: fromBefore, batch: batch, claims: 20)
+            }
+            costs.append(LanesResult.ClaimCost(rows: batch, withLanes: LatencySummary(milliseconds: withLanes),
+                                               beforeLanes: LatencySummary(milliseconds: beforeLanes)))
         }
-        try connection.execute(script: """
-            DROP SCHEMA pgpush_bench CASCADE;
-            DROP INDEX pgpush.bench_queued_due_before_lanes;
-            CREATE INDEX notifications_queued_due ON pgpush.notifications (app, service, lane, send_after, id)
-                WHERE status = 'queued';
-            """)
         return costs
     }
 
