@@ -1,5 +1,4 @@
 import Foundation
-import PGPushCore
 
 /// An HTTP proxy that service connections go through by `CONNECT` (RFC 9110 §9.3.6), as
 /// `HTTPS_PROXY` / `https_proxy` / `--proxy` name it: `http://[user:password@]host[:port]`
@@ -59,7 +58,7 @@ package struct HTTPProxy: Sendable, Equatable, CustomStringConvertible {
         let authority = (target.contains(":") ? "[\(target)]" : target) + ":\(targetPort)"
         var request = "CONNECT \(authority) HTTP/1.1\r\nHost: \(authority)\r\n"
         if let user {
-            let basic = Self.base64(Array("\(user):\(password ?? "")".utf8))
+            let basic = Data("\(user):\(password ?? "")".utf8).base64EncodedString()
             request += "Proxy-Authorization: Basic \(basic)\r\n"
         }
         return Array((request + "\r\n").utf8)
@@ -114,13 +113,6 @@ package struct HTTPProxy: Sendable, Equatable, CustomStringConvertible {
             }
         }
         return String(validating: bytes, as: UTF8.self)
-    }
-
-    /// Standard base64 with padding (RFC 4648 §4), as Basic authentication takes it.
-    private static func base64(_ bytes: [UInt8]) -> String {
-        var text = Base64URL.encode(bytes).replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        while text.utf8.count % 4 != 0 { text += "=" }
-        return text
     }
 }
 

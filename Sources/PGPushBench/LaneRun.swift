@@ -87,11 +87,7 @@ enum LaneRun {
     private static func insertToRequest(_ connection: PostgresConnection, simulator: SimulatorProcess,
                                         tokens: Range<Int>) throws -> [Int: Double] {
         let numbers = Dictionary(uniqueKeysWithValues: tokens.map { (BenchRows.token($0), $0) })
-        var arrivals: [Int: Double] = [:]
-        for entry in try simulator.requestLog() {
-            guard let token = entry.token, let number = numbers[token], arrivals[number] == nil else { continue }
-            arrivals[number] = entry.receivedMilliseconds ?? Double(entry.timeMilliseconds)
-        }
+        let arrivals = try LatencyRun.firstArrivals(simulator)
         let rows = try connection.query("""
             SELECT device_token, extract(epoch FROM created_at) * 1000 FROM pgpush.notifications
              WHERE device_token >= $1 AND device_token < $2
@@ -99,7 +95,7 @@ enum LaneRun {
         var latencies: [Int: Double] = [:]
         for row in 0..<rows.rowCount {
             if let token = rows.string(row, 0), let number = numbers[token], let created = rows.double(row, 1),
-               let arrived = arrivals[number] {
+               let arrived = arrivals[token] {
                 latencies[number] = arrived - created
             }
         }

@@ -61,11 +61,7 @@ enum LatencyRun {
     /// the token) and insert → outcome (finished_at − created_at) of the measured rows, in ms.
     static func latencies(_ connection: PostgresConnection, simulator: SimulatorProcess) throws
         -> (toRequest: [Double], toOutcome: [Double]) {
-        var arrivals: [String: Double] = [:]
-        for entry in try simulator.requestLog() {
-            guard let token = entry.token, arrivals[token] == nil else { continue }
-            arrivals[token] = entry.receivedMilliseconds ?? Double(entry.timeMilliseconds)
-        }
+        let arrivals = try firstArrivals(simulator)
         let rows = try connection.query("""
             SELECT device_token, extract(epoch FROM created_at) * 1000, extract(epoch FROM finished_at - created_at) * 1000
               FROM pgpush.notifications WHERE device_token < $1
@@ -78,6 +74,17 @@ enum LatencyRun {
             if let outcome = rows.double(row, 2) { toOutcome.append(outcome) }
         }
         return (toRequest, toOutcome)
+    }
+
+    /// When each device token's first request reached the simulator (the kernel's receive
+    /// time where there is one), UNIX milliseconds, from its request log.
+    static func firstArrivals(_ simulator: SimulatorProcess) throws -> [String: Double] {
+        var arrivals: [String: Double] = [:]
+        for entry in try simulator.requestLog() {
+            guard let token = entry.token, arrivals[token] == nil else { continue }
+            arrivals[token] = entry.receivedMilliseconds ?? Double(entry.timeMilliseconds)
+        }
+        return arrivals
     }
 
     static func waitUntilDrained(_ meter: CostMeter, worker: WorkerProcess, timeout: Duration) throws {

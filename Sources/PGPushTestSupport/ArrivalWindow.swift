@@ -1,17 +1,21 @@
 import APNsSimulator
 
+/// The most of `times` (sorted, in seconds) in any one-second window, wherever it starts.
+package func busiestSecond(_ times: [Double]) -> Int {
+    var busiest = 0
+    var first = 0
+    for (index, time) in times.enumerated() {
+        while times[first] <= time - 1.0 { first += 1 }
+        busiest = max(busiest, index - first + 1)
+    }
+    return busiest
+}
+
 extension SimulatorHarness {
     /// The most requests the simulator received in any one-second window, from the kernel's
     /// receive times in its request log (one clock for every connection).
     package static func mostInAnySecond(_ entries: [RequestLogEntry]) -> Int {
-        let times = entries.compactMap(\.receivedMilliseconds).sorted()
-        var most = 0
-        var first = 0
-        for (index, time) in times.enumerated() {
-            while times[first] + 1000 <= time { first += 1 }
-            most = max(most, index - first + 1)
-        }
-        return most
+        busiestSecond(entries.compactMap(\.receivedMilliseconds).map { $0 / 1000 }.sorted())
     }
 
     /// Requests received per second from `from` (UNIX milliseconds) for `seconds`.

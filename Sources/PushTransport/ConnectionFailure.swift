@@ -1,5 +1,6 @@
 import Foundation
 import HTTP2TLS
+import PGPushCore
 
 /// Why a connection to a push service could not be opened, or why an open one ended on an error:
 /// the endpoint, a cause from a small fixed set (a metric label), and the particulars an
@@ -79,8 +80,9 @@ package struct ConnectionFailure: Error, Sendable, Equatable, CustomStringConver
             self.init(endpoint: endpoint, cause: .alpn,
                       reason: "the server did not agree to HTTP/2 (ALPN h2); it selected \(selected ?? "no protocol")")
             alpnSelected = selected
-        case .proxyRefused(_, let status, let reason):
-            self.init(endpoint: endpoint, cause: .proxy, reason: "the proxy refused the tunnel: \(status) \(reason)")
+        case .proxyRefused(_, let status, _):
+            // The transport's sentence: which proxy (its password hidden), what it said, what to check.
+            self.init(endpoint: endpoint, cause: .proxy, reason: error.description)
             proxyStatus = status
         case .proxyFailed(_, let detail):
             self.init(endpoint: endpoint, cause: .proxy, reason: detail)
@@ -100,6 +102,16 @@ package struct ConnectionFailure: Error, Sendable, Equatable, CustomStringConver
         case .closedLocally, .goAway, .peerClosed: return nil
         }
         detail = closeReason.description
+    }
+
+    /// What a send that finds no connection fails as at once, when this failure is one that
+    /// waiting out the request timeout will not change; nil for the others.
+    package var lastingCause: DeliveryFailure.Cause? {
+        switch cause {
+        case .addressNotPermitted: .addressNotPermitted
+        case .proxy where proxyStatus != nil: .proxyRefused
+        default: nil
+        }
     }
 
     /// Whether the connection never opened (as against opened, then ended on an error).

@@ -108,13 +108,7 @@ struct WireRate {
     /// `times` sorted; only what happened while the connection had work (before `end`) counts
     /// towards the windows and the rate.
     init(times: [Double], end: Double, limit: Int) {
-        var busiest = 0
-        var first = 0
-        for (index, time) in times.enumerated() {
-            while times[first] <= time - 1.0 { first += 1 }
-            busiest = max(busiest, index - first + 1)
-        }
-        busiestSecond = busiest
+        busiestSecond = PGPushTestSupport.busiestSecond(times)
         guard let start = times.first, end > start + 1 else { windows = []; unhinderedRate = 0; return }
         var counts = [Int](repeating: 0, count: Int(end - start))
         for time in times where time < start + Double(counts.count) { counts[Int(time - start)] += 1 }

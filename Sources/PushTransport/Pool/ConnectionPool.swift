@@ -199,15 +199,11 @@ package final class ConnectionPool: Sendable {
             let now = clock.now
             if liveConnections > 0 {
                 deadline = now.advanced(by: requestTimeout)
-            } else if let failure = lastConnectFailure, failure.cause == .addressNotPermitted {
-                // Not worth the wait: the host's addresses will not become permitted.
+            } else if let failure = lastConnectFailure, let lasting = failure.lastingCause {
+                // Not worth the wait: the host's addresses will not become permitted, nor will
+                // a proxy let through what it refused.
                 if case .rateLimited = attempt { resignRateSleeper() }
-                return .failure(DeliveryFailure(processing: .notProcessed, cause: .addressNotPermitted,
-                                                detail: "\(endpoint) \(failure.reason)"))
-            } else if let failure = lastConnectFailure, failure.cause == .proxy, failure.proxyStatus != nil {
-                // Nor a proxy's refusal: it is the proxy's rule or our credentials for it.
-                if case .rateLimited = attempt { resignRateSleeper() }
-                return .failure(DeliveryFailure(processing: .notProcessed, cause: .proxyRefused, detail: failure.detail))
+                return .failure(DeliveryFailure(processing: .notProcessed, cause: lasting, detail: "\(endpoint) \(failure.reason)"))
             } else if now >= deadline {
                 if case .rateLimited = attempt { resignRateSleeper() }
                 let why = lastConnectError.map { ": \($0)" } ?? ""
