@@ -16,8 +16,9 @@ enum MonotonicClock {
     }
 
     static func nanoseconds(_ duration: Duration) -> UInt64 {
+        // Any negative duration is 0, also one under a second (whole seconds 0, attoseconds negative).
+        guard duration > .zero else { return 0 }
         let (seconds, attoseconds) = duration.components
-        if seconds < 0 { return 0 }
         return UInt64(seconds) &* 1_000_000_000 &+ UInt64(attoseconds / 1_000_000_000)
     }
 }

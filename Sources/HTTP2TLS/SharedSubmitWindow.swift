@@ -32,7 +32,8 @@ package final class SharedSubmitWindow: Sendable {
 
     package init() {}
 
-    /// A share of `limit` requests per second for `validFor` from now; 0: none.
+    /// A share of `limit` requests per second for `validFor` from now; 0: none. A lease already
+    /// over (`validFor` zero or less: the answer came later than the lease lasts) allows nothing.
     package func grant(limit: Int, validFor: Duration) {
         let now = MonotonicClock.now()
         let lease = MonotonicClock.nanoseconds(validFor)

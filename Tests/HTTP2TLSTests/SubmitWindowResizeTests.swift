@@ -56,3 +56,17 @@ struct SubmitWindowResizeTests {
         #expect(raised.nextAllowed(now: 8 * millisecond) == 3 * millisecond + SubmitWindow.window)
     }
 }
+
+@Suite("Shared submit window: a share only while its lease holds")
+struct SharedSubmitWindowTests {
+    @Test("a lease over before its grant arrives (a renewal slower than the lease) allows nothing, and does not trap")
+    func aLeaseAlreadyOver() {
+        let window = SharedSubmitWindow()
+        // Under a second over: whole seconds 0, attoseconds negative (it trapped once, on a busy machine).
+        window.grant(limit: 10, validFor: .milliseconds(-300))
+        let now = MonotonicClock.now()
+        #expect(window.nextAllowed(now: now) > now)
+        window.grant(limit: 10, validFor: .seconds(60))
+        #expect(window.nextAllowed(now: MonotonicClock.now()) <= MonotonicClock.now())
+    }
+}
