@@ -153,9 +153,10 @@ import Testing
         #expect(gaps(broken).allSatisfy { $0 >= 0.99 && $0 <= 30 }, "\(gaps(broken))")
         let backoff = gaps(hammered)
         #expect(backoff.count == 2)
-        // 429: equal-jitter exponential backoff, 0.5–1 s then 1–2 s.
-        #expect(backoff.first.map { $0 >= 0.49 && $0 <= 10 } == true, "\(backoff)")
-        #expect(backoff.last.map { $0 >= 0.99 && $0 <= 10 } == true, "\(backoff)")
+        // 429: equal-jitter exponential backoff, 0.5–1 s then 1–2 s; never sooner, later on a
+        // loaded machine as above (11.2 s once, through PgBouncer with a core kept busy, 2026-12-05).
+        #expect(backoff.first.map { $0 >= 0.49 && $0 <= 30 } == true, "\(backoff)")
+        #expect(backoff.last.map { $0 >= 0.99 && $0 <= 30 } == true, "\(backoff)")
         #expect(times(expired).isEmpty)
     }
 
