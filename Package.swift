@@ -29,6 +29,8 @@ let package = Package(
         // A lock that ThreadSanitizer understands (see Locked.swift).
         .target(name: "Locking"),
         .target(name: "Spawn", dependencies: ["CShims"]),
+        // The small HTTP/1.1 server of the metrics endpoint and the status page.
+        .target(name: "LocalHTTP", dependencies: ["CShims"]),
 
         // C-library wrappers.
         .target(name: "Postgres", dependencies: ["CLibPQ", "CShims"]),
@@ -49,7 +51,7 @@ let package = Package(
         .target(name: "APNsSimulator", dependencies: ["PGPushCore", "APNsCore", "HTTP2TLS", "PushCrypto", "Locking"]),
         .target(name: "PushWorker", dependencies: [
             "PGPushCore", "PushQueue", "PushTransport", "APNsCore", "APNsClient", "FCMClient", "WebPushClient", "HTTP2TLS", "PushCrypto",
-            "Postgres", "CShims", "Locking",
+            "Postgres", "CShims", "Locking", "LocalHTTP",
         ]),
         // What operators see: status snapshots, enqueue requests and their errors, channel management.
         .target(name: "PGPushOperator", dependencies: ["Postgres", "APNsClient", "APNsCore", "PGPushCore"]),
@@ -101,6 +103,7 @@ let package = Package(
             "PushWorker", "PushQueue", "PGPushCore", "APNsCore", "PGPushTestSupport", "Postgres", "APNsSimulator", "APNsClient", "PushCrypto",
             "Locking", "EmbeddedPostgres", "FCMClient", "FCMSimulator", "PushTransport", "WebPushClient", "WebPushSimulator", "HTTP2TLS",
         ]),
+        .testTarget(name: "LocalHTTPTests", dependencies: ["LocalHTTP", "PGPushTestSupport"]),
         .testTarget(name: "PGPushFuzzTargetsTests", dependencies: ["PGPushFuzzTargets"]),
         .testTarget(name: "pgpushTests", dependencies: ["PGPushTestSupport", "Postgres", "APNsSimulator", "PushCrypto", "EmbeddedPostgres"]),
         .testTarget(name: "PGPushOperatorTests", dependencies: ["PGPushOperator", "PGPushTestSupport", "Postgres"]),

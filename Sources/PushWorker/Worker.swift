@@ -1,5 +1,6 @@
 import APNsClient
 import Foundation
+import LocalHTTP
 import Locking
 import PGPushCore
 import PushQueue
@@ -37,7 +38,7 @@ package final class Worker: Sendable {
     let random = Locked(SeededRandomNumberGenerator(seed: UInt64.random(in: 1...UInt64.max)))
     let metrics: WorkerMetrics
     let repeated: RepeatedWarnings
-    let metricsServer: MetricsServer?
+    let metricsServer: HTTPServer?
     /// Where the next heartbeat's count of rows finished in the database starts.
     let finishedRowsSince = Locked<String?>(nil)
     /// How often the worker holding the prune lock prunes (when PGPUSH_PRUNE_AFTER_DAYS is set).
@@ -91,7 +92,11 @@ package final class Worker: Sendable {
                                     reasons: senders.reduce(into: Set<String>()) { $0.formUnion($1.reasons) })
         self.metrics = metrics
         metricsServer = try configuration.metricsAddress.map { address throws(ConfigurationError) in
-            try MetricsServer(address: address) { [routes] path in Self.route(path, metrics: metrics, senders: routes) }
+            do {
+                return try HTTPServer(address: address) { [routes] request in Self.route(request, metrics: metrics, senders: routes) }
+            } catch {
+                throw ConfigurationError(String(describing: error))
+            }
         }
         Self.logConnectionFailures(of: routes, to: RepeatedWarnings(log: log, interval: Self.connectionFailureLogInterval))
     }
@@ -99,19 +104,20 @@ package final class Worker: Sendable {
     /// The port the metrics endpoint listens on (useful with port 0).
     package var metricsPort: Int? { metricsServer?.port }
 
-    private static func route(_ path: String, metrics: WorkerMetrics, senders: [Route: any NotificationSender]) -> MetricsServer.Response {
-        switch path {
+    private static func route(_ request: HTTPRequest, metrics: WorkerMetrics, senders: [Route: any NotificationSender]) -> HTTPResponse {
+        guard request.method == "GET" else { return HTTPResponse(status: 405, body: "only GET\n") }
+        switch request.path {
         case "/metrics":
-            return MetricsServer.Response(status: 200, contentType: "text/plain; version=0.0.4; charset=utf-8",
+            return HTTPResponse(status: 200, contentType: "text/plain; version=0.0.4; charset=utf-8",
                                           body: metrics.render(senders: senders.mapValues(\.statistics)))
         case "/healthz":
-            return MetricsServer.Response(status: 200, body: "ok\n")
+            return HTTPResponse(status: 200, body: "ok\n")
         case "/readyz":
             return metrics.isReady(window: .seconds(30))
-                ? MetricsServer.Response(status: 200, body: "ready\n")
-                : MetricsServer.Response(status: 503, body: "database not reached in the last 30 s\n")
+                ? HTTPResponse(status: 200, body: "ready\n")
+                : HTTPResponse(status: 503, body: "database not reached in the last 30 s\n")
         default:
-            return MetricsServer.Response(status: 404, body: "try /metrics, /healthz or /readyz\n")
+            return HTTPResponse(status: 404, body: "try /metrics, /healthz or /readyz\n")
         }
     }
 

@@ -1,26 +1,26 @@
 import Foundation
 import PGPushTestSupport
-@testable import PushWorker
+@testable import LocalHTTP
 import Synchronization
 import Testing
 
-/// The health endpoint against clients that lie about being clients: ones that trickle a
+/// The server of the health endpoint and the status page against clients that lie about being clients: ones that trickle a
 /// request a byte at a time, send nothing, send too much, never read, or come in a crowd.
 /// Real sockets on 127.0.0.1; a probe is a plain GET /healthz that must be answered while
 /// the others are still connected.
-@Suite struct MetricsServerAbuseTests {
-    static func route(_ path: String) -> MetricsServer.Response {
-        switch path {
-        case "/healthz": MetricsServer.Response(status: 200, body: "ok\n")
-        case "/big": MetricsServer.Response(status: 200, body: String(repeating: "pgpush_big_series 1\n", count: 200_000))
-        default: MetricsServer.Response(status: 404, body: "no\n")
+@Suite struct HTTPServerAbuseTests {
+    static func route(_ request: HTTPRequest) -> HTTPResponse {
+        switch request.path {
+        case "/healthz": HTTPResponse(status: 200, body: "ok\n")
+        case "/big": HTTPResponse(status: 200, body: String(repeating: "pgpush_big_series 1\n", count: 200_000))
+        default: HTTPResponse(status: 404, body: "no\n")
         }
     }
 
     /// Four clients sending one byte a second (a head that never ends) and one sending
     /// nothing do not keep a prompt probe from being answered.
     @Test func slowClientsDoNotHoldTheEndpoint() async throws {
-        let server = try MetricsServer(address: "127.0.0.1:0", limits: .init(requestDeadline: .seconds(120)), route: Self.route)
+        let server = try HTTPServer(address: "127.0.0.1:0", limits: .init(requestDeadline: .seconds(120)), route: Self.route)
         defer { server.stop() }
         let silent = try RawClient(port: server.port)
         let trickling = try (0..<4).map { _ in try RawClient(port: server.port) }
@@ -42,7 +42,7 @@ import Testing
 
     /// A client too slow to finish its head within the deadline is answered 408 and closed.
     @Test func aRequestHeadHasADeadline() async throws {
-        let server = try MetricsServer(address: "127.0.0.1:0", limits: .init(requestDeadline: .seconds(1)), route: Self.route)
+        let server = try HTTPServer(address: "127.0.0.1:0", limits: .init(requestDeadline: .seconds(1)), route: Self.route)
         defer { server.stop() }
         let silent = try RawClient(port: server.port)
         let trickling = try RawClient(port: server.port)
@@ -56,7 +56,7 @@ import Testing
     /// A head larger than the cap is refused with 431 and the connection closed, not
     /// answered from its first 8 KiB.
     @Test func anOversizedRequestIsRefused() async throws {
-        let server = try MetricsServer(address: "127.0.0.1:0", route: Self.route)
+        let server = try HTTPServer(address: "127.0.0.1:0", route: Self.route)
         defer { server.stop() }
         let client = try RawClient(port: server.port)
         client.send("GET /healthz HTTP/1.1\r\nX-Filler: " + String(repeating: "a", count: 16 * 1024) + "\r\n\r\n")
@@ -69,7 +69,7 @@ import Testing
     /// a probe still gets in and is answered.
     @Test func aCrowdOfIdleClientsCannotFillTheEndpoint() async throws {
         let cap = 8
-        let server = try MetricsServer(address: "127.0.0.1:0", limits: .init(requestDeadline: .seconds(120), maximumConnections: cap),
+        let server = try HTTPServer(address: "127.0.0.1:0", limits: .init(requestDeadline: .seconds(120), maximumConnections: cap),
                                        route: Self.route)
         defer { server.stop() }
         let crowd = try (0..<(cap * 3)).map { _ in try RawClient(port: server.port) }
@@ -85,9 +85,9 @@ import Testing
     /// A client that asks for a big body and never reads does not hold the loop: a probe is
     /// answered meanwhile, and a client that reads gets the big body whole.
     @Test func aClientThatNeverReadsDoesNotHoldTheEndpoint() async throws {
-        let server = try MetricsServer(address: "127.0.0.1:0", route: Self.route)
+        let server = try HTTPServer(address: "127.0.0.1:0", route: Self.route)
         defer { server.stop() }
-        let expected = Self.route("/big").body.utf8.count
+        let expected = Self.route(HTTPRequest(method: "GET", path: "/big")).body.count
         let stuck = try RawClient(port: server.port, receiveBuffer: 4096)
         stuck.send("GET /big HTTP/1.1\r\n\r\n")
         // Long enough for the server to fill the socket buffers and find it cannot write more.
@@ -108,7 +108,7 @@ import Testing
     /// A response not written in time is dropped: a client that never reads holds its slot
     /// for the write deadline, not for ever.
     @Test func aResponseHasAWriteDeadline() async throws {
-        let server = try MetricsServer(address: "127.0.0.1:0", limits: .init(writeDeadline: .seconds(1)), route: Self.route)
+        let server = try HTTPServer(address: "127.0.0.1:0", limits: .init(writeDeadline: .seconds(1)), route: Self.route)
         defer { server.stop() }
         let stuck = try RawClient(port: server.port, receiveBuffer: 4096)
         stuck.send("GET /big HTTP/1.1\r\n\r\n")
@@ -117,6 +117,79 @@ import Testing
         #expect(try await eventually(timeout: .seconds(30)) { server.connectionsAccepted == 1 })
         #expect(try await eventually(timeout: .seconds(30)) { server.connectionsHeld == 0 })
         withExtendedLifetime(stuck) {}
+    }
+}
+
+/// What the status page needs beyond a probe: answers that take their time without
+/// holding anyone else, and forms posted with a body.
+@Suite struct HTTPServerRequestTests {
+    /// A route still working on one request (a page waiting for the database) does not
+    /// keep another client from its answer.
+    @Test func aSlowAnswerHoldsOnlyItsOwnClient() async throws {
+        let release = DispatchSemaphore(value: 0)
+        let server = try HTTPServer(address: "127.0.0.1:0") { request in
+            if request.path == "/slow" { release.wait() }
+            return HTTPResponse(status: 200, body: request.path + "\n")
+        }
+        defer { server.stop() }
+        let slow = try RawClient(port: server.port)
+        slow.send("GET /slow HTTP/1.1\r\n\r\n")
+        #expect(try await eventually(timeout: .seconds(30)) { server.connectionsAccepted == 1 })
+        let probe = try RawClient(port: server.port)
+        probe.send("GET /healthz HTTP/1.1\r\n\r\n")
+        #expect(probe.readAll(timeout: .seconds(10)).hasSuffix("\r\n\r\n/healthz\n"))
+        #expect(slow.state == .open)
+        release.signal()
+        #expect(slow.readAll(timeout: .seconds(10)).hasSuffix("\r\n\r\n/slow\n"))
+    }
+
+    /// A form's body arrives whole, even when it comes in pieces after the head, and its
+    /// fields and the query are decoded.
+    @Test func aPostedFormArrivesWhole() async throws {
+        let server = try HTTPServer(address: "127.0.0.1:0", limits: .init(maximumBodySize: 1024)) { request in
+            let fields = request.form.map { "\($0.name)=\($0.value)" }.joined(separator: ",")
+            return HTTPResponse(status: 200, body: "\(request.method) \(request.path) \(request.queryValue("app") ?? "-") \(fields)")
+        }
+        defer { server.stop() }
+        let client = try RawClient(port: server.port)
+        let body = "id=1&id=22&token=a+b%21%3C"
+        client.send("POST /requeue?app=shop%20x HTTP/1.1\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+                    + "Content-Length: \(body.utf8.count)\r\n\r\n" + body.prefix(5))
+        try await Task.sleep(for: .milliseconds(200))
+        client.send(String(body.dropFirst(5)))
+        let answer = client.readAll(timeout: .seconds(10))
+        #expect(answer.hasSuffix("\r\n\r\nPOST /requeue shop x id=1,id=22,token=a b!<"), "got \(answer.debugDescription)")
+    }
+
+    /// A body longer than the cap is refused before it is read; a chunked one is refused.
+    @Test func bodiesPastTheCapOrChunkedAreRefused() throws {
+        let server = try HTTPServer(address: "127.0.0.1:0", limits: .init(maximumBodySize: 16)) { _ in
+            HTTPResponse(status: 200, body: "answered\n")
+        }
+        defer { server.stop() }
+        let big = try RawClient(port: server.port)
+        big.send("POST /x HTTP/1.1\r\nContent-Length: 17\r\n\r\n")
+        #expect(big.readAll(timeout: .seconds(10)).hasPrefix("HTTP/1.1 413 "))
+        let chunked = try RawClient(port: server.port)
+        chunked.send("POST /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n")
+        #expect(chunked.readAll(timeout: .seconds(10)).hasPrefix("HTTP/1.1 411 "))
+        let twoLengths = try RawClient(port: server.port)
+        twoLengths.send("POST /x HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab")
+        #expect(twoLengths.readAll(timeout: .seconds(10)).hasPrefix("HTTP/1.1 400 "))
+    }
+
+    /// A header value with a line break is never written (no response splitting).
+    @Test func aFieldWithALineBreakIsNotSent() {
+        let response = HTTPResponse(status: 303, headers: [HTTPHeaderField("Location", "/x\r\nSet-Cookie: a=b"), HTTPHeaderField("X-Ok", "1")],
+                                    body: "")
+        let text = String(decoding: response.encoded, as: UTF8.self)
+        #expect(!text.contains("Set-Cookie") && !text.contains("Location") && text.contains("X-Ok: 1\r\n"))
+    }
+
+    @Test func formDecoding() {
+        let fields = HTTPRequest.decodeForm("a=1&b=x+y%21&c&d=%zz&e=%E2%82%AC")
+        #expect(fields.map(\.name) == ["a", "b", "c", "d", "e"])
+        #expect(fields.map(\.value) == ["1", "x y!", "", "%zz", "€"])
     }
 }
 

@@ -2,19 +2,51 @@ import CShims
 import Foundation
 import Synchronization
 
-extension MetricsServer {
+extension HTTPServer {
     /// The stop flag and the eventfd that wakes the loop's `poll`, shared by the server and its
     /// thread: the descriptor is closed only when both are done with it, so a late `stop()`
     /// never writes to a number the process has since reused.
+    ///
+    /// It also carries answers from the route's queue back to the loop: the queue puts a
+    /// finished response in `answered` and rings the eventfd.
     final class Control: Sendable {
         private let stopped = Atomic<Bool>(false)
+        let route: @Sendable (HTTPRequest) -> HTTPResponse
+        /// Concurrent: a slow answer (a page waiting for the database) holds up no other
+        /// request; the cap on connections bounds how many run at once.
+        let routeQueue = DispatchQueue(label: "pgpush-http-route", attributes: .concurrent)
+        private let answered = Mutex<[(connection: Int, response: HTTPResponse)]>([])
         /// Connections the loop holds, and connections it has accepted since it started, both
         /// published at the end of each round, `held` first (for tests and diagnosis).
         let held = Atomic<Int>(0)
         let accepted = Atomic<Int>(0)
         let wakeUp: Int32
 
-        init(wakeUp: Int32) { self.wakeUp = wakeUp }
+        init(wakeUp: Int32, route: @escaping @Sendable (HTTPRequest) -> HTTPResponse) {
+            self.wakeUp = wakeUp
+            self.route = route
+        }
+
+        /// Runs the route off the loop's thread; its answer comes back through `takeAnswers`.
+        func answer(_ request: HTTPRequest, for connection: Int) {
+            routeQueue.async { [self] in
+                let response = route(request)
+                answered.withLock { $0.append((connection, response)) }
+                ring()
+            }
+        }
+
+        func takeAnswers() -> [(connection: Int, response: HTTPResponse)] {
+            answered.withLock { answers in
+                defer { answers = [] }
+                return answers
+            }
+        }
+
+        private func ring() {
+            var one: UInt64 = 1
+            _ = write(wakeUp, &one, MemoryLayout<UInt64>.size)
+        }
 
         deinit { close(wakeUp) }
 
@@ -22,21 +54,24 @@ extension MetricsServer {
 
         func stop() {
             guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
-            var one: UInt64 = 1
-            _ = write(wakeUp, &one, MemoryLayout<UInt64>.size)
+            ring()
         }
     }
 
-    /// One client: reading its head, writing its response, or lingering after it.
+    /// One client: reading its request, waiting for the route's answer, writing it, or
+    /// lingering after it.
     struct Connection {
-        enum Phase { case reading, writing, lingering }
+        enum Phase { case reading, answering, writing, lingering }
 
+        let id: Int
         let descriptor: Int32
         var phase = Phase.reading
-        /// When the current phase must be over: the head read, the response written, the
-        /// linger ended.
+        /// When the current phase must be over: the request read, the response written, the
+        /// linger ended. While answering, none: the route's queue answers every request.
         var deadline: ContinuousClock.Instant
         var request: [UInt8] = []
+        /// Once the head is read: where it ends in `request`, and the body it announced.
+        var head: (end: Int, method: String, target: String, headers: [(name: String, value: String)], contentLength: Int)?
         var response: [UInt8] = []
         var written = 0
         var closed = false
@@ -47,16 +82,14 @@ extension MetricsServer {
         let listener: Int32
         let control: Control
         let limits: Limits
-        let route: @Sendable (String) -> Response
         var connections: [Connection] = []
         var acceptedSoFar = 0
         var buffer = [UInt8](repeating: 0, count: 16 * 1024)
 
-        init(listener: Int32, control: Control, limits: Limits, route: @escaping @Sendable (String) -> Response) {
+        init(listener: Int32, control: Control, limits: Limits) {
             self.listener = listener
             self.control = control
             self.limits = limits
-            self.route = route
         }
 
         func run() {
@@ -69,11 +102,26 @@ extension MetricsServer {
                 var entries = [pollfd(fd: control.wakeUp, events: Int16(POLLIN), revents: 0),
                                pollfd(fd: listener, events: Int16(POLLIN), revents: 0)]
                 for connection in connections {
-                    let events = connection.phase == .writing ? POLLOUT : POLLIN
+                    // A connection waiting for its answer is not polled: what it sends now
+                    // is read, and thrown away, once the answer is written.
+                    let events: Int32 = switch connection.phase {
+                    case .writing: Int32(POLLOUT)
+                    case .answering: 0
+                    case .reading, .lingering: Int32(POLLIN)
+                    }
                     entries.append(pollfd(fd: connection.descriptor, events: Int16(events), revents: 0))
                 }
                 let ready = poll(&entries, nfds_t(entries.count), timeoutUntilNearestDeadline())
                 if control.isStopped { return }
+                if entries[0].revents != 0 {
+                    var count: UInt64 = 0
+                    _ = Glibc.read(control.wakeUp, &count, MemoryLayout<UInt64>.size)
+                }
+                for (id, response) in control.takeAnswers() {
+                    if let index = connections.firstIndex(where: { $0.id == id && $0.phase == .answering }) {
+                        respond(&connections[index], with: response)
+                    }
+                }
                 if ready < 0 {
                     // EINTR; anything else (ENOMEM) is retried after a pause rather than ending
                     // the endpoint for the rest of the process's life.
@@ -96,7 +144,7 @@ extension MetricsServer {
 
         /// Milliseconds until the nearest deadline, rounded up; -1 (for ever) with no client.
         func timeoutUntilNearestDeadline() -> Int32 {
-            guard let nearest = connections.map(\.deadline).min() else { return -1 }
+            guard let nearest = connections.filter({ $0.phase != .answering }).map(\.deadline).min() else { return -1 }
             let left = nearest - ContinuousClock.now
             guard left > .zero else { return 0 }
             let (seconds, attoseconds) = left.components
@@ -118,12 +166,13 @@ extension MetricsServer {
                 }
                 if connections.count >= max(1, limits.maximumConnections) {
                     let victim = connections.firstIndex { $0.phase == .lingering }
-                        ?? connections.firstIndex { $0.phase == .reading } ?? connections.startIndex
+                        ?? connections.firstIndex { $0.phase == .reading }
+                        ?? connections.firstIndex { $0.phase == .writing } ?? connections.startIndex
                     close(connections[victim].descriptor)
                     connections.remove(at: victim)
                 }
-                connections.append(Connection(descriptor: descriptor, deadline: .now + limits.requestDeadline))
                 acceptedSoFar += 1
+                connections.append(Connection(id: acceptedSoFar, descriptor: descriptor, deadline: .now + limits.requestDeadline))
             }
         }
 
@@ -131,6 +180,8 @@ extension MetricsServer {
             switch connection.phase {
             case .reading:
                 read(&connection)
+            case .answering:
+                break
             case .writing:
                 if revents & Int16(POLLOUT) != 0 { write(&connection) } else { connection.closed = true }
             case .lingering:
@@ -153,11 +204,30 @@ extension MetricsServer {
             }
             let searchFrom = max(0, connection.request.count - 3)
             connection.request += buffer[0..<count]
-            if let end = Self.endOfHead(connection.request, from: searchFrom), end <= limits.maximumRequestSize {
-                respond(&connection, with: answer(connection.request[..<end]))
-            } else if connection.request.count >= limits.maximumRequestSize {
-                respond(&connection, with: Response(status: 431, body: "request head larger than \(limits.maximumRequestSize) bytes\n"))
+            if connection.head == nil {
+                guard let end = Self.endOfHead(connection.request, from: searchFrom), end <= limits.maximumRequestSize else {
+                    if connection.request.count >= limits.maximumRequestSize {
+                        respond(&connection, with: HTTPResponse(status: 431, body: "request head larger than \(limits.maximumRequestSize) bytes\n"))
+                    }
+                    return
+                }
+                switch HTTPRequest.parseHead(connection.request[..<end]) {
+                case let .refused(status, message):
+                    respond(&connection, with: HTTPResponse(status: status, body: message + "\n"))
+                    return
+                case let .request(method, target, headers, contentLength):
+                    guard contentLength <= limits.maximumBodySize else {
+                        respond(&connection, with: HTTPResponse(status: 413, body: "request body larger than \(limits.maximumBodySize) bytes\n"))
+                        return
+                    }
+                    connection.head = (end, method, target, headers, contentLength)
+                }
             }
+            guard let head = connection.head, connection.request.count >= head.end + head.contentLength else { return }
+            let body = Array(connection.request[head.end..<(head.end + head.contentLength)])
+            connection.request = []
+            connection.phase = .answering
+            control.answer(HTTPRequest(method: head.method, target: head.target, headers: head.headers, body: body), for: connection.id)
         }
 
         /// Index just past the blank line that ends a head (CRLF CRLF, or LF LF from a
@@ -174,17 +244,9 @@ extension MetricsServer {
             return nil
         }
 
-        func answer(_ head: ArraySlice<UInt8>) -> Response {
-            let firstLine = String(decoding: head.prefix { $0 != 13 && $0 != 10 }, as: UTF8.self)
-            let parts = firstLine.split(separator: " ")
-            guard parts.count >= 2 else { return Response(status: 400, body: "not an HTTP request\n") }
-            guard parts[0] == "GET" else { return Response(status: 405, body: "only GET\n") }
-            return route(String(parts[1].split(separator: "?").first ?? ""))
-        }
-
-        func respond(_ connection: inout Connection, with response: Response) {
+        func respond(_ connection: inout Connection, with response: HTTPResponse) {
             connection.request = []
-            connection.response = Self.encode(response)
+            connection.response = response.encoded
             connection.phase = .writing
             connection.deadline = .now + limits.writeDeadline
             write(&connection)
@@ -207,7 +269,7 @@ extension MetricsServer {
             shutdown(connection.descriptor, Int32(SHUT_WR))
             connection.response = []
             connection.phase = .lingering
-            connection.deadline = .now + MetricsServer.lingerAfterResponse
+            connection.deadline = .now + HTTPServer.lingerAfterResponse
         }
 
         /// Heads not finished in time are answered 408; responses not written in time and
@@ -217,22 +279,15 @@ extension MetricsServer {
             for index in connections.indices where !connections[index].closed && connections[index].deadline <= now {
                 switch connections[index].phase {
                 case .reading:
-                    respond(&connections[index], with: Response(status: 408, body: "request head not received in time\n"))
+                    respond(&connections[index], with: HTTPResponse(status: 408, body: "request not received in time\n"))
                     // A 408 that does not fit at once is not worth a write deadline of its own.
                     if connections[index].phase == .writing { connections[index].closed = true }
                 case .writing, .lingering:
                     connections[index].closed = true
+                case .answering:
+                    break
                 }
             }
-        }
-
-        static func encode(_ response: Response) -> [UInt8] {
-            let reasons = [200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed", 408: "Request Timeout",
-                           431: "Request Header Fields Too Large", 503: "Service Unavailable"]
-            let body = Array(response.body.utf8)
-            let head = "HTTP/1.1 \(response.status) \(reasons[response.status] ?? "Status")\r\nContent-Type: \(response.contentType)\r\n"
-                + "Content-Length: \(body.count)\r\nConnection: close\r\n\r\n"
-            return Array(head.utf8) + body
         }
     }
 }
