@@ -55,6 +55,8 @@ let package = Package(
         ]),
         // What operators see: status snapshots, enqueue requests and their errors, channel management.
         .target(name: "PGPushOperator", dependencies: ["Postgres", "APNsClient", "APNsCore", "PGPushCore"]),
+        // `pgpush web`: the status page, its queries and its HTML.
+        .target(name: "PGPushWeb", dependencies: ["LocalHTTP", "Postgres"]),
         // `pgpush demo`: a scenario run against the simulator with a worker in the same process.
         .target(name: "PGPushDemo", dependencies: [
             "PGPushCore", "Postgres", "PushQueue", "PushTransport", "PushWorker", "APNsSimulator", "FCMSimulator", "WebPushSimulator", "WebPushClient", "PushCrypto",
@@ -68,7 +70,7 @@ let package = Package(
         .executableTarget(name: "pgpush", dependencies: [
             "PGPushCore", "Postgres", "EmbeddedPostgres", "PushQueue", "PushTransport", "APNsCore", "APNsClient", "FCMClient", "APNsSimulator",
             "FCMSimulator", "WebPushSimulator", "WebPushClient", "PushWorker",
-            "PGPushOperator", "PGPushDemo", "PGPushBench", "HTTP2TLS", "PushCrypto", "Locking",
+            "PGPushOperator", "PGPushDemo", "PGPushBench", "HTTP2TLS", "PushCrypto", "Locking", "PGPushWeb", "LocalHTTP",
         ]),
 
         // Fuzz targets over every input pgpush takes from outside, and their libFuzzer / replay entry.

@@ -37,6 +37,8 @@ let commands = [
     Command(name: "status", summary: "queue depth, throughput, errors, workers and apps, from the SQL views",
             help: StatusCommand.help, flags: StatusCommand.flags, switches: StatusCommand.switches,
             optionalValues: ["watch"], positionalAllowed: true, run: StatusCommand.run),
+    Command(name: "web", summary: "a status page over HTTP: queue, failures, one row; requeue and cancel with a token",
+            help: WebCommand.help, flags: WebCommand.flags, run: WebCommand.run),
     Command(name: "demo", summary: "everything on embedded defaults: PostgreSQL, simulator, worker, report",
             help: DemoCommand.help, flags: DemoCommand.flags, switches: DemoCommand.switches, run: DemoCommand.run),
     Command(name: "mock-apns", summary: "an APNs simulator over TLS + HTTP/2 (faults, reports) for tests and trials",

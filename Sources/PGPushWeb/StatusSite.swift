@@ -1,0 +1,185 @@
+import Foundation
+import LocalHTTP
+import Postgres
+import Synchronization
+
+/// `pgpush web`: which request gets which page, and the actions' rules. Reads through
+/// `StatusPages`, draws through `PageRendering`, connects as the role `conninfo` names, so
+/// the tenant rules of that role hold on every page and action.
+package final class StatusSite: Sendable {
+    package let conninfo: String
+    private let token: [UInt8]?
+    private let version: String
+    private let idle = Mutex<[HeldConnection]>([])
+    /// What one browser may take of the server: forms are small (a page of selected ids),
+    /// a page is read within seconds, and a handful of people look at once.
+    package static let limits = HTTPServer.Limits(requestDeadline: .seconds(10), writeDeadline: .seconds(30),
+                                                  maximumRequestSize: 16 * 1024, maximumBodySize: 64 * 1024, maximumConnections: 32)
+    /// Connections kept open between requests; a burst past them opens more and closes them after.
+    static let idleConnections = 4
+
+    /// `token`: `PGPUSH_WEB_TOKEN`; nil or empty turns the actions off.
+    package init(conninfo: String, token: String?, version: String) {
+        self.conninfo = conninfo
+        self.token = token.flatMap { $0.isEmpty ? nil : Array($0.utf8) }
+        self.version = version
+    }
+
+    package var actionsEnabled: Bool { token != nil }
+
+    /// Header fields on every answer: nothing loads from anywhere else, nothing runs, no
+    /// page is framed, nothing is cached or sent on as a referrer.
+    static let securityHeaders = [
+        HTTPHeaderField("Content-Security-Policy",
+                        "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"),
+        HTTPHeaderField("X-Content-Type-Options", "nosniff"),
+        HTTPHeaderField("Referrer-Policy", "no-referrer"),
+        HTTPHeaderField("Cache-Control", "no-store"),
+        HTTPHeaderField("X-Frame-Options", "DENY"),
+    ]
+
+    package func answer(_ request: HTTPRequest) -> HTTPResponse {
+        let context = PageRendering.Context(version: version, actionsEnabled: actionsEnabled, notice: notice(request))
+        switch (request.method, request.path) {
+        case ("GET", "/style.css"):
+            return HTTPResponse(status: 200, contentType: "text/css; charset=utf-8", headers: Self.securityHeaders,
+                                body: PageRendering.styleSheet)
+        case ("GET", "/"):
+            return withDatabase(context) { PageRendering.overview(try StatusPages.overview($0), context: context) }
+        case ("GET", "/failures"):
+            let filter = StatusPages.Filter(app: nonEmpty(request.queryValue("app")), service: nonEmpty(request.queryValue("service")),
+                                            reason: nonEmpty(request.queryValue("reason")))
+            return withDatabase(context) {
+                PageRendering.failures(try StatusPages.failures($0, filter: filter), filter: filter, context: context)
+            }
+        case ("GET", let path) where path.hasPrefix("/notifications/"):
+            guard let id = Int(path.dropFirst("/notifications/".count)), id > 0 else { return notFound(context) }
+            return withDatabase(context) { connection in
+                guard let detail = try StatusPages.notification(connection, id: id) else {
+                    return (404, PageRendering.message(title: "Not found",
+                                                       "No notification \(id), or not one this database role may see.", context: context))
+                }
+                return (200, PageRendering.notification(detail, context: context))
+            }
+        case ("POST", "/requeue"), ("POST", "/cancel"):
+            return act(request, context: context)
+        case (_, "/"), (_, "/failures"), (_, "/style.css"):
+            return page(405, PageRendering.message(title: "Not allowed", "This page is only read (GET).", context: context))
+        default:
+            return notFound(context)
+        }
+    }
+
+    // MARK: Actions
+
+    /// Requeue or cancel: only with the token, only the ids the form names, only what the
+    /// database role may change; then back to the page the form was on.
+    private func act(_ request: HTTPRequest, context: PageRendering.Context) -> HTTPResponse {
+        guard let token else {
+            return page(403, PageRendering.message(title: "Refused", "Actions are off: pgpush web was started without PGPUSH_WEB_TOKEN.",
+                                                   context: context))
+        }
+        let form = request.form
+        guard let given = form.first(where: { $0.name == "token" })?.value, Self.sameBytes(Array(given.utf8), token) else {
+            return page(403, PageRendering.message(title: "Refused", "The token is missing or wrong; nothing was changed.", context: context))
+        }
+        let ids = form.filter { $0.name == "id" }.compactMap { Int($0.value) }.filter { $0 > 0 }
+        guard !ids.isEmpty else {
+            return page(400, PageRendering.message(title: "Nothing selected", "Select at least one notification.", context: context))
+        }
+        let requeue = request.path == "/requeue"
+        let result: Result<Int, any Error> = withConnection { connection in
+            Result { requeue ? try StatusPages.requeue(connection, ids: ids) : try StatusPages.cancel(connection, ids: ids) }
+        }
+        switch result {
+        case .success(let count):
+            let done = requeue ? "requeued" : "cancelled"
+            let back = requeue ? (ids.count == 1 ? "/notifications/\(ids[0])" : "/failures") : "/notifications/\(ids[0])"
+            return HTTPResponse(status: 303, headers: Self.securityHeaders + [HTTPHeaderField("Location", "\(back)?\(done)=\(count)&of=\(ids.count)")],
+                                body: "\(done) \(count)\n")
+        case .failure(let error as PostgresError) where error.sqlState == "42501":
+            return page(403, PageRendering.message(title: "Refused",
+                                                   "This database role may not \(requeue ? "requeue" : "cancel") these notifications: \(error.message)",
+                                                   context: context))
+        case .failure(let error):
+            return page(503, PageRendering.message(title: "Database error", String(describing: error), context: context))
+        }
+    }
+
+    /// What the action before this page did, from the query the redirect carried.
+    private func notice(_ request: HTTPRequest) -> String? {
+        guard let of = request.queryValue("of").flatMap(Int.init) else { return nil }
+        if let count = request.queryValue("requeued").flatMap(Int.init) {
+            return "Requeued \(count) of \(of) selected notification\(of == 1 ? "" : "s")"
+                + (count < of ? " (only failed or expired ones are put back)." : ".")
+        }
+        if let count = request.queryValue("cancelled").flatMap(Int.init) {
+            return count == of ? "Cancelled." : "Not cancelled: only a queued notification not yet claimed can be."
+        }
+        return nil
+    }
+
+    /// Compares every byte whatever the first difference, so timing tells nothing of the token.
+    static func sameBytes(_ given: [UInt8], _ expected: [UInt8]) -> Bool {
+        var difference = UInt8(given.count == expected.count ? 0 : 1)
+        for index in 0..<expected.count { difference |= expected[index] ^ (index < given.count ? given[index] : 0) }
+        return difference == 0
+    }
+
+    // MARK: Pages and the database
+
+    private func page(_ status: Int, _ html: HTML) -> HTTPResponse {
+        HTTPResponse(status: status, contentType: "text/html; charset=utf-8", headers: Self.securityHeaders, body: html.markup)
+    }
+
+    private func notFound(_ context: PageRendering.Context) -> HTTPResponse {
+        page(404, PageRendering.message(title: "Not found", "No such page: try the overview or the failures.", context: context))
+    }
+
+    private func nonEmpty(_ value: String?) -> String? { value.flatMap { $0.isEmpty ? nil : $0 } }
+
+    private func withDatabase(_ context: PageRendering.Context, _ render: (PostgresConnection) throws -> HTML) -> HTTPResponse {
+        withDatabase(context) { (200, try render($0)) }
+    }
+
+    private func withDatabase(_ context: PageRendering.Context, _ render: (PostgresConnection) throws -> (Int, HTML)) -> HTTPResponse {
+        let result: Result<(Int, HTML), any Error> = withConnection { connection in Result { try render(connection) } }
+        switch result {
+        case .success(let (status, html)):
+            return page(status, html)
+        case .failure(let error as PostgresError) where error.sqlState == "42501":
+            return page(403, PageRendering.message(title: "Refused", "This database role may not read this page: \(error.message)", context: context))
+        case .failure(let error as PostgresError) where error.sqlState == "42P01" || error.sqlState == "3F000":
+            return page(503, PageRendering.message(title: "No pgpush schema", "Run pgpush migrate: \(error.message)", context: context))
+        case .failure(let error):
+            return page(503, PageRendering.message(title: "Database unavailable", String(describing: error), context: context))
+        }
+    }
+
+    /// One connection for one request: an idle one, or a new one; kept afterwards while
+    /// fewer than `idleConnections` wait, and only if it still works.
+    private func withConnection<T>(_ body: (PostgresConnection) -> Result<T, any Error>) -> Result<T, any Error> {
+        let held: HeldConnection
+        if let reused = idle.withLock({ $0.popLast() }) {
+            held = reused
+        } else {
+            do {
+                held = HeldConnection(try PostgresConnection(conninfo: conninfo))
+            } catch {
+                return .failure(error)
+            }
+        }
+        let result = body(held.connection)
+        if held.connection.isConnected {
+            idle.withLock { if $0.count < Self.idleConnections { $0.append(held) } }
+        }
+        return result
+    }
+}
+
+/// A connection in the idle list or used by one request, never both: the list hands it to
+/// one request at a time under its lock, which is what makes the move across threads safe.
+final class HeldConnection: @unchecked Sendable {
+    let connection: PostgresConnection
+    init(_ connection: PostgresConnection) { self.connection = connection }
+}
