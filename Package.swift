@@ -105,6 +105,7 @@ let package = Package(
             "PushWorker", "PushQueue", "PGPushCore", "APNsCore", "PGPushTestSupport", "Postgres", "APNsSimulator", "APNsClient", "PushCrypto",
             "Locking", "EmbeddedPostgres", "FCMClient", "FCMSimulator", "PushTransport", "WebPushClient", "WebPushSimulator", "HTTP2TLS",
         ]),
+        .testTarget(name: "PGPushWebTests", dependencies: ["PGPushWeb", "LocalHTTP", "PGPushTestSupport", "Postgres"]),
         .testTarget(name: "LocalHTTPTests", dependencies: ["LocalHTTP", "PGPushTestSupport"]),
         .testTarget(name: "PGPushFuzzTargetsTests", dependencies: ["PGPushFuzzTargets"]),
         .testTarget(name: "pgpushTests", dependencies: ["PGPushTestSupport", "Postgres", "APNsSimulator", "PushCrypto", "EmbeddedPostgres"]),

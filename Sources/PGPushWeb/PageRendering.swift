@@ -169,7 +169,12 @@ package enum PageRendering {
         }
         table += "</tbody></table>"
         if context.actionsEnabled {
-            body += "<form method=\"post\" action=\"/requeue\">" + table
+            var back = "/failures"
+            let filters = [("app", filter.app), ("service", filter.service), ("reason", filter.reason)].compactMap { name, value in
+                value.map { "\(name)=\(queryEncoded($0))" }
+            }
+            if !filters.isEmpty { back += "?" + filters.joined(separator: "&") }
+            body += "<form method=\"post\" action=\"/requeue\">" + HTML.void("input", ["type": "hidden", "name": "back", "value": back]) + table
             body += "<p class=\"action\"><label>Token " + HTML.void("input", ["type": "password", "name": "token", "autocomplete": "current-password"])
             body += "</label> <button type=\"submit\" name=\"action\" value=\"requeue\">Requeue selected</button></p></form>"
         } else {
@@ -193,11 +198,13 @@ package enum PageRendering {
         body += "</tbody></table><p class=\"legend\">The payload and the device token or subscription are never shown here.</p>"
         if context.actionsEnabled && detail.status == "queued" {
             body += "<form method=\"post\" action=\"/cancel\">" + HTML.void("input", ["type": "hidden", "name": "id", "value": id])
+                + HTML.void("input", ["type": "hidden", "name": "back", "value": "/notifications/\(id)"])
             body += "<label>Token " + HTML.void("input", ["type": "password", "name": "token", "autocomplete": "current-password"])
             body += "</label> <button type=\"submit\">Cancel this notification</button></form>"
         }
         if context.actionsEnabled && (detail.status == "failed" || detail.status == "expired") {
             body += "<form method=\"post\" action=\"/requeue\">" + HTML.void("input", ["type": "hidden", "name": "id", "value": id])
+                + HTML.void("input", ["type": "hidden", "name": "back", "value": "/notifications/\(id)"])
             body += "<label>Token " + HTML.void("input", ["type": "password", "name": "token", "autocomplete": "current-password"])
             body += "</label> <button type=\"submit\">Requeue this notification</button></form>"
         }

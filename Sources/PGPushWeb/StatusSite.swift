@@ -94,9 +94,9 @@ package final class StatusSite: Sendable {
         switch result {
         case .success(let count):
             let done = requeue ? "requeued" : "cancelled"
-            let back = requeue ? (ids.count == 1 ? "/notifications/\(ids[0])" : "/failures") : "/notifications/\(ids[0])"
-            return HTTPResponse(status: 303, headers: Self.securityHeaders + [HTTPHeaderField("Location", "\(back)?\(done)=\(count)&of=\(ids.count)")],
-                                body: "\(done) \(count)\n")
+            let back = Self.pageToReturnTo(form.first { $0.name == "back" }?.value, default: requeue ? "/failures" : "/notifications/\(ids[0])")
+            let location = back + (back.contains("?") ? "&" : "?") + "\(done)=\(count)&of=\(ids.count)"
+            return HTTPResponse(status: 303, headers: Self.securityHeaders + [HTTPHeaderField("Location", location)], body: "\(done) \(count)\n")
         case .failure(let error as PostgresError) where error.sqlState == "42501":
             return page(403, PageRendering.message(title: "Refused",
                                                    "This database role may not \(requeue ? "requeue" : "cancel") these notifications: \(error.message)",
@@ -104,6 +104,14 @@ package final class StatusSite: Sendable {
         case .failure(let error):
             return page(503, PageRendering.message(title: "Database error", String(describing: error), context: context))
         }
+    }
+
+    /// The page a form came from, when it is one of this site's own (never another host:
+    /// `//evil.example` and `https://…` are not paths of ours).
+    static func pageToReturnTo(_ back: String?, default fallback: String) -> String {
+        guard let back, back.hasPrefix("/failures") || back.hasPrefix("/notifications/"),
+              !back.unicodeScalars.contains(where: { $0.value < 0x21 || $0 == "\\" }) else { return fallback }
+        return back
     }
 
     /// What the action before this page did, from the query the redirect carried.
