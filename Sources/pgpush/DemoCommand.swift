@@ -1,8 +1,10 @@
 import Dispatch
 import EmbeddedPostgres
 import Foundation
+import LocalHTTP
 import Locking
 import PGPushDemo
+import PGPushWeb
 import Postgres
 import PushQueue
 import PushWorker
@@ -26,6 +28,11 @@ enum DemoCommand {
         most requests per connection in any one second) and the SQL to look for yourself, then
         removes everything it created. Ctrl-C stops the worker, cleans up and exits 130.
 
+        While it runs, the status page of pgpush web is served on a free port of 127.0.0.1
+        (its address is printed first; the token its requeue and cancel forms ask for is made
+        up for this run and printed with it). It stops with the demo; --keep-page keeps it,
+        and the database, up after the report until Ctrl-C.
+
         With DATABASE_URL (or --database-url) it uses that database instead: it migrates it,
         enqueues under the app name "demo" and reports only that app's rows; it never drops
         anything there, so the rows stay for you to query.
@@ -34,6 +41,7 @@ enum DemoCommand {
           --database-url URL   use this database instead of a throwaway cluster [DATABASE_URL]
           --alerts N           how many plain alerts to send (default 200)
           --verbose            show the worker's warnings (every APNs error) on stderr
+          --keep-page          after the report, keep the status page up until Ctrl-C
 
         Exit codes: 0 every row ended as expected, 1 something did not (or a failure),
         2 wrong usage, 130 interrupted.
@@ -44,8 +52,8 @@ enum DemoCommand {
           pgpush demo --alerts 1000 --verbose
         """
 
-    static let flags: Set<String> = ["help", "database-url", "alerts", "verbose"]
-    static let switches: Set<String> = ["help", "verbose"]
+    static let flags: Set<String> = ["help", "database-url", "alerts", "verbose", "keep-page"]
+    static let switches: Set<String> = ["help", "verbose", "keep-page"]
 
     static func run(_ arguments: Arguments) throws -> Int32 {
         var alerts = 200
@@ -82,6 +90,19 @@ enum DemoCommand {
         say(applied.isEmpty ? "schema pgpush is up to date" : "applied \(applied.count) migration(s) from \(sqlDirectory)")
         if interruption.happened { return 130 }
 
+        // The page reads the same database as its owner; its token lives as long as this run.
+        let pageToken = (0..<16).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+        let site = StatusSite(conninfo: conninfo, token: pageToken, version: PGPushVersion.current)
+        let page: HTTPServer
+        do {
+            page = try HTTPServer(address: "127.0.0.1:0", setting: "the demo's status page", limits: StatusSite.limits) { site.answer($0) }
+        } catch {
+            throw UsageError(error.description)
+        }
+        defer { page.stop() }
+        say("status page: http://127.0.0.1:\(page.port)/ (token for its requeue and cancel forms: \(pageToken)); "
+            + (arguments.isSet("keep-page") ? "it stays up after the report until Ctrl-C" : "up until the demo ends (--keep-page keeps it)"))
+
         var options = DemoOptions(conninfo: conninfo)
         if arguments.isSet("verbose") { options.workerLog = .init(minimum: .warning) }
         let scenario = DemoScenario.standard(alerts: alerts)
@@ -106,6 +127,11 @@ enum DemoCommand {
         let psql = given.map { _ in "psql \"$DATABASE_URL\"" }
         print(DemoReport(result: result, app: options.app, psqlCommand: psql).rendered(), terminator: "")
         if result.interrupted { return 130 }
+        if arguments.isSet("keep-page") {
+            fflush(nil)
+            say("the status page is still up at http://127.0.0.1:\(page.port)/ — Ctrl-C ends the demo")
+            interruption.waitAfterReport()
+        }
         return result.succeeded ? 0 : 1
     }
 
@@ -143,6 +169,14 @@ final class DemoInterruption {
         set { state.handles.withLock { $0.cleanUp = newValue } }
     }
 
+    /// Blocks until SIGINT or SIGTERM, which now only end this wait: the run is over and
+    /// reported, and what is left to clean up the caller's `defer`s do.
+    func waitAfterReport() {
+        let signalled = DispatchSemaphore(value: 0)
+        state.handles.withLock { $0.afterReport = signalled }
+        signalled.wait()
+    }
+
     func disarm() {
         sources.forEach { $0.cancel() }
         sources = []
@@ -152,13 +186,17 @@ final class DemoInterruption {
 /// What the signal handler reaches from the dispatch queue.
 private final class InterruptionState: Sendable {
     private let received = Atomic<Int>(0)
-    let handles = Locked<(demo: DemoRun?, cleanUp: (@Sendable () -> Void)?)>((nil, nil))
+    let handles = Locked<(demo: DemoRun?, cleanUp: (@Sendable () -> Void)?, afterReport: DispatchSemaphore?)>((nil, nil, nil))
 
     var happened: Bool { received.load(ordering: .sequentiallyConsistent) > 0 }
 
     func handle() {
+        let (demo, cleanUp, afterReport) = handles.withLock { ($0.demo, $0.cleanUp, $0.afterReport) }
+        if let afterReport {
+            afterReport.signal()
+            return
+        }
         let count = received.add(1, ordering: .sequentiallyConsistent).newValue
-        let (demo, cleanUp) = handles.withLock { ($0.demo, $0.cleanUp) }
         if count == 1 {
             StandardStreams.writeError("\npgpush demo: interrupted, stopping the worker and cleaning up…\n")
             demo?.stop()
