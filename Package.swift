@@ -65,7 +65,7 @@ let package = Package(
         // `pgpush bench`: scenarios and measurement, run against separate simulator and worker processes.
         .target(name: "PGPushBench", dependencies: [
             "PGPushCore", "Postgres", "EmbeddedPostgres", "PushQueue", "APNsCore", "APNsClient", "APNsSimulator", "FCMSimulator", "WebPushSimulator", "PushWorker", "PushCrypto",
-            "Locking", "Spawn",
+            "Locking", "Spawn", "PGPushWeb", "LocalHTTP",
         ]),
         .executableTarget(name: "pgpush", dependencies: [
             "PGPushCore", "Postgres", "EmbeddedPostgres", "PushQueue", "PushTransport", "APNsCore", "APNsClient", "FCMClient", "APNsSimulator",

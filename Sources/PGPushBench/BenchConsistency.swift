@@ -112,6 +112,10 @@ package enum BenchConsistency {
         if let memory = report.memory {
             expect(memory.simulatorRequests > 0, "memory: the worker sent nothing")
         }
+        if let web = report.web {
+            problems += web.problems
+            expect(web.overview != nil && web.failures != nil && web.notification != nil, "web: a page was not answered")
+        }
         if let history = report.history {
             expect(history.usesQueuedIndex, "history: the claim plan does not use notifications_queued_due")
             expect(history.withHistory != nil, "history: no claims timed with the history in place")

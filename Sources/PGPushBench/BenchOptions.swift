@@ -1,7 +1,7 @@
 /// What `pgpush bench` runs and how big; every field has a flag.
 package struct BenchOptions: Sendable, Codable, Equatable {
     package enum Scenario: String, Sendable, Codable, CaseIterable {
-        case database, transport, uncapped, fcm, capped, latency, steady, scale, faults, broadcast, memory, history, webpush, lanes
+        case database, transport, uncapped, fcm, capped, latency, steady, scale, faults, broadcast, memory, history, webpush, lanes, web
     }
 
     package var scenarios: [Scenario] = Scenario.allCases
@@ -52,6 +52,9 @@ package struct BenchOptions: Sendable, Codable, Equatable {
     package var webPushMessages = 20_000
     /// Bulk rows ahead of the urgent ones in the lanes run.
     package var laneBacklog = 100_000
+    /// The status page's table in the web run: finished rows over a week, and queued rows.
+    package var webFinishedRows = 10_000_000
+    package var webQueuedRows = 1_000_000
     /// Keep the scratch folder (simulator logs and reports, worker output) for a look afterwards.
     package var keepFiles = false
     /// The steady runs' worker reaches PostgreSQL through a PgBouncer in transaction pooling
@@ -76,6 +79,8 @@ package struct BenchOptions: Sendable, Codable, Equatable {
         options.historyRows = 100_000
         options.webPushMessages = 2_000
         options.laneBacklog = 20_000
+        options.webFinishedRows = 100_000
+        options.webQueuedRows = 10_000
         return options
     }
 }

@@ -284,6 +284,8 @@ package struct BenchReport: Sendable, Codable {
     /// Urgent rows under a bulk backlog beside an empty queue, and the claim with lanes beside
     /// the claim before them (`lanes` scenario).
     package var lanes: LanesResult?
+    /// The status page's answers on a big table, beside a round trip and a count of everything (`web`).
+    package var web: StatusPageResult?
     package var targets: [TargetCheck] = []
     package var loadAverageAtEnd: String?
 

@@ -124,6 +124,17 @@ extension BenchReport {
                 }
             }
         }
+        if let web {
+            row("web (\(web.finishedRows) finished, \(web.queuedRows) queued)",
+                "\(web.finishedLastHour) finished in the last hour; ms per answer, queries and HTML")
+            for (label, summary) in [("  overview /", web.overview), ("  failures /failures?app=news", web.failures),
+                                     ("  one row /notifications/ID", web.notification),
+                                     ("  SELECT 1 round trip (floor)", web.roundTrip),
+                                     ("  every row counted by status", web.countEverything)] {
+                guard let summary else { row(label, "no data"); continue }
+                row(label, String(format: "p50 %.2f  p90 %.2f  max %.2f ms", summary.p50, summary.p90, summary.max))
+            }
+        }
         if let latency {
             let cap = latency.ratePerConnection == 0 ? "uncapped" : "\(latency.ratePerConnection)/s per conn."
             row("latency at \(latency.offeredPerSecond)/s (\(latency.connections) conn., \(cap))",

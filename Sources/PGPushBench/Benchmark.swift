@@ -161,6 +161,13 @@ package final class Benchmark {
             progress(String(format: "lanes: urgent insert→request p50 %.1f ms under %d bulk rows (empty queue %.1f ms)",
                             result.urgentUnderBacklog?.p50 ?? .nan, result.backlog, result.urgentEmptyQueue?.p50 ?? .nan))
         }
+        if chosen.contains(.web) {
+            let result = try StatusPageRun.run(in: context)
+            report.web = result
+            progress(String(format: "web: overview p50 %.1f ms with %d finished and %d queued rows (round trip %.2f ms, counting everything %.0f ms)",
+                            result.overview?.p50 ?? .nan, result.finishedRows, result.queuedRows, result.roundTrip?.p50 ?? .nan,
+                            result.countEverything?.p50 ?? .nan))
+        }
         if chosen.contains(.webpush) {
             progress("webpush: sealing \(options.webPushMessages) messages of \(options.payloadBytes) bytes (RFC 8291)")
             let result = try WebPushSealRun.run(messages: options.webPushMessages, payloadBytes: options.payloadBytes)

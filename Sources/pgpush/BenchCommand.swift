@@ -45,6 +45,10 @@ enum BenchCommand {
           lanes      urgent rows inserted one per transaction while a worker (2 connections at --cap)
                      drains --lane-backlog bulk rows: insert → request, beside the same rows with the
                      queue empty (the floor); and claims of 100 rows with lanes beside 017's claim
+          web        the status page over --web-finished finished rows (a week of them) and
+                     --web-queued queued rows: ms per overview, failures and row page, beside one
+                     round trip (the floor) and a count of every row by status (a page without
+                     indexed reads); 10,000,000 rows take about 2 minutes to write
 
         Flags:
           --quick                    about two minutes: 20,000 rows, 5 s capped and latency runs,
@@ -79,6 +83,8 @@ enum BenchCommand {
           --history-rows N           (default 10000000)
           --webpush-messages N       (default 20000)
           --lane-backlog N           bulk rows ahead of the urgent ones (default 100000)
+          --web-finished N           finished rows under the status page, over a week (default 10000000)
+          --web-queued N             queued rows under the status page (default 1000000)
           --keep-files               keep the scratch folder (simulator logs and reports, worker output)
           --pgbouncer                the steady runs' worker through a PgBouncer in transaction pooling mode
                                      (LISTEN on a session connection); the floor stays direct
@@ -94,7 +100,7 @@ enum BenchCommand {
         """
 
     static let flags: Set<String> = [
-        "help", "quick", "json", "scenarios", "lane-backlog", "rows", "transport-requests", "connections", "payload-bytes", "cap",
+        "help", "quick", "json", "scenarios", "lane-backlog", "web-finished", "web-queued", "rows", "transport-requests", "connections", "payload-bytes", "cap",
         "capped-connections", "capped-seconds", "latency-rate", "latency-seconds", "latency-cap", "steady-rates", "steady-seconds",
         "steady-history",
         "scale-workers", "scale-connections", "scale-seconds", "fault-rows", "fault-mix",
@@ -170,6 +176,8 @@ enum BenchCommand {
         try integer("history-rows", 0...1_000_000_000, \.historyRows)
         try integer("webpush-messages", 10...10_000_000, \.webPushMessages)
         try integer("lane-backlog", 1_000...10_000_000, \.laneBacklog)
+        try integer("web-finished", 1_000...100_000_000, \.webFinishedRows)
+        try integer("web-queued", 100...10_000_000, \.webQueuedRows)
         if let text = arguments.value("capped-connections") {
             let values = text.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
             guard !values.isEmpty, values.count == text.split(separator: ",").count, values.allSatisfy({ (1...64).contains($0) }) else {

@@ -12,8 +12,10 @@ cd "$(dirname "$0")/../.."
 # traffic and decrypts it (WireRateCapTests). pgbouncer: tests run through it in transaction
 # pooling mode (TransactionPoolingTests, and test.sh's pooler stage). tinyproxy-bin: the proxy the
 # worker's CONNECT tunnels are tested through (ProxyTests), the binary alone, no service.
+# chromium and chromium-driver: the status page (`pgpush web`) is tested in headless Chromium
+# driven through chromedriver (StatusPageBrowserTests).
 packages=(libpq-dev libnghttp2-dev libssl-dev pkg-config postgresql openssl nghttp2-client nghttp2-server python3-yaml
-          systemd python3-venv tcpdump tshark pgbouncer tinyproxy-bin)
+          systemd python3-venv tcpdump tshark pgbouncer tinyproxy-bin chromium chromium-driver)
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

@@ -47,7 +47,7 @@ echo "== AddressSanitizer: transport, queue, worker, cores and FCM tests ==" >&2
 # Tests that assert rates or delays are left out: the sanitizer slows everything down.
 # (--skip matches test ids, Module.Suite/function(), not display names.)
 ASAN_OPTIONS=detect_leaks=0 swift test --sanitize=address --scratch-path .build/asan -Xswiftc -use-ld=lld \
-    --filter 'PostgresTests|PushQueueTests|PushCryptoTests|HTTP2TLSTests|PushTransportTests|APNsClientTests|PushWorkerTests|PGPushCoreTests|APNsCoreTests|FCMClientTests|FCMSimulatorTests|WebPushClientTests|WebPushSimulatorTests' \
+    --filter 'PostgresTests|PushQueueTests|PushCryptoTests|HTTP2TLSTests|PushTransportTests|APNsClientTests|PushWorkerTests|LocalHTTPTests|PGPushWebTests|PGPushCoreTests|APNsCoreTests|FCMClientTests|FCMSimulatorTests|WebPushClientTests|WebPushSimulatorTests' \
     --skip 'oneConnectionNeverExceeds|answersFollowTheDefaultRetryPolicy|rateCap|answeredRequestsAreCountedFromTheirAnswers|singleStreamUntilFirstAnswer|pingTimeout|deadline'
 
 echo "== ThreadSanitizer: transport, queue, clients, simulators and worker tests ==" >&2
@@ -56,7 +56,7 @@ echo "== ThreadSanitizer: transport, queue, clients, simulators and worker tests
 # attack (HostileServerTests), whose hundreds of megabytes through TLS took 87 s of both
 # cores under TSan and starved the rest; the plain and ASan runs keep it.
 TSAN_OPTIONS=halt_on_error=1 swift test --sanitize=thread --scratch-path .build/tsan \
-    --filter 'PostgresTests|PushQueueTests|PushCryptoTests|HTTP2TLSTests|PushTransportTests|APNsClientTests|APNsSimulatorTests|PushWorkerTests|FCMClientTests|FCMSimulatorTests|WebPushClientTests|WebPushSimulatorTests' \
+    --filter 'PostgresTests|PushQueueTests|PushCryptoTests|HTTP2TLSTests|PushTransportTests|APNsClientTests|APNsSimulatorTests|PushWorkerTests|LocalHTTPTests|PGPushWebTests|FCMClientTests|FCMSimulatorTests|WebPushClientTests|WebPushSimulatorTests' \
     --skip 'oneConnectionNeverExceeds|answersFollowTheDefaultRetryPolicy|rateCap|answeredRequestsAreCountedFromTheirAnswers|singleStreamUntilFirstAnswer|pingTimeout|deadline|endlessBody'
 
 echo "== libFuzzer: 20 s per target ==" >&2
