@@ -30,7 +30,7 @@ let package = Package(
         .target(name: "Locking"),
         .target(name: "Spawn", dependencies: ["CShims"]),
         // The small HTTP/1.1 server of the metrics endpoint and the status page.
-        .target(name: "LocalHTTP", dependencies: ["CShims"]),
+        .target(name: "LocalHTTP", dependencies: ["CShims", "Locking"]),
 
         // C-library wrappers.
         .target(name: "Postgres", dependencies: ["CLibPQ", "CShims"]),
@@ -56,7 +56,7 @@ let package = Package(
         // What operators see: status snapshots, enqueue requests and their errors, channel management.
         .target(name: "PGPushOperator", dependencies: ["Postgres", "APNsClient", "APNsCore", "PGPushCore"]),
         // `pgpush web`: the status page, its queries and its HTML.
-        .target(name: "PGPushWeb", dependencies: ["LocalHTTP", "Postgres"]),
+        .target(name: "PGPushWeb", dependencies: ["LocalHTTP", "Postgres", "Locking", "PGPushCore"]),
         // `pgpush demo`: a scenario run against the simulator with a worker in the same process.
         .target(name: "PGPushDemo", dependencies: [
             "PGPushCore", "Postgres", "PushQueue", "PushTransport", "PushWorker", "APNsSimulator", "FCMSimulator", "WebPushSimulator", "WebPushClient", "PushCrypto",

@@ -1,5 +1,6 @@
 import CShims
 import Foundation
+import Locking
 import Synchronization
 
 extension HTTPServer {
@@ -15,7 +16,7 @@ extension HTTPServer {
         /// Concurrent: a slow answer (a page waiting for the database) holds up no other
         /// request; the cap on connections bounds how many run at once.
         let routeQueue = DispatchQueue(label: "pgpush-http-route", attributes: .concurrent)
-        private let answered = Mutex<[(connection: Int, response: HTTPResponse)]>([])
+        private let answered = Locked<[(connection: Int, response: HTTPResponse)]>([])
         /// Connections the loop holds, and connections it has accepted since it started, both
         /// published at the end of each round, `held` first (for tests and diagnosis).
         let held = Atomic<Int>(0)

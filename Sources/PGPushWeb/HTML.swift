@@ -1,3 +1,5 @@
+import PGPushCore
+
 /// Text that is already HTML. Pages are built from these only: a value from a row or an
 /// answer becomes HTML through `HTML(text:)`, which escapes it, so no path from the
 /// database to the page skips escaping.
@@ -24,9 +26,9 @@ package struct HTML: Sendable, Equatable, ExpressibleByStringLiteral, CustomStri
             case "&": markup += "&amp;"
             case "\"": markup += "&quot;"
             case "'": markup += "&#39;"
-            case _ where scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)
-                || scalar.properties.generalCategory == .format:
-                // Bidi overrides and zero-width characters too: what is shown is what is there.
+            case _ where scalar.isHiddenInText || scalar.properties.generalCategory == .format:
+                // Besides what the log escapes, format characters (bidi overrides, zero-width
+                // joiners and spaces): on a page they reorder or hide what is next to them.
                 markup += "\\u{\(String(scalar.value, radix: 16, uppercase: true))}"
             default: markup.unicodeScalars.append(scalar)
             }

@@ -1,7 +1,7 @@
 import Foundation
 import LocalHTTP
+import Locking
 import Postgres
-import Synchronization
 
 /// `pgpush web`: which request gets which page, and the actions' rules. Reads through
 /// `StatusPages`, draws through `PageRendering`, connects as the role `conninfo` names, so
@@ -10,7 +10,7 @@ package final class StatusSite: Sendable {
     package let conninfo: String
     private let token: [UInt8]?
     private let version: String
-    private let idle = Mutex<[HeldConnection]>([])
+    private let idle = Locked<[HeldConnection]>([])
     /// What one browser may take of the server: forms are small (a page of selected ids),
     /// a page is read within seconds, and a handful of people look at once.
     package static let limits = HTTPServer.Limits(requestDeadline: .seconds(10), writeDeadline: .seconds(30),
