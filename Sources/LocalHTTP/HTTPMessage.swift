@@ -150,7 +150,7 @@ package struct HTTPResponse: Sendable, Equatable {
     }
 
     static let reasons = [200: "OK", 303: "See Other", 400: "Bad Request", 403: "Forbidden", 404: "Not Found",
-                          405: "Method Not Allowed", 408: "Request Timeout", 411: "Length Required", 413: "Content Too Large",
+                          405: "Method Not Allowed", 408: "Request Timeout", 411: "Length Required", 413: "Content Too Large", 421: "Misdirected Request",
                           431: "Request Header Fields Too Large", 500: "Internal Server Error", 503: "Service Unavailable"]
 
     /// The bytes on the wire. Field values with CR or LF are dropped, never sent.

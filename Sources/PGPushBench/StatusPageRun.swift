@@ -36,7 +36,8 @@ enum StatusPageRun {
             for attempt in 0..<(timedAnswers + 3) {
                 let started = ContinuousClock.now
                 let answer = site.answer(HTTPRequest(method: "GET", path: path.split(separator: "?").first.map(String.init) ?? path,
-                                                     query: HTTPRequest.decodeForm(path.split(separator: "?").dropFirst().first ?? "")))
+                                                     query: HTTPRequest.decodeForm(path.split(separator: "?").dropFirst().first ?? ""),
+                                                     headers: [("host", "127.0.0.1")]))
                 let elapsed = ContinuousClock.now - started
                 let body = String(decoding: answer.body, as: UTF8.self)
                 if answer.status != 200 || !body.contains(marker) {

@@ -19,10 +19,32 @@ package final class StatusSite: Sendable {
     static let idleConnections = 4
 
     /// `token`: `PGPUSH_WEB_TOKEN`; nil or empty turns the actions off.
-    package init(conninfo: String, token: String?, version: String) {
+    /// Whether requests must name a loopback host (`Host: 127.0.0.1:…`, `localhost:…`,
+    /// `[::1]:…`): true when the page listens on loopback. A web page the operator's browser
+    /// opens elsewhere could otherwise point a name of its own at 127.0.0.1 (DNS rebinding)
+    /// and read the status page as if it were its own site.
+    private let loopbackHostsOnly: Bool
+
+    /// `token`: `PGPUSH_WEB_TOKEN`; nil or empty turns the actions off.
+    package init(conninfo: String, token: String?, version: String, loopbackHostsOnly: Bool = true) {
         self.conninfo = conninfo
         self.token = token.flatMap { $0.isEmpty ? nil : Array($0.utf8) }
         self.version = version
+        self.loopbackHostsOnly = loopbackHostsOnly
+    }
+
+    /// `127.0.0.1:8470`, `localhost`, `[::1]:8470`, `127.5.0.1`: a name that cannot be
+    /// anyone else's. Anything else, or no Host at all, is not.
+    static func namesLoopback(_ host: String?) -> Bool {
+        guard var name = host?.lowercased() else { return false }
+        if name.hasPrefix("[") {
+            guard let end = name.firstIndex(of: "]") else { return false }
+            return name[name.index(after: name.startIndex)..<end] == "::1"
+        }
+        if let colon = name.lastIndex(of: ":") { name = String(name[..<colon]) }
+        if name == "localhost" { return true }
+        let parts = name.split(separator: ".", omittingEmptySubsequences: false)
+        return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { UInt8($0) != nil }
     }
 
     package var actionsEnabled: Bool { token != nil }
@@ -40,6 +62,11 @@ package final class StatusSite: Sendable {
 
     package func answer(_ request: HTTPRequest) -> HTTPResponse {
         let context = PageRendering.Context(version: version, actionsEnabled: actionsEnabled, notice: notice(request))
+        if loopbackHostsOnly && !Self.namesLoopback(request.header("host")) {
+            return page(421, PageRendering.message(title: "Wrong host",
+                                                   "This page answers to 127.0.0.1 and localhost only (it listens on loopback).",
+                                                   context: context))
+        }
         switch (request.method, request.path) {
         case ("GET", "/style.css"):
             return HTTPResponse(status: 200, contentType: "text/css; charset=utf-8", headers: Self.securityHeaders,
@@ -165,23 +192,32 @@ package final class StatusSite: Sendable {
     }
 
     /// One connection for one request: an idle one, or a new one; kept afterwards while
-    /// fewer than `idleConnections` wait, and only if it still works.
+    /// fewer than `idleConnections` wait, and only if it still works. A kept connection the
+    /// server has since closed (a restart, a failover) costs one more try on a new one, not
+    /// an error page.
     private func withConnection<T>(_ body: (PostgresConnection) -> Result<T, any Error>) -> Result<T, any Error> {
-        let held: HeldConnection
         if let reused = idle.withLock({ $0.popLast() }) {
-            held = reused
-        } else {
-            do {
-                held = HeldConnection(try PostgresConnection(conninfo: conninfo))
-            } catch {
-                return .failure(error)
-            }
+            let result = body(reused.connection)
+            if reused.connection.isConnected { keep(reused) }
+            // Tried again only when the connection itself failed. An action whose statement
+            // ran before the connection broke runs again: requeue and cancel change a row
+            // once however often they are asked.
+            if case .success = result { return result }
+            if reused.connection.isConnected { return result }
+        }
+        let held: HeldConnection
+        do {
+            held = HeldConnection(try PostgresConnection(conninfo: conninfo))
+        } catch {
+            return .failure(error)
         }
         let result = body(held.connection)
-        if held.connection.isConnected {
-            idle.withLock { if $0.count < Self.idleConnections { $0.append(held) } }
-        }
+        if held.connection.isConnected { keep(held) }
         return result
+    }
+
+    private func keep(_ held: HeldConnection) {
+        idle.withLock { if $0.count < Self.idleConnections { $0.append(held) } }
     }
 }
 

@@ -45,21 +45,28 @@ enum WebCommand {
     static func run(_ arguments: Arguments) throws -> Int32 {
         let environment = ProcessInfo.processInfo.environment
         let listen = arguments.value("listen") ?? environment["PGPUSH_WEB_LISTEN"].flatMap { $0.isEmpty ? nil : $0 } ?? defaultListen
+        let host: String
+        do {
+            host = try HTTPServer.parse(listen, setting: "PGPUSH_WEB_LISTEN").host
+        } catch {
+            throw UsageError(error.description)
+        }
         let conninfo = try arguments.databaseURL()
         // Connecting once before serving says at start-up, not at the first page, that the
         // database or the role is wrong.
         let role = try PostgresConnection(conninfo: conninfo).query("SELECT current_user::text").string(0, 0) ?? "?"
-        let site = StatusSite(conninfo: conninfo, token: environment["PGPUSH_WEB_TOKEN"], version: PGPushVersion.current)
+        let loopback = host.hasPrefix("127.")
+        let site = StatusSite(conninfo: conninfo, token: environment["PGPUSH_WEB_TOKEN"], version: PGPushVersion.current,
+                              loopbackHostsOnly: loopback)
         let server: HTTPServer
         do {
             server = try HTTPServer(address: listen, setting: "PGPUSH_WEB_LISTEN", limits: StatusSite.limits) { site.answer($0) }
         } catch {
             throw UsageError(error.description)
         }
-        let host = (try? HTTPServer.parse(listen, setting: "PGPUSH_WEB_LISTEN").host) ?? "127.0.0.1"
         print("pgpush web: serving http://\(host):\(server.port)/ as database role \(role); "
               + "actions \(site.actionsEnabled ? "on (PGPUSH_WEB_TOKEN)" : "off (no PGPUSH_WEB_TOKEN)")")
-        if !host.hasPrefix("127.") {
+        if !loopback {
             printError("pgpush web: listening on \(host), not loopback: anyone who reaches it reads what role \(role) may read")
         }
         fflush(nil)

@@ -42,20 +42,40 @@ import Testing
     /// Requests the site refuses before it needs the database.
     @Test func actionsOffUnknownPagesAndWrongMethods() {
         let site = StatusSite(conninfo: "host=/nonexistent", token: nil, version: "test")
-        let post = HTTPRequest(method: "POST", path: "/requeue", headers: [("content-type", "application/x-www-form-urlencoded")],
+        let post = HTTPRequest(method: "POST", path: "/requeue", headers: [("host", "127.0.0.1:8470"), ("content-type", "application/x-www-form-urlencoded")],
                                body: Array("token=x&id=1".utf8))
+        func get(_ path: String, method: String = "GET") -> HTTPRequest {
+            HTTPRequest(method: method, path: path, headers: [("host", "localhost:8470")])
+        }
         #expect(site.answer(post).status == 403)
-        #expect(site.answer(HTTPRequest(method: "GET", path: "/nothing")).status == 404)
-        #expect(site.answer(HTTPRequest(method: "DELETE", path: "/")).status == 405)
-        #expect(site.answer(HTTPRequest(method: "GET", path: "/notifications/abc")).status == 404)
+        #expect(site.answer(get("/nothing")).status == 404)
+        #expect(site.answer(get("/", method: "DELETE")).status == 405)
+        #expect(site.answer(get("/notifications/abc")).status == 404)
         let withToken = StatusSite(conninfo: "host=/nonexistent", token: "right", version: "test")
         #expect(withToken.answer(post).status == 403)
-        let css = site.answer(HTTPRequest(method: "GET", path: "/style.css"))
+        let css = site.answer(get("/style.css"))
         #expect(css.status == 200 && css.contentType.hasPrefix("text/css"))
         // The database down is a page that says so, not a crash.
-        let down = site.answer(HTTPRequest(method: "GET", path: "/"))
+        let down = site.answer(get("/"))
         #expect(down.status == 503)
         #expect(String(decoding: down.body, as: UTF8.self).contains("Database unavailable"))
+    }
+
+    /// Listening on loopback, the page answers only requests naming a loopback host: a site
+    /// that points a name of its own at 127.0.0.1 (DNS rebinding) gets 421, not the page.
+    @Test func onLoopbackOnlyLoopbackHostsAreAnswered() {
+        let site = StatusSite(conninfo: "host=/nonexistent", token: nil, version: "test")
+        for host in ["127.0.0.1:8470", "localhost:8470", "LOCALHOST", "[::1]:8470", "127.3.2.1"] {
+            #expect(site.answer(HTTPRequest(method: "GET", path: "/style.css", headers: [("host", host)])).status == 200, "\(host)")
+        }
+        for host in [nil, "evil.example", "evil.example:8470", "127.0.0.1.evil.example", "localhost.evil.example", "[::2]:8470",
+                     "128.0.0.1", "127.0.0.256"] as [String?] {
+            let headers = host.map { [(name: "host", value: $0)] } ?? []
+            #expect(site.answer(HTTPRequest(method: "GET", path: "/style.css", headers: headers)).status == 421, "\(host ?? "no Host")")
+        }
+        // Listening elsewhere (behind a proxy that authenticates), the Host is the proxy's business.
+        let open = StatusSite(conninfo: "host=/nonexistent", token: nil, version: "test", loopbackHostsOnly: false)
+        #expect(open.answer(HTTPRequest(method: "GET", path: "/style.css", headers: [("host", "status.example.com")])).status == 200)
     }
 
     /// The chart is drawn from numbers only; its label is escaped.
