@@ -250,7 +250,7 @@ $_$;
 -- Name: claim(text, text, text, integer, double precision, boolean, bigint, double precision); Type: FUNCTION; Schema: pgpush; Owner: -
 --
 
-CREATE FUNCTION pgpush.claim(worker_id text, app text, service text, claim_limit integer, lease_seconds double precision, skip_known_invalid boolean, lowest_id bigint, look_back_seconds double precision) RETURNS TABLE(id bigint, status text, claim_count integer, attempts integer, device_token text, push_type text, priority smallint, topic text, payload jsonb, collapse_id text, expiration bigint, apns_id uuid, deliver_once boolean, channel_id text, subscription jsonb)
+CREATE FUNCTION pgpush.claim(worker_id text, app text, service text, claim_limit integer, lease_seconds double precision, skip_known_invalid boolean, lowest_id bigint, look_back_seconds double precision) RETURNS TABLE(id bigint, status text, claim_count integer, attempts integer, device_token text, push_type text, priority smallint, topic text, payload jsonb, collapse_id text, expiration bigint, apns_id uuid, deliver_once boolean, channel_id text, subscription jsonb, lane text)
     LANGUAGE plpgsql
     SET plan_cache_mode TO 'force_generic_plan'
     SET jit TO 'off'
@@ -324,7 +324,7 @@ BEGIN
          WHERE e.status = 'failed';
         RETURN QUERY SELECT n.id, n.status, n.claim_count, n.attempts, n.device_token, n.push_type, n.priority,
                             n.topic, n.payload, n.collapse_id, NULL::bigint, n.apns_id, n.deliver_once, n.channel_id,
-                            n.subscription
+                            n.subscription, n.lane
                        FROM pgpush.notifications n
                       WHERE n.id = ANY (refused) AND n.id BETWEEN first_taken AND last_taken;
     END IF;
@@ -351,7 +351,7 @@ BEGIN
                             AND (SELECT c.message_storage_policy FROM pgpush.channels c
                                   WHERE c.app = n.app AND c.channel_id = n.channel_id) = 0
                        THEN true ELSE n.deliver_once END,
-                  n.channel_id, n.subscription;
+                  n.channel_id, n.subscription, n.lane;
     END IF;
 END
 $$;

@@ -100,8 +100,9 @@ package final class APNsClient: Sendable {
     }
 
     /// Sends one notification and returns what happened to it. What to do with each answer
-    /// is `DeliveryPolicy.clientStep`'s to say; this carries it out.
-    package func send(_ request: APNsRequest) async -> Delivery {
+    /// is `DeliveryPolicy.clientStep`'s to say; this carries it out. `lane`: while requests
+    /// wait for a connection, the more urgent lane goes first.
+    package func send(_ request: APNsRequest, lane: Lane = .normal) async -> Delivery {
         let started = clock.now
         guard pool.admit() else {
             return failed(.init(processing: .notProcessed, cause: .clientShutDown, detail: "APNs client is shut down"),
@@ -115,7 +116,7 @@ package final class APNsClient: Sendable {
         while true {
             let granted: (lease: ConnectionLease, token: ProviderToken?)
             var rateWait: Duration?
-            switch await pool.acquire(avoiding: avoidedSlot, requestTimeout: configuration.connection.requestTimeout,
+            switch await pool.acquire(lane: lane, avoiding: avoidedSlot, requestTimeout: configuration.connection.requestTimeout,
                                       credential: providerToken, carrying: Self.carried, rateWait: &rateWait) {
             case .success(let lease): granted = lease
             case .failure(let failure): return failed(failure, request: request, resends: resends.total, since: started)

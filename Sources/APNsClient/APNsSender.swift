@@ -28,7 +28,7 @@ package struct APNsSender: NotificationSender {
 
     package func scope(of request: APNsRequest) -> String? { request.topic }
 
-    package func send(_ request: APNsRequest) async -> Delivery { await client.send(request) }
+    package func send(_ request: APNsRequest, lane: Lane) async -> Delivery { await client.send(request, lane: lane) }
 
     package var sharedWindow: SharedSubmitWindow? { client.configuration.connection.sharedWindow }
 

@@ -141,7 +141,7 @@ package final class FCMSender: NotificationSender {
     /// Token exchanges so far (tests: a handful a minute, never one per row).
     package var tokenExchanges: Int { tokens.exchanges }
 
-    package func send(_ message: FCMMessage) async -> Delivery {
+    package func send(_ message: FCMMessage, lane: Lane) async -> Delivery {
         let started = clock.now
         guard pool.admit() else {
             return failed(DeliveryFailure(processing: .notProcessed, cause: .clientShutDown, detail: "the FCM sender is shut down"),
@@ -161,7 +161,7 @@ package final class FCMSender: NotificationSender {
             }
             var rateWait: Duration?
             let lease: ConnectionLease
-            switch await pool.acquire(avoiding: avoidedSlot, requestTimeout: configuration.connection.requestTimeout,
+            switch await pool.acquire(lane: lane, avoiding: avoidedSlot, requestTimeout: configuration.connection.requestTimeout,
                                       credential: { () -> Result<String?, DeliveryFailure> in .success(nil) },
                                       rateWait: &rateWait) {
             case .success(let granted): lease = granted.0

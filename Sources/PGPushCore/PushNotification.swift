@@ -34,12 +34,14 @@ package struct PushNotification: Equatable, Sendable {
     /// nothing); nil derives it from the push type (true for pushtotalk only).
     package var deliverOnce: Bool?
     package var apnsID: UUID
+    /// Which of the app's rows go first, in the claim and while waiting for a connection.
+    package var lane: Lane
 
     package init(
         id: Int64, app: String = "default", service: Service = .apns, deviceToken: String, pushType: String = "alert",
         priority: Int? = nil, topic: String? = nil, payload: [UInt8], collapseID: String? = nil,
         expiration: Int64? = nil, deliverOnce: Bool? = nil, apnsID: UUID = UUID(), channelID: String? = nil,
-        subscription: [UInt8]? = nil
+        subscription: [UInt8]? = nil, lane: Lane = .normal
     ) {
         self.id = id
         self.app = app
@@ -55,5 +57,6 @@ package struct PushNotification: Equatable, Sendable {
         self.apnsID = apnsID
         self.channelID = channelID
         self.subscription = subscription
+        self.lane = lane
     }
 }

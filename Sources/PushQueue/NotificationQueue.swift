@@ -42,7 +42,7 @@ package final class NotificationQueue {
                       lookBack: Duration? = nil) throws -> ClaimResult {
         let result = try connection.query(Self.claimSQL, [workerID, app, service.rawValue, limit, lease.seconds,
                                                           skipKnownInvalidTokens, try claimFrom(), lookBack?.seconds])
-        // Columns as pgpush.claim returns them (sql/017_web_push.sql; lanes since 018).
+        // Columns as pgpush.claim returns them (sql/019_claim_says_lane.sql).
         var claimed: [ClaimedNotification] = []
         claimed.reserveCapacity(result.rowCount)
         var expired: [Int64] = [], knownInvalid: [Int64] = []
@@ -72,12 +72,15 @@ package final class NotificationQueue {
                 deliverOnce: result.bool(row, 12),
                 apnsID: (result.withBytes(row, 11, UUID.init(canonicalText:)) ?? nil) ?? UUID(),
                 channelID: result.string(row, 13),
-                subscription: result.bytes(row, 14)
+                subscription: result.bytes(row, 14),
+                // Before migration 019 the claim had no lane column: all rows wait as normal ones.
+                lane: result.string(row, 15).flatMap(Lane.init(rawValue:)) ?? .normal
             )
             claimed.append(ClaimedNotification(
                 notification: notification, claimCount: result.int(row, 2) ?? 0, attempts: result.int(row, 3) ?? 0))
         }
-        claimed.sort { $0.id < $1.id }
+        // The sends start in claim order: lane by lane, then by id.
+        claimed.sort { ($0.notification.lane, $0.id) < ($1.notification.lane, $1.id) }
         return ClaimResult(claimed: claimed, expiredIDs: expired, knownInvalidIDs: knownInvalid)
     }
 
@@ -99,7 +102,7 @@ package final class NotificationQueue {
         return id
     }
 
-    /// The claim: pgpush.claim (sql/018_daily_operations.sql; why it is written as it is: 011, 014, 018).
+    /// The claim: pgpush.claim (sql/019_claim_says_lane.sql; why it is written as it is: 011, 014, 018).
     /// Parameters: worker id, app, service, limit, lease seconds, skip known-invalid tokens,
     /// lowest id (`claimFrom()`), look-back seconds.
     package static let claimSQL = "SELECT * FROM pgpush.claim($1, $2, $3, $4, $5, $6, $7, $8)"

@@ -17,8 +17,9 @@ package protocol NotificationSender: Sendable {
     /// The part of the service a refusal of this request may pause (`PauseScope.requestScope`):
     /// APNs's topic. nil when the service pauses nothing smaller than the whole app.
     func scope(of request: Request) -> String?
-    /// Sends one request; never throws: every outcome is a `Delivery`.
-    func send(_ request: Request) async -> Delivery
+    /// Sends one request; never throws: every outcome is a `Delivery`. `lane`: the row's;
+    /// while requests wait for a connection, the more urgent lane goes first.
+    func send(_ request: Request, lane: Lane) async -> Delivery
     /// Requests per second all connections together may send (claim sizing); nil when uncapped.
     var requestsPerSecond: Int? { get }
     /// How many connections the sender keeps (claim sizing).
@@ -42,6 +43,9 @@ package protocol NotificationSender: Sendable {
 }
 
 extension NotificationSender {
+    /// A request of the normal lane (what a row gets when its insert names none).
+    package func send(_ request: Request) async -> Delivery { await send(request, lane: .normal) }
+
     package var wrongSetupIsPerScope: Bool { false }
 }
 

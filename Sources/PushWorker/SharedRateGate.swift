@@ -1,10 +1,11 @@
+import PGPushCore
 import PushQueue
 import PushTransport
 import Synchronization
 
 /// One route's share of `rate_per_app` (`SharedRate`) and the sends waiting on it, let
-/// through one at a time in the order they came by a single pump: one timer per start, not
-/// one wake-up per waiting send.
+/// through one at a time by a single pump (one timer per start, not one wake-up per waiting
+/// send), lane by lane and in the order they came within a lane.
 final class SharedRateGate: Sendable {
     /// How long the pump looks again for a share when there is none (a newcomer's first
     /// seconds, a lease that could not be renewed).
@@ -12,8 +13,7 @@ final class SharedRateGate: Sendable {
 
     private struct State {
         var rate: SharedRate
-        var waiting: [CheckedContinuation<Bool, Never>] = []
-        var head = 0
+        var waiting = LaneQueue<CheckedContinuation<Bool, Never>>()
         var pumping = false
         var stopped = false
     }
@@ -30,8 +30,7 @@ final class SharedRateGate: Sendable {
     func stop() {
         let waiting = state.withLock { state in
             state.stopped = true
-            defer { state.head = state.waiting.count }
-            return Array(state.waiting[state.head...])
+            return state.waiting.removeAll()
         }
         for continuation in waiting { continuation.resume(returning: false) }
     }
@@ -43,11 +42,11 @@ final class SharedRateGate: Sendable {
     }
 
     /// Returns true when this send may start now, false when the worker is stopping.
-    func admit() async -> Bool {
+    func admit(lane: Lane) async -> Bool {
         enum Now { case go, stopped, wait }
         let now = state.withLock { state -> Now in
             if state.stopped { return .stopped }
-            guard state.head == state.waiting.count, case .go = state.rate.admit(at: .now) else { return .wait }
+            guard state.waiting.isEmpty, case .go = state.rate.admit(at: .now) else { return .wait }
             return .go
         }
         switch now {
@@ -59,7 +58,7 @@ final class SharedRateGate: Sendable {
             enum Then { case startPump, none, refuse }
             let then = state.withLock { state -> Then in
                 if state.stopped { return .refuse }
-                state.waiting.append(continuation)
+                state.waiting.append(continuation, lane: lane)
                 defer { state.pumping = true }
                 return state.pumping ? .none : .startPump
             }
@@ -71,21 +70,22 @@ final class SharedRateGate: Sendable {
         }
     }
 
-    /// Lets the waiting sends through in order as the share allows; ends when none waits.
+    /// Lets the waiting sends through in turn as the share allows; ends when none waits.
     private func pump() async {
         while true {
             enum Step { case resume(CheckedContinuation<Bool, Never>), sleep(until: ContinuousClock.Instant), noShare, done }
             let step = state.withLock { state -> Step in
-                guard state.head < state.waiting.count else {
-                    state.waiting.removeAll(keepingCapacity: true)
-                    state.head = 0
+                guard !state.waiting.isEmpty else {
                     state.pumping = false
                     return .done
                 }
                 switch state.rate.admit(at: .now) {
                 case .go:
-                    state.head += 1
-                    return .resume(state.waiting[state.head - 1])
+                    guard let next = state.waiting.popFirst() else {
+                        state.pumping = false
+                        return .done
+                    }
+                    return .resume(next)
                 case .wait(let until): return .sleep(until: until)
                 case .noShare: return .noShare
                 }

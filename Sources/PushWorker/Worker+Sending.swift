@@ -78,11 +78,11 @@ extension Worker {
                 return
             }
         }
-        if let gate = sharedRates[route], !(await gate.admit()) {
+        if let gate = sharedRates[route], !(await gate.admit(lane: row.notification.lane)) {
             writer.add(.released(row))
             return
         }
-        let delivery = await sender.send(request)
+        let delivery = await sender.send(request, lane: row.notification.lane)
         metrics.recordLatency(delivery.latency)
         if let failure = delivery.failure, failure.cause == .responseTooLarge {
             // The row follows the no-answer rule like a deadline; the line says which bound the

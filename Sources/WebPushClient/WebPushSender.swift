@@ -157,7 +157,7 @@ package final class WebPushSender: NotificationSender {
     /// The origins with connections open now (tests).
     package var openOrigins: [PushServiceOrigin] { origins.withLock { $0.origins } }
 
-    package func send(_ message: WebPushMessage) async -> Delivery {
+    package func send(_ message: WebPushMessage, lane: Lane) async -> Delivery {
         let started = clock.now
         let origin = message.endpoint.origin
         let pool: ConnectionPool
@@ -196,7 +196,7 @@ package final class WebPushSender: NotificationSender {
         while true {
             var rateWait: Duration?
             let lease: ConnectionLease
-            switch await pool.acquire(avoiding: avoidedSlot, requestTimeout: configuration.connection.requestTimeout,
+            switch await pool.acquire(lane: lane, avoiding: avoidedSlot, requestTimeout: configuration.connection.requestTimeout,
                                       credential: { () -> Result<String?, DeliveryFailure> in .success(nil) },
                                       rateWait: &rateWait) {
             case .success(let granted): lease = granted.0

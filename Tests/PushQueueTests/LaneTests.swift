@@ -1,11 +1,12 @@
 import Foundation
+import PGPushCore
 import PGPushOperator
 import PGPushTestSupport
 import Postgres
 import PushQueue
 import Testing
 
-/// Lanes (sql/018_daily_operations.sql): within an app and service, every due urgent
+/// Lanes (sql/018_daily_operations.sql, 019): within an app and service, every due urgent
 /// row is claimed before any normal one, normal before bulk, then by send_after and id.
 @Suite struct LaneTests {
     static let token = String(repeating: "a1", count: 32)
@@ -27,8 +28,11 @@ import Testing
         let normal = try insert(connection, count: 3, lane: "normal")
         let urgent = try insert(connection, count: 1, lane: "urgent")
         let queue = NotificationQueue(connection: connection, workerID: "w1")
-        let first = try queue.claim(app: "default", limit: 6, lease: .seconds(30)).claimed.map(\.id)
-        #expect(Set(first) == Set(urgent + normal + bulk.prefix(2)), "\(first)")
+        let firstClaim = try queue.claim(app: "default", limit: 6, lease: .seconds(30)).claimed
+        let first = firstClaim.map(\.id)
+        // In the order they are to be sent: lane by lane (the claim says each row's lane, 019).
+        #expect(first == urgent + normal + bulk.prefix(2), "\(first)")
+        #expect(firstClaim.map(\.notification.lane) == [.urgent, .normal, .normal, .normal, .bulk, .bulk])
         let next = try queue.claim(app: "default", limit: 3, lease: .seconds(30)).claimed.map(\.id)
         #expect(next == Array(bulk[2..<5]))
     }

@@ -218,12 +218,14 @@ import Testing
         ])
     }
 
-    /// Run again by hand on a database of the current version, 018 fails on nothing and
-    /// changes nothing: the enqueue functions with `lane` replace the ones without, the
-    /// claim keeps one version, the feed's trigger is one.
+    /// Run again by hand on a database of its version, 018 fails on nothing and changes
+    /// nothing: the enqueue functions with `lane` replace the ones without, the claim keeps
+    /// one version, the feed's trigger is one.
     @Test func migration018RunsAgainWithoutError() throws {
-        let connection = try PostgresConnection(conninfo: try TestDatabase.migrated())
-        let migration = try #require(try Migration.load(directory: TestDatabase.sqlDirectory).first { $0.version == 18 })
+        let connection = try PostgresConnection(conninfo: try TestDatabase.empty())
+        let all = try Migration.load(directory: TestDatabase.sqlDirectory)
+        try MigrationRunner(migrations: all.filter { $0.version <= 18 }).migrate(connection)
+        let migration = try #require(all.first { $0.version == 18 })
         let before = try schemaFingerprint(connection)
         try connection.transaction { try connection.execute(script: migration.sql) }
         try connection.transaction { try connection.execute(script: migration.sql) }
@@ -239,6 +241,24 @@ import Testing
             SELECT count(*) FROM pg_trigger WHERE tgrelid = 'pgpush.invalid_tokens'::regclass AND NOT tgisinternal
             """)
         #expect(triggers.int(0, 0) == 1)
+    }
+
+    /// 019 makes the claim again with a lane column: run again by hand it changes nothing,
+    /// and the worker role may still call the claim (the grants go with a dropped function).
+    @Test func migration019RunsAgainAndKeepsTheWorkersGrant() throws {
+        let conninfo = try TestDatabase.migrated()
+        let connection = try PostgresConnection(conninfo: conninfo)
+        try TestDatabase.applyRoles(connection)
+        let migration = try #require(try Migration.load(directory: TestDatabase.sqlDirectory).first { $0.version == 19 })
+        let before = try schemaFingerprint(connection)
+        try connection.transaction { try connection.execute(script: migration.sql) }
+        try connection.transaction { try connection.execute(script: migration.sql) }
+        #expect(try schemaFingerprint(connection) == before)
+        let signature = "pgpush.claim(text, text, text, integer, double precision, boolean, bigint, double precision)"
+        #expect(try connection.query("SELECT has_function_privilege('pgpush_worker', $1, 'EXECUTE')", [signature]).bool(0, 0) == true)
+        #expect(try connection.query("SELECT has_function_privilege('pgpush_app', $1, 'EXECUTE')", [signature]).bool(0, 0) == false)
+        let columns = try connection.query("SELECT * FROM pgpush.claim('w', 'default', 'apns', 1, 30, true, 0, NULL)")
+        #expect(columns.columnCount == 16 && columns.columnName(15) == "lane")
     }
 
     private func schemaFingerprint(_ connection: PostgresConnection) throws -> [String] {

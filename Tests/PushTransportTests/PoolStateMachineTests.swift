@@ -1,3 +1,4 @@
+import PGPushCore
 @testable import PushTransport
 import Foundation
 import Testing
@@ -50,14 +51,14 @@ struct PoolStateMachineTests {
 
     /// A request that found nothing registers as a waiter; its id.
     private func wait(_ machine: inout Machine, after attempt: Machine.LeaseAttempt,
-                      at now: ContinuousClock.Instant) -> Machine.WaiterID? {
+                      at now: ContinuousClock.Instant, lane: Lane = .normal) -> Machine.WaiterID? {
         guard case .unavailable(let generation, _) = attempt else {
             Issue.record("expected to find nothing, got \(attempt)")
             return nil
         }
         let id = machine.makeWaiterID()
         let deadline = now.advanced(by: .seconds(5))
-        #expect(machine.waitForChange(id, after: generation, until: deadline, at: now) == .wait(until: deadline))
+        #expect(machine.waitForChange(id, lane: lane, after: generation, until: deadline, at: now) == .wait(until: deadline))
         return id
     }
 
@@ -80,6 +81,22 @@ struct PoolStateMachineTests {
         #expect(pool.waitingRequests == 0)
     }
 
+    @Test("an urgent row's request is woken before normal and bulk ones that waited longer")
+    func waitersByLane() throws {
+        var pool = machine(slots: 1)
+        let now = at(milliseconds: 0)
+        connect(&pool, slot: 0, at: now)
+        let held = try (0..<4).map { _ in try #require(leased(lease(&pool, at: now, streams: 4).0)) }
+        let bulk = try #require(wait(&pool, after: lease(&pool, at: now, streams: 4).0, at: now, lane: .bulk))
+        let normal = try #require(wait(&pool, after: lease(&pool, at: now, streams: 4).0, at: now, lane: .normal))
+        let laterNormal = try #require(wait(&pool, after: lease(&pool, at: now, streams: 4).0, at: now, lane: .normal))
+        let urgent = try #require(wait(&pool, after: lease(&pool, at: now, streams: 4).0, at: now, lane: .urgent))
+
+        // Each freed stream wakes one waiter: urgent first, then normal in arrival order, bulk last.
+        let woken = held.flatMap { pool.finish($0, answered: true, throttled: false, at: now).resumeWaiters }
+        #expect(woken == [urgent, normal, laterNormal, bulk])
+    }
+
     @Test("a waiter registering after the pool changed does not wait; one that gives up is not woken again")
     func staleGenerationAndGivingUp() throws {
         var pool = machine(slots: 1)
@@ -92,7 +109,7 @@ struct PoolStateMachineTests {
         }
         _ = pool.finish(held, answered: true, throttled: false, at: now)
         let late = pool.makeWaiterID()
-        #expect(pool.waitForChange(late, after: generation, until: at(milliseconds: 5000), at: now) == .proceed)
+        #expect(pool.waitForChange(late, lane: .normal, after: generation, until: at(milliseconds: 5000), at: now) == .proceed)
 
         #expect(leased(lease(&pool, at: now, streams: 1).0) != nil)
         let waiter = try #require(wait(&pool, after: lease(&pool, at: now, streams: 1).0, at: now))

@@ -164,8 +164,9 @@ package final class ConnectionPool: Sendable {
     /// waits up to `requestTimeout`, then gives up with `couldNotConnect` (the request was
     /// never written). `carrying`: what a connection carries of the credential for its life;
     /// nil when connections carry none. `rateWait`: set to how long the request waited for
-    /// the rate limit, if it did.
-    package func acquire<Credential>(avoiding avoided: Int?, requestTimeout: Duration,
+    /// the rate limit, if it did. `lane`: the row's; requests waiting here take turns lane by
+    /// lane (`WaiterQueue`).
+    package func acquire<Credential>(lane: Lane, avoiding avoided: Int?, requestTimeout: Duration,
                                      credential: () -> Result<Credential?, DeliveryFailure> = { .success(nil) },
                                      carrying: ((Credential) -> ConnectionCredential)? = nil,
                                      rateWait: inout Duration?) async -> Result<(ConnectionLease, Credential?), DeliveryFailure> {
@@ -214,10 +215,10 @@ package final class ConnectionPool: Sendable {
             case .rateLimited(let until, let generation):
                 rateSleeper = true
                 if rateWaitBegan == nil { rateWaitBegan = now }
-                await waitForChange(after: generation, until: min(until, deadline))
+                await waitForChange(lane: lane, after: generation, until: min(until, deadline))
             case .unavailable(let generation, let rateLimited):
                 if rateLimited && rateWaitBegan == nil { rateWaitBegan = now }
-                await waitForChange(after: generation, until: deadline)
+                await waitForChange(lane: lane, after: generation, until: deadline)
             case .leased, .shutDown, .tokenRefused:
                 break
             }
@@ -275,14 +276,14 @@ package final class ConnectionPool: Sendable {
     }
 
     /// Waits until the pool changes after `generation` (a connection came up, a stream was
-    /// freed, a stream limit rose, or shutdown), or until `deadline`.
-    package func waitForChange(after generation: Int, until deadline: ContinuousClock.Instant) async {
+    /// freed, a stream limit rose, or shutdown) and it is this lane's turn, or until `deadline`.
+    package func waitForChange(lane: Lane, after generation: Int, until deadline: ContinuousClock.Instant) async {
         guard !Task.isCancelled else { return }
         let id = shared.withLock { $0.machine.makeWaiterID() }
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let decision = shared.withLock { shared -> Machine.WaitDecision in
-                    let decision = shared.machine.waitForChange(id, after: generation, until: deadline, at: clock.now)
+                    let decision = shared.machine.waitForChange(id, lane: lane, after: generation, until: deadline, at: clock.now)
                     if case .wait = decision { shared.waiters[id] = Waiter(continuation: continuation) }
                     return decision
                 }

@@ -1,3 +1,4 @@
+import PGPushCore
 
 /// Every decision of the connection pool, with no I/O: which connection a request goes to,
 /// who waits and who is woken, when a slot reconnects, when shutdown may proceed.
@@ -173,7 +174,7 @@ package struct PoolStateMachine<Connection: AnyObject & Sendable> {
         slots[best.slot].rate.record(at: now)
         // Pass the turn on: the next waiting request either finds room too or becomes the
         // rate sleeper.
-        if let next = waiters.takeLongest() { actions.resumeWaiters = [next] }
+        if let next = waiters.takeNext() { actions.resumeWaiters = [next] }
         return (.leased(Lease(slot: best.slot, connection: live.connection)), actions)
     }
 
@@ -195,18 +196,19 @@ package struct PoolStateMachine<Connection: AnyObject & Sendable> {
     /// A rate sleeper that gives up (its deadline passed) hands the role to the next in line.
     package mutating func resignRateSleeper() -> Actions {
         rateSleeperActive = false
-        return Actions(resumeWaiters: waiters.takeLongest().map { [$0] } ?? [])
+        return Actions(resumeWaiters: waiters.takeNext().map { [$0] } ?? [])
     }
 
     /// An id for a request about to wait; see `waitForChange`.
     package mutating func makeWaiterID() -> WaiterID { waiters.makeID() }
 
     /// A request that found nothing (at `generation`) waits for the pool to change, or
-    /// until `deadline`; it proceeds at once if the pool changed since.
-    package mutating func waitForChange(_ id: WaiterID, after generation: Int, until deadline: Instant,
+    /// until `deadline`; it proceeds at once if the pool changed since. Its `lane` decides
+    /// its turn: a freed stream or rate instant goes to the most urgent lane's longest waiter.
+    package mutating func waitForChange(_ id: WaiterID, lane: Lane, after generation: Int, until deadline: Instant,
                                 at now: Instant) -> WaitDecision {
         guard now < deadline, generation == self.generation, !isShuttingDown else { return .proceed }
-        waiters.append(id)
+        waiters.append(id, lane: lane)
         return .wait(until: deadline)
     }
 
@@ -233,7 +235,7 @@ package struct PoolStateMachine<Connection: AnyObject & Sendable> {
             if firstAnswer && oneStreamUntilFirstAnswer {
                 slots[lease.slot].rate.restartSchedule(at: now)
                 actions.resumeWaiters = waiters.takeAll()
-            } else if let next = waiters.takeLongest() {
+            } else if let next = waiters.takeNext() {
                 actions.resumeWaiters = [next]
             }
         }

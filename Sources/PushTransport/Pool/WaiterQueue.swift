@@ -1,12 +1,14 @@
-/// Requests waiting for the pool to change, by id, in arrival order. A waiter that leaves
-/// early (its deadline passed, its task was cancelled) is only forgotten, not searched
-/// for: `takeLongest` skips ids that no longer wait, so every operation is O(1) amortised.
+import PGPushCore
+
+/// Requests waiting for the pool to change, by id: lane by lane (an urgent row's request
+/// before any normal one's), in arrival order within a lane. A waiter that leaves early
+/// (its deadline passed, its task was cancelled) is only forgotten, not searched for:
+/// `takeNext` skips ids that no longer wait, so every operation is O(1) amortised.
 package struct WaiterQueue {
     package typealias ID = Int
 
     private var waiting: Set<ID> = []
-    private var order: [ID] = []
-    private var head = 0
+    private var order = LaneQueue<ID>()
     private var nextID: ID = 0
 
     package var count: Int { waiting.count }
@@ -18,9 +20,9 @@ package struct WaiterQueue {
         return nextID
     }
 
-    package mutating func append(_ id: ID) {
+    package mutating func append(_ id: ID, lane: Lane) {
         guard waiting.insert(id).inserted else { return }
-        order.append(id)
+        order.append(id, lane: lane)
     }
 
     /// False when `id` was not waiting (already woken or gone).
@@ -28,33 +30,18 @@ package struct WaiterQueue {
         waiting.remove(id) != nil
     }
 
-    /// The longest waiting id, no longer waiting.
-    package mutating func takeLongest() -> ID? {
-        defer { compact() }
-        while head < order.count {
-            let id = order[head]
-            head += 1
+    /// The waiter whose turn it is (the most urgent lane's longest waiting), no longer waiting.
+    package mutating func takeNext() -> ID? {
+        while let id = order.popFirst() {
             if waiting.remove(id) != nil { return id }
         }
         return nil
     }
 
-    /// Every waiting id, oldest first; none waits afterwards.
+    /// Every waiting id, in turn order; none waits afterwards.
     package mutating func takeAll() -> [ID] {
-        let ids = order[head...].filter { waiting.contains($0) }
+        let ids = order.removeAll().filter { waiting.contains($0) }
         waiting.removeAll()
-        order.removeAll(keepingCapacity: true)
-        head = 0
         return ids
-    }
-
-    private mutating func compact() {
-        if head == order.count {
-            order.removeAll(keepingCapacity: true)
-            head = 0
-        } else if head > 1024 && head * 2 > order.count {
-            order.removeFirst(head)
-            head = 0
-        }
     }
 }
