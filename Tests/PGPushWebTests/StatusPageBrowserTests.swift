@@ -15,13 +15,16 @@ import Testing
         let url = try fixture.serve()
         let browser = try await HeadlessChromium.start()
         defer { browser.stop() }
+        try fixture.liveWorkerBeats()
         try browser.open(url + "/")
         #expect(try browser.title == "Overview · pgpush")
         let expected = try fixture.expectedFigures()
         #expect(expected.count == 4)
         #expect(try figuresOnThePage(browser) == expected)
-        // The due normal rows have waited ten minutes: the oldest due row's age says so.
-        #expect(try browser.text("tr[data-app='shop'][data-service='apns'] td[data-field='oldest-due']") == "10 min")
+        // The due normal rows have waited ten minutes: the oldest due row's age says so (a
+        // minute more when the machine took that long from the fixture to the page).
+        let age = try browser.text("tr[data-app='shop'][data-service='apns'] td[data-field='oldest-due']")
+        #expect(age == "10 min" || age == "11 min", "\(age)")
         // shop/apns delivered in minutes 3 and 17 before now: two green columns.
         let chart = "tr[data-app='shop'][data-service='apns'] svg.chart"
         #expect(try browser.elements("\(chart) rect.ok").count == 2)

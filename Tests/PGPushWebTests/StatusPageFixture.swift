@@ -94,6 +94,12 @@ final class StatusPageFixture: @unchecked Sendable {
             """)
     }
 
+    /// The live worker beats now: a worker is live for 30 s after its heartbeat, and under
+    /// ThreadSanitizer starting the browser alone took longer than that.
+    func liveWorkerBeats() throws {
+        try admin.query("UPDATE pgpush.workers SET heartbeat_at = now() WHERE id = 'worker-live'")
+    }
+
     /// What SQL says the overview's figures are, per "app/service" and field.
     func expectedFigures() throws -> [String: [String: Int]] {
         let rows = try admin.query("""
