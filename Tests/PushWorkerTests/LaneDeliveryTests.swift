@@ -1,4 +1,6 @@
 import APNsSimulator
+import PGPushCore
+import PushTransport
 import Foundation
 import PGPushTestSupport
 import Postgres
@@ -8,25 +10,38 @@ import Testing
 /// Lanes after the claim (sql/019_claim_says_lane.sql): claimed rows wait for a connection
 /// and the rate lane by lane, with a worker sending to the APNs simulator over TLS + HTTP/2.
 @Suite struct LaneDeliveryTests {
-    /// A worker at its cap (two connections at 100/s) holds a second's worth of bulk rows
-    /// claimed and waiting: 200. A one-time code inserted then waits for a claim with room
-    /// (a quarter of that window, 50 sends) and goes before every bulk row still waiting. In
-    /// one line with them it went after about 150 to 200 of them.
-    @Test func anUrgentRowClaimedBehindAFullWindowGoesFirst() async throws {
-        let harness = try SimulatorHarness(ratePerConnection: 100, connections: 2, logRequests: true)
+    /// End to end: a worker claims a second's worth of rows at its cap (200 at two connections
+    /// of 100/s); the simulator takes two streams per connection and answers in 200 ms, so
+    /// claimed rows wait in the worker for a stream, about 10 s for the last of them. A
+    /// one-time code inserted then is claimed as soon as a quarter of that window is free and
+    /// goes before the rows claimed earlier that still wait: about 150 of them, however long
+    /// the claim takes. In one line with them (before migration 019) it went after them.
+    @Test func anUrgentRowOvertakesBulkRowsClaimedBeforeIt() async throws {
+        var faults = FaultPlan()
+        faults.latencyMilliseconds = 200
+        let harness = try SimulatorHarness(faults: faults, ratePerConnection: 100, connections: 2, logRequests: true) {
+            $0.maxConcurrentStreams = 2
+        }
         defer { harness.stop() }
         let conninfo = try TestDatabase.migrated()
         let database = try PostgresConnection(conninfo: conninfo)
         try database.query("""
             INSERT INTO pgpush.notifications (device_token, payload, lane)
-            SELECT lpad(to_hex(g), 64, '0'), '{"aps":{"alert":"campaign"}}', 'bulk' FROM generate_series(1, 1500) AS g
+            SELECT lpad(to_hex(g), 64, '0'), '{"aps":{"alert":"campaign"}}', 'bulk' FROM generate_series(1, 400) AS g
             """)
         let (worker, running) = try DailyOperationsDeliveryTests.runWorker(harness, conninfo: conninfo, id: "lanes")
         defer { worker.stop() }
-        // Well past the first second: the window of claimed rows is full and being paced.
-        #expect(try await eventually(timeout: .seconds(120)) { harness.simulator.report().totalRequests >= 400 })
+        // The window is claimed and being sent.
+        #expect(try await eventually(timeout: .seconds(120)) {
+            try database.query("SELECT count(*) >= 200 FROM pgpush.notifications WHERE status <> 'queued'").bool(0, 0) == true
+                && harness.simulator.report().totalRequests >= 10
+        })
+        // Every bulk row numbered below this one was claimed before the urgent row exists (the
+        // tokens are the rows' numbers in hex, zero-padded, claimed in their order).
+        let firstUnclaimed = try #require(try database.query(
+            "SELECT min(device_token) FROM pgpush.notifications WHERE status = 'queued' AND lane = 'bulk'")
+            .string(0, 0).flatMap { Int64($0, radix: 16) })
         let code = String(repeating: "c0de", count: 16)
-        let handledBefore = harness.simulator.report().totalRequests
         try database.query("""
             INSERT INTO pgpush.notifications (device_token, payload, lane) VALUES ($1, '{"aps":{"alert":"123456"}}', 'urgent')
             """, [code])
@@ -37,8 +52,53 @@ import Testing
         try await running.value
         let log = try harness.stopAndReadLog()
         let position = try #require(log.firstIndex { $0.token == code })
-        let between = position - handledBefore
-        #expect(between < 120, "\(between) bulk requests went between the urgent row's insert and its request")
+        let sentBefore = Set(log[..<position].compactMap { $0.token.flatMap { Int64($0, radix: 16) } })
+        // Claimed before the urgent row was inserted, and not sent before it: sent after it, or
+        // still waiting when the worker stopped.
+        let overtaken = (1..<firstUnclaimed).count { !sentBefore.contains($0) }
+        #expect(overtaken >= 100, "\(overtaken) bulk rows claimed before the urgent row was inserted went after it")
         #expect(log[..<position].allSatisfy { $0.token != code })
+    }
+
+    /// The sender: with one connection at 10/s and twenty bulk requests waiting for its rate,
+    /// an urgent request sent then goes out next (after at most the one already due), not
+    /// after the twenty. A tenth of a second between sends leaves a loaded machine room.
+    @Test func anUrgentRequestGoesBeforeBulkRequestsWaitingForTheRate() async throws {
+        let harness = try SimulatorHarness(logRequests: true)
+        defer { harness.stop() }
+        let sender = try harness.sender(connections: 1, ratePerConnection: 10, requestTimeout: .seconds(60))
+        defer { Task { await sender.shutdown() } }
+        let code = String(repeating: "c0de", count: 16)
+        let handledBefore = try await Self.sendBulkThenUrgent(sender, bulk: 20, urgentToken: code) {
+            harness.simulator.report().totalRequests
+        }
+        let log = try harness.stopAndReadLog()
+        let position = try #require(log.firstIndex { $0.token == code })
+        #expect(log.count == 21)
+        // Before it: what the simulator had when it was sent, and at most the two due next.
+        #expect(position <= handledBefore + 2, "the urgent request was request \(position + 1) of \(log.count), sent after \(handledBefore)")
+    }
+
+    private static func sendBulkThenUrgent<Sender: NotificationSender>(
+        _ sender: Sender, bulk: Int, urgentToken: String, handled: @escaping @Sendable () -> Int
+    ) async throws -> Int {
+        func request(_ id: Int64, token: String) throws -> Sender.Request {
+            try sender.prepare(PushNotification(id: id, deviceToken: token, payload: Array(#"{"aps":{"alert":"x"}}"#.utf8)))
+        }
+        let bulkRequests = try (1...bulk).map { try request(Int64($0), token: String(format: "%064x", $0)) }
+        let urgent = try request(0, token: urgentToken)
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            for bulkRequest in bulkRequests {
+                group.addTask { _ = await sender.send(bulkRequest, lane: .bulk) }
+            }
+            // The rate binds: the first went out at once, the others wait a tenth of a second each.
+            guard try await eventually(timeout: .seconds(60), { handled() >= 2 }) else {
+                throw TestSetupError("the bulk requests were not sent")
+            }
+            let before = handled()
+            group.addTask { _ = await sender.send(urgent, lane: .urgent) }
+            try await group.waitForAll()
+            return before
+        }
     }
 }
