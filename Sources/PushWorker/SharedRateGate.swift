@@ -1,7 +1,7 @@
+import Locking
 import PGPushCore
 import PushQueue
 import PushTransport
-import Synchronization
 
 /// One route's share of `rate_per_app` (`SharedRate`) and the sends waiting on it, let
 /// through one at a time by a single pump (one timer per start, not one wake-up per waiting
@@ -19,11 +19,11 @@ final class SharedRateGate: Sendable {
     }
 
     let rate: Int
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     init(rate: Int) {
         self.rate = rate
-        state = Mutex(State(rate: SharedRate(rate: rate)))
+        state = Locked(State(rate: SharedRate(rate: rate)))
     }
 
     /// The worker is stopping: every waiting send, and any that comes, is turned back unsent.
