@@ -102,7 +102,7 @@ package final class APNsClient: Sendable {
     /// Sends one notification and returns what happened to it. What to do with each answer
     /// is `DeliveryPolicy.clientStep`'s to say; this carries it out. `lane`: while requests
     /// wait for a connection, the more urgent lane goes first.
-    package func send(_ request: APNsRequest, lane: Lane = .normal) async -> Delivery {
+    package func send(_ request: APNsRequest, lane: Lane = .unnamed) async -> Delivery {
         let started = clock.now
         guard pool.admit() else {
             return failed(.init(processing: .notProcessed, cause: .clientShutDown, detail: "APNs client is shut down"),

@@ -7,6 +7,9 @@ package enum Lane: String, CaseIterable, Sendable, Hashable, Comparable {
     case normal
     case bulk
 
+    /// What a row gets when its insert names none (the column's default, 018).
+    package static let unnamed: Lane = .normal
+
     /// Claim order: urgent first.
     package static func < (lhs: Lane, rhs: Lane) -> Bool { lhs.rank < rhs.rank }
 

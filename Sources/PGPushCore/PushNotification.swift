@@ -41,7 +41,7 @@ package struct PushNotification: Equatable, Sendable {
         id: Int64, app: String = "default", service: Service = .apns, deviceToken: String, pushType: String = "alert",
         priority: Int? = nil, topic: String? = nil, payload: [UInt8], collapseID: String? = nil,
         expiration: Int64? = nil, deliverOnce: Bool? = nil, apnsID: UUID = UUID(), channelID: String? = nil,
-        subscription: [UInt8]? = nil, lane: Lane = .normal
+        subscription: [UInt8]? = nil, lane: Lane = .unnamed
     ) {
         self.id = id
         self.app = app

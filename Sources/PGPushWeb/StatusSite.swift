@@ -198,12 +198,14 @@ package final class StatusSite: Sendable {
     private func withConnection<T>(_ body: (PostgresConnection) -> Result<T, any Error>) -> Result<T, any Error> {
         if let reused = idle.withLock({ $0.popLast() }) {
             let result = body(reused.connection)
-            if reused.connection.isConnected { keep(reused) }
+            if reused.connection.isConnected {
+                keep(reused)
+                return result
+            }
             // Tried again only when the connection itself failed. An action whose statement
             // ran before the connection broke runs again: requeue and cancel change a row
             // once however often they are asked.
             if case .success = result { return result }
-            if reused.connection.isConnected { return result }
         }
         let held: HeldConnection
         do {

@@ -73,8 +73,8 @@ package final class NotificationQueue {
                 apnsID: (result.withBytes(row, 11, UUID.init(canonicalText:)) ?? nil) ?? UUID(),
                 channelID: result.string(row, 13),
                 subscription: result.bytes(row, 14),
-                // Before migration 019 the claim had no lane column: all rows wait as normal ones.
-                lane: result.string(row, 15).flatMap(Lane.init(rawValue:)) ?? .normal
+                // Before migration 019 the claim had no lane column: all rows wait alike.
+                lane: result.string(row, 15).flatMap(Lane.init(rawValue:)) ?? .unnamed
             )
             claimed.append(ClaimedNotification(
                 notification: notification, claimCount: result.int(row, 2) ?? 0, attempts: result.int(row, 3) ?? 0))

@@ -43,8 +43,8 @@ package protocol NotificationSender: Sendable {
 }
 
 extension NotificationSender {
-    /// A request of the normal lane (what a row gets when its insert names none).
-    package func send(_ request: Request) async -> Delivery { await send(request, lane: .normal) }
+    /// A request of the lane a row gets when its insert names none.
+    package func send(_ request: Request) async -> Delivery { await send(request, lane: .unnamed) }
 
     package var wrongSetupIsPerScope: Bool { false }
 }
