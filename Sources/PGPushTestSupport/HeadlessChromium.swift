@@ -28,28 +28,37 @@ package final class HeadlessChromium: @unchecked Sendable {
             throw TestSetupError("chromium and chromium-driver are needed (apt-get install chromium chromium-driver)")
         }
         let scratch = try ScratchDirectory()
-        let logPath = scratch.file("chromedriver.log")
-        guard FileManager.default.createFile(atPath: logPath, contents: nil),
-              let log = FileHandle(forWritingAtPath: logPath) else { throw TestSetupError("cannot write \(logPath)") }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: chromedriver)
-        process.arguments = ["--port=0"]
-        process.standardOutput = log
-        process.standardError = log
-        try process.run()
-        try? log.close()
-        var port: Int?
-        _ = try await eventually(timeout: .seconds(60)) {
-            let text = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
-            port = text.range(of: "started successfully on port ").flatMap { range in
-                Int(text[range.upperBound...].prefix { $0.isNumber })
+        // chromedriver picks the port for --port=0 itself, not the kernel, and exits when another
+        // process took it first ("bind() failed: Address already in use"): started again then.
+        var started: (process: Process, port: Int)?
+        var lastLog = ""
+        for attempt in 1...5 where started == nil {
+            let logPath = scratch.file("chromedriver-\(attempt).log")
+            guard FileManager.default.createFile(atPath: logPath, contents: nil),
+                  let log = FileHandle(forWritingAtPath: logPath) else { throw TestSetupError("cannot write \(logPath)") }
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: chromedriver)
+            process.arguments = ["--port=0"]
+            process.standardOutput = log
+            process.standardError = log
+            try process.run()
+            try? log.close()
+            var port: Int?
+            _ = try await eventually(timeout: .seconds(60)) {
+                let text = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
+                port = text.range(of: "started successfully on port ").flatMap { range in
+                    Int(text[range.upperBound...].prefix { $0.isNumber })
+                }
+                return port != nil || !process.isRunning
             }
-            return port != nil || !process.isRunning
+            if let port {
+                started = (process, port)
+            } else {
+                if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+                lastLog = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
+            }
         }
-        guard let port else {
-            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-            throw TestSetupError("chromedriver did not start: \((try? scratch.read("chromedriver.log")) ?? "")")
-        }
+        guard let (process, port) = started else { throw TestSetupError("chromedriver did not start: \(lastLog)") }
         var arguments = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
                          "--user-data-dir=\(scratch.file("profile"))", "--window-size=\(width),\(height)", "--hide-scrollbars"]
         if !scriptsEnabled { arguments.append("--blink-settings=scriptEnabled=false") }
