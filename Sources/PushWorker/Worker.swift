@@ -135,14 +135,6 @@ package final class Worker: Sendable {
     var isStopping: Bool { stopping.load(ordering: .sequentiallyConsistent) }
 
     package func run() async throws {
-        let thread = TaskThread(name: "pgpush-tasks")
-        defer { thread.end() }
-        try await TaskThread.$current.withValue(thread) {
-            try await withTaskExecutorPreference(thread) { try await runOnTaskThread() }
-        }
-    }
-
-    private func runOnTaskThread() async throws {
         try await register()
         let wakeUps = QueueListener.Source(
             listenConninfo: configuration.listenDatabaseURL ?? configuration.databaseURL,
