@@ -60,7 +60,7 @@ import Testing
         #expect(log[..<position].allSatisfy { $0.token != code })
     }
 
-    /// The sender: with one connection at 10/s and a hundred bulk requests waiting for its
+    /// The sender: with one connection at 2/s and forty bulk requests waiting for its
     /// rate, an urgent request sent then goes out before every bulk request still waiting. The
     /// count is taken when the urgent request is sent, so it does not depend on how soon the
     /// test's task runs on a busy machine (under the whole suite it was once about 4 s late).
@@ -69,10 +69,10 @@ import Testing
     @Test func anUrgentRequestGoesBeforeBulkRequestsWaitingForTheRate() async throws {
         let harness = try SimulatorHarness(logRequests: true)
         defer { harness.stop() }
-        let sender = try harness.sender(connections: 1, ratePerConnection: 10, requestTimeout: .seconds(180))
+        let sender = try harness.sender(connections: 1, ratePerConnection: 2, requestTimeout: .seconds(300))
         defer { Task { await sender.shutdown() } }
         let code = String(repeating: "c0de", count: 16)
-        let bulk = 100
+        let bulk = 40
         let handledBeforeUrgent = try await Self.sendBulkThenUrgent(sender, bulk: bulk, urgentToken: code) {
             harness.simulator.report().totalRequests
         }
@@ -80,9 +80,10 @@ import Testing
         let position = try #require(log.firstIndex { $0.token == code })
         #expect(log.count == bulk + 1)
         let waiting = bulk - handledBeforeUrgent
-        try #require(waiting >= 20, "only \(waiting) bulk requests were still waiting when the urgent one was sent")
+        try #require(waiting >= 10, "only \(waiting) bulk requests were still waiting when the urgent one was sent")
         // One bulk request may hold the rate's next slot and be on its way as the urgent one
-        // is sent, a few more if the sending thread is preempted in between.
+        // is sent, more if the sending task is held up in between: under ASan in a loaded CI
+        // run ten went out in that gap at 10/s, so the rate is 2/s and five are allowed.
         let after = log.count - position - 1
         #expect(after >= waiting - 5, "the urgent request was request \(position + 1) of \(log.count); \(waiting) were waiting")
     }
@@ -100,7 +101,7 @@ import Testing
             for bulkRequest in bulkRequests {
                 group.addTask { _ = await sender.send(bulkRequest, lane: .bulk); return nil }
             }
-            // The rate binds: the first went out at once, the others wait a tenth of a second each.
+            // The rate binds: the first went out at once, the others wait half a second each.
             // Room for a slow first connection: with one core kept busy, in the PgBouncer run of
             // the suite, two requests were not through after 60 s (a failed handshake waits out
             // the reconnect back-off, up to 60 s).
