@@ -84,9 +84,10 @@ package enum BenchConsistency {
             expect(run.workerCPUSeconds > 0, "\(label): the worker used no CPU")
             expect(run.walBytesPerNotification > 0, "\(label): no WAL written")
             wholeCost(label, run.cost, rows: run.rows + 50)
-            if let floor = run.floor {
-                expect(floor.finished == floor.rows, "\(label) floor: \(floor.finished) of \(floor.rows) rows finished by pgbench")
-                expect(floor.workerTransactionsPerNotification > 0, "\(label) floor: no claims counted")
+            for floor in [run.floor, run.pooledFloor].compactMap({ $0 }) {
+                let which = floor.throughPgBouncer ? "floor through PgBouncer" : "floor"
+                expect(floor.finished == floor.rows, "\(label) \(which): \(floor.finished) of \(floor.rows) rows finished by pgbench")
+                expect(floor.workerTransactionsPerNotification > 0, "\(label) \(which): no claims counted")
             }
         }
         for run in report.scale {

@@ -154,7 +154,8 @@ package struct SteadyResult: Sendable, Codable {
     package var offeredPerSecond: Int
     /// Rows sent before the run and not vacuumed (`--steady-history`).
     package var historyRows: Int
-    /// The worker went through PgBouncer (transaction pooling); the floor never does.
+    /// The worker went through PgBouncer (transaction pooling); `floor` never does,
+    /// `pooledFloor` does.
     package var throughPgBouncer: Bool
     package var insertedPerSecond: Double
     package var connections: Int
@@ -191,6 +192,8 @@ package struct SteadyResult: Sendable, Codable {
     package var cost: DatabaseCost?
     /// The least a worker could cost PostgreSQL at this rate, measured in the same run.
     package var floor: FloorResult?
+    /// With `throughPgBouncer`: the same floor through the same PgBouncer (unprepared).
+    package var pooledFloor: FloorResult?
 
     /// PostgreSQL's CPU the worker caused, per notification: every server process less the
     /// inserting session.
@@ -202,6 +205,12 @@ package struct SteadyResult: Sendable, Codable {
     /// causedByWorkerMicroseconds / the floor's.
     package var ratioToFloor: Double? {
         guard let ours = causedByWorkerMicroseconds, let floor = floor?.causedByWorkerMicroseconds, floor > 0 else { return nil }
+        return ours / floor
+    }
+
+    /// causedByWorkerMicroseconds / the pooled floor's.
+    package var ratioToPooledFloor: Double? {
+        guard let ours = causedByWorkerMicroseconds, let floor = pooledFloor?.causedByWorkerMicroseconds, floor > 0 else { return nil }
         return ours / floor
     }
 }

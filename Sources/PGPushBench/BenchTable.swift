@@ -166,12 +166,13 @@ extension BenchReport {
                        run.workerCPUMicrosecondsPerNotification, run.workerBusyCPUs,
                        micro(run.serverCPUMicrosecondsPerNotification), busy, micro(run.causedByWorkerMicroseconds),
                        micro(run.insertSessionCPUMicrosecondsPerNotification)))
-            if let floor = run.floor {
-                row("      floor (pgbench, prepared, minimal table)",
-                    String(format: "caused by the claimer %@, insert session %@, WAL %.2f kB, %.2f transactions; pgpush / floor %@",
-                           micro(floor.causedByWorkerMicroseconds), micro(floor.insertSessionCPUMicrosecondsPerNotification),
-                           floor.walBytesPerNotification / 1000, floor.workerTransactionsPerNotification,
-                           run.ratioToFloor.map { String(format: "%.2f×", $0) } ?? "n/a"))
+            for (label, floor, ratio) in [("      floor (pgbench, prepared, minimal table)", run.floor, run.ratioToFloor),
+                                          ("      floor through PgBouncer (unprepared)", run.pooledFloor, run.ratioToPooledFloor)] {
+                guard let floor else { continue }
+                row(label, String(format: "caused by the claimer %@, insert session %@, WAL %.2f kB, %.2f transactions; pgpush / floor %@",
+                                  micro(floor.causedByWorkerMicroseconds), micro(floor.insertSessionCPUMicrosecondsPerNotification),
+                                  floor.walBytesPerNotification / 1000, floor.workerTransactionsPerNotification,
+                                  ratio.map { String(format: "%.2f×", $0) } ?? "n/a"))
             }
             row("      WAL; worker transactions; insert → request",
                 String(format: "%.2f kB; %.2f; ", run.walBytesPerNotification / 1000, run.workerTransactionsPerNotification)

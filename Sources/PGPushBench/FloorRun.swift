@@ -12,6 +12,12 @@ import Spawn
 /// renewed, no error rows, no partitions, no row-level security: what is left is a claim and
 /// an outcome, each a transaction, for every row or batch. pgpush's figures are read
 /// against it.
+///
+/// When the worker goes through PgBouncer (`--pgbouncer`), the floor runs twice: as above,
+/// and through the same PgBouncer. PgBouncer 1.18 in transaction mode carries no prepared
+/// statement from one transaction to the next, so there pgbench sends each statement
+/// unnamed (`-M extended`), as any worker behind it must: the least the same work costs
+/// through that pooler.
 enum FloorRun {
     /// The minimal queue: an id, what is sent, a status, a lease and a finish time.
     static let schema = """
@@ -45,10 +51,11 @@ enum FloorRun {
         """
     }
 
-    static func run(rate: Int, in context: BenchContext) throws -> FloorResult? {
+    /// `throughPooler`: pgbench reaches the cluster through the bench's PgBouncer, unprepared.
+    static func run(rate: Int, throughPooler: Bool = false, in context: BenchContext) throws -> FloorResult? {
         guard let pgbench = context.database.pgbench else { return nil }
         let options = context.options
-        let name = "floor\(rate)"
+        let name = "floor\(rate)" + (throughPooler ? "_pooled" : "")
         let conninfo = try context.database.fresh(name)
         defer { context.database.discard(conninfo) }
         let meter = try CostMeter(conninfo: conninfo, database: context.database)
@@ -64,8 +71,10 @@ enum FloorRun {
         let windowStart = try meter.snapshot()
         let inserterAtStart = ProcessCPU.preciseSeconds(of: inserter.backendPID)
         let claimsPerSecond = min(rate, Int(Duration.seconds(1) / ClaimSchedule.standardGap))
-        let claimer = try ChildProcess.spawn(pgbench, ["-n", "-M", "prepared", "-c", "1", "-D", "last=0", "-R", String(claimsPerSecond),
-                                                       "-T", String(options.steadySeconds), "-f", scriptPath, conninfo],
+        let mode = throughPooler ? "extended" : "prepared"
+        let claimerConninfo = throughPooler ? context.database.workerURLs(conninfo).database : conninfo
+        let claimer = try ChildProcess.spawn(pgbench, ["-n", "-M", mode, "-c", "1", "-D", "last=0", "-R", String(claimsPerSecond),
+                                                       "-T", String(options.steadySeconds), "-f", scriptPath, claimerConninfo],
                                              environment: [:], outputPath: context.directory + "/\(name).log")
         do {
             _ = try SteadyInserter.insert(inserter, rate: rate, count: total, payloadBytes: options.payloadBytes,
@@ -77,11 +86,12 @@ enum FloorRun {
         let (status, _) = claimer.stop(signal: nil)
         guard status == 0 else { throw BenchError("pgbench exited with status \(status); see \(name).log") }
         // What the rate left queued at the end, in one more claim.
-        let drain = try ChildProcess.spawn(pgbench, ["-n", "-M", "prepared", "-t", "1", "-D", "last=0", "-f", drainPath, conninfo],
+        let drain = try ChildProcess.spawn(pgbench, ["-n", "-M", mode, "-t", "1", "-D", "last=0", "-f", drainPath, claimerConninfo],
                                            environment: [:], outputPath: context.directory + "/\(name)-drain.log")
         guard drain.stop(signal: nil).status == 0 else { throw BenchError("pgbench's drain failed; see \(name)-drain.log") }
         try meter.flush(inserter)
         let inserterAtEnd = ProcessCPU.preciseSeconds(of: inserter.backendPID)
+        if throughPooler { try context.database.releasePooledSessions(conninfo) }
         try meter.waitForOtherSessions(except: [inserter.backendPID])
         let windowEnd = try meter.snapshot()
         let finished = try meter.poll { try $0.query("SELECT count(*) FROM public.floor_queue WHERE status = 'delivered'") }
@@ -90,7 +100,7 @@ enum FloorRun {
         var insertSession: Double?
         if let first = inserterAtStart, let last = inserterAtEnd { insertSession = (last - first) * 1e6 / Double(total) }
         return FloorResult(
-            offeredPerSecond: rate, rows: total, finished: finished,
+            offeredPerSecond: rate, throughPgBouncer: throughPooler, rows: total, finished: finished,
             serverCPUMicrosecondsPerNotification: cost.serverCPUMicrosecondsPerNotification,
             insertSessionCPUMicrosecondsPerNotification: insertSession,
             walBytesPerNotification: cost.walBytesPerNotification,
@@ -102,6 +112,8 @@ enum FloorRun {
 /// The floor at one rate (FloorRun).
 package struct FloorResult: Sendable, Codable {
     package var offeredPerSecond: Int
+    /// pgbench went through PgBouncer, its statements unnamed.
+    package var throughPgBouncer: Bool
     package var rows: Int
     package var finished: Int
     /// Every server process, the inserting session's backend and the bench's observer not.

@@ -77,7 +77,8 @@ enum SteadyRun {
                 simulatorRequests: report.totalRequests, duplicateAcceptedAPNsIDs: report.duplicateAcceptedAPNsIDs,
                 insertToRequest: LatencySummary(milliseconds: toRequest),
                 workerTransactionsPerNotification: Double(whole.commits - Int64(total + 50)) / Double(total + 50),
-                cost: whole, floor: try FloorRun.run(rate: rate, in: context))
+                cost: whole, floor: try FloorRun.run(rate: rate, in: context),
+                pooledFloor: context.database.isPooled ? try FloorRun.run(rate: rate, throughPooler: true, in: context) : nil)
         } catch {
             _ = worker.process.stop(signal: SIGKILL)
             _ = try? simulator.stop()

@@ -41,6 +41,9 @@ echo "== pgpush bench --quick --check: the benchmark runs and its figures are co
 # simulator on two shared cores counts its own delays (BENCHMARKS.md, "Capped").
 .build/debug/pgpush bench --quick --check --capped-connections 1 > /dev/null
 
+echo "== pgpush bench --pgbouncer --check: a steady run through PgBouncer and both floors ==" >&2
+.build/debug/pgpush bench --scenarios steady --steady-rates 100 --steady-seconds 4 --pgbouncer --check > /dev/null
+
 echo "== AddressSanitizer: transport, queue, worker, cores and FCM tests ==" >&2
 # Leak reports come from Foundation and libcurl internals in the test runner, not from
 # pgpush objects (those are counted by the LiveObjects tests), so only memory errors fail.
