@@ -203,15 +203,14 @@ package struct SteadyResult: Sendable, Codable {
     }
 
     /// causedByWorkerMicroseconds / the floor's.
-    package var ratioToFloor: Double? {
-        guard let ours = causedByWorkerMicroseconds, let floor = floor?.causedByWorkerMicroseconds, floor > 0 else { return nil }
-        return ours / floor
-    }
+    package var ratioToFloor: Double? { ratio(to: floor) }
 
     /// causedByWorkerMicroseconds / the pooled floor's.
-    package var ratioToPooledFloor: Double? {
-        guard let ours = causedByWorkerMicroseconds, let floor = pooledFloor?.causedByWorkerMicroseconds, floor > 0 else { return nil }
-        return ours / floor
+    package var ratioToPooledFloor: Double? { ratio(to: pooledFloor) }
+
+    private func ratio(to floor: FloorResult?) -> Double? {
+        guard let ours = causedByWorkerMicroseconds, let theirs = floor?.causedByWorkerMicroseconds, theirs > 0 else { return nil }
+        return ours / theirs
     }
 }
 
