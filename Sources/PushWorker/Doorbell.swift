@@ -29,8 +29,8 @@ final class Doorbell: Sendable {
             state.waiterID += 1
             return state.waiterID
         }
-        let alarm = Alarms.shared.set(after: timeout) { [weak self] in self?.timeOut(wait) }
-        defer { Alarms.shared.cancel(alarm) }
+        let alarm = TaskThread.shared.set(after: timeout) { [weak self] in self?.timeOut(wait) }
+        defer { TaskThread.shared.cancel(alarm) }
         await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 let resumeNow = state.withLock { state -> Bool in

@@ -50,9 +50,9 @@ final class Latch: Sendable {
             state.waits[state.nextWait] = .starting
             return state.nextWait
         }
-        let alarm = timeout.map { timeout in Alarms.shared.set(after: timeout) { [weak self] in self?.release(id) } }
+        let alarm = timeout.map { timeout in TaskThread.shared.set(after: timeout) { [weak self] in self?.release(id) } }
         defer {
-            if let alarm { Alarms.shared.cancel(alarm) }
+            if let alarm { TaskThread.shared.cancel(alarm) }
             state.withLock { $0.waits[id] = nil }
         }
         beforeRegistering()

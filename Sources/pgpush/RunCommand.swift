@@ -104,6 +104,9 @@ enum RunCommand {
     ]
 
     static func run(_ arguments: Arguments) throws -> Int32 {
+        // This process runs one worker and nothing else: its tasks on one thread of their own
+        // (TaskThread says why), from before the first task starts.
+        TaskThread.becomeGlobalExecutor()
         var flagValues: [String: String] = [:]
         for flag in flags { if let value = arguments.value(flag) { flagValues[flag] = value } }
         let configuration: WorkerConfiguration

@@ -307,6 +307,30 @@ struct CommandLineTests {
         #expect(report.connections.count >= 6)
     }
 
+    /// `pgpush run` runs its tasks on one thread of its own (TaskThread), not on the runtime's
+    /// default pool: after a delivery the process has that thread and no thread of the
+    /// default pool (Dispatch names those after their QoS, "…initiated-qos") was started.
+    @Test func theWorkerRunsItsTasksOnOneThreadOfItsOwn() async throws {
+        let conninfo = try TestDatabase.migrated()
+        let simulated = try Simulated(conninfo: conninfo)
+        defer { simulated.stop() }
+        let database = try PostgresConnection(conninfo: conninfo)
+        try TestDatabase.enqueueAlerts(database, count: 50)
+        let worker = try ChildProcess(binary, ["run"], environment: simulated.environment.merging([
+            "PGPUSH_WORKER_ID": "task-thread", "PGPUSH_CONNECTIONS": "2",
+        ]) { $1 })
+        #expect(try await eventually { try Self.count(database, "delivered") == 50 }, "\(worker.lastLines())")
+        let directory = "/proc/\(worker.pid)/task"
+        let threads = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).compactMap { id in
+            (try? String(contentsOfFile: "\(directory)/\(id)/comm", encoding: .utf8))?
+                .trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        worker.signal(SIGTERM)
+        #expect(await worker.wait(timeout: .seconds(60)) == 0, "\(worker.lastLines())")
+        #expect(threads.contains("pgpush-tasks"), "threads: \(threads)")
+        #expect(!threads.isEmpty && !threads.contains { $0.hasSuffix("initiated-qos") }, "threads: \(threads)")
+    }
+
     @Test func doctorPassesOnAGoodSetupAndNamesWhatIsWrong() async throws {
         let conninfo = try TestDatabase.migrated()
         let simulated = try Simulated(conninfo: conninfo)

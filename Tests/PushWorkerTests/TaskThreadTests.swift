@@ -2,7 +2,7 @@ import Locking
 @testable import PushWorker
 import Testing
 
-struct AlarmsTests {
+struct TaskThreadTests {
     /// Alarms fire in the order they are due whatever the order they were set in, never
     /// before they are due, and a cancelled one never fires (an alarm set after it and due
     /// later has fired, so it had every chance to).
@@ -11,12 +11,12 @@ struct AlarmsTests {
         let set = ContinuousClock.now
         let delays: [Int: Duration] = [1: .milliseconds(300), 2: .milliseconds(100), 3: .milliseconds(200),
                                        4: .milliseconds(150), 5: .milliseconds(400)]
-        var ids: [Int: Alarms.ID] = [:]
+        var ids: [Int: TaskThread.Alarm] = [:]
         for (name, delay) in delays.sorted(by: { $0.key < $1.key }) {
-            ids[name] = Alarms.shared.set(after: delay) { fired.withLock { $0.append((name, .now)) } }
+            ids[name] = TaskThread.shared.set(after: delay) { fired.withLock { $0.append((name, .now)) } }
         }
-        Alarms.shared.cancel(ids[4]!)
-        Alarms.shared.cancel(ids[1]!)
+        TaskThread.shared.cancel(ids[4]!)
+        TaskThread.shared.cancel(ids[1]!)
         // Waits on the state: the last alarm due has fired (with room for a loaded machine).
         let deadline = ContinuousClock.now + .seconds(60)
         while fired.withLock({ !$0.contains { $0.0 == 5 } }) && ContinuousClock.now < deadline {
@@ -39,5 +39,33 @@ struct AlarmsTests {
         let again = ContinuousClock.now
         await doorbell.wait(timeout: .milliseconds(300))
         #expect(again.duration(to: .now) >= .milliseconds(300), "the second wait returned early")
+    }
+}
+
+extension TaskThreadTests {
+    /// Many alarms (every `Task.sleep` of `pgpush run` is one): each one not cancelled fires,
+    /// in the order they are due, and none cancelled does.
+    @Test func manyAlarmsFireInTheOrderTheyAreDue() async throws {
+        var random = SystemRandomNumberGenerator()
+        let start = ContinuousClock.now
+        let dues = (0..<300).map { _ in start + .milliseconds(Int.random(in: 50...400, using: &random)) }
+        let fired = Locked<[Int]>([])
+        var alarms: [TaskThread.Alarm] = []
+        for (index, due) in dues.enumerated() {
+            alarms.append(TaskThread.shared.set(after: ContinuousClock.now.duration(to: due)) { fired.withLock { $0.append(index) } })
+        }
+        let cancelled = Set(stride(from: 0, to: dues.count, by: 3))
+        for index in cancelled { TaskThread.shared.cancel(alarms[index]) }
+        let expected = dues.count - cancelled.count
+        let deadline = ContinuousClock.now + .seconds(60)
+        while fired.withLock({ $0.count < expected }) && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        // Room for a cancelled one to fire late, had it not been cancelled.
+        try await Task.sleep(for: .milliseconds(100))
+        let order = fired.withLock { $0 }
+        #expect(Set(order) == Set(dues.indices).subtracting(cancelled))
+        #expect(order.count == expected)
+        #expect(zip(order, order.dropFirst()).allSatisfy { dues[$0] <= dues[$1] }, "fired out of order")
     }
 }
