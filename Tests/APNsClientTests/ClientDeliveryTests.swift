@@ -71,7 +71,10 @@ struct ClientDeliveryTests {
         // wake-ups bunch a request or two into the next window. The write instants are held
         // to the cap exactly (SubmitWindow tests); the tolerance only absorbs stamping jitter.
         #expect(maximum <= 50 + 2)
-        #expect(maximum >= 40, "the cap should have been reached, not avoided")
+        // Reached, not avoided: a limiter twice too strict stays under 30. (The sends are tasks
+        // on the test process's default pool; the suite beside them once held them long
+        // enough that the fullest window counted 39.)
+        #expect(maximum >= 30, "the cap should have been reached, not avoided")
         // 150 sends at 50 per second: the third batch cannot start before 2 s after the first.
         if let first = times.first, let last = times.last { #expect(first.duration(to: last) >= .milliseconds(1950)) }
         #expect(client.statistics.rateLimiterWaits >= 99)
