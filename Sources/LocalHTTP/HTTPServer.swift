@@ -91,9 +91,10 @@ package final class HTTPServer: Sendable {
         // The thread owns the listener and every connection and closes them when it ends;
         // `control` (the stop flag and the eventfd) lives as long as either side holds it.
         let thread = Thread {
+            // Set from the thread itself: Foundation's `Thread.name` does not reach the kernel here.
+            _ = cshims_set_thread_name("pgpush-http")
             Loop(listener: socketDescriptor, control: control, limits: limits).run()
         }
-        thread.name = "pgpush-http"
         thread.start()
     }
 

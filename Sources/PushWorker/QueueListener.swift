@@ -69,10 +69,11 @@ final class QueueListener: Sendable {
 
     func start(_ source: Source, log: Log, onQueued: @escaping @Sendable (String) -> Void, onReconnect: @escaping @Sendable () -> Void) {
         let thread = Thread { [self] in
+            // Set from the thread itself: Foundation's `Thread.name` does not reach the kernel here.
+            _ = cshims_set_thread_name("pgpush-listen")
             run(source, log: log, onQueued: onQueued, onReconnect: onReconnect)
             finished.ring()
         }
-        thread.name = "pgpush-listen"
         started.store(true, ordering: .sequentiallyConsistent)
         thread.start()
     }

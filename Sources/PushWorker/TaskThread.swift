@@ -60,7 +60,7 @@ package final class TaskThread: TaskExecutor, @unchecked Sendable {
         precondition(pthread_cond_init(condition, &attributes) == 0, "pthread_cond_init failed")
         pthread_condattr_destroy(&attributes)
         jobs.reserveCapacity(64)
-        // The name where `top -H` and /proc show it (Foundation's `Thread.name` does not set it).
+        // Set from the thread itself: Foundation's `Thread.name` does not reach the kernel here.
         Thread.detachNewThread { [self] in
             _ = cshims_set_thread_name(name)
             run()
