@@ -162,7 +162,7 @@ final class ClientConnectionEngine {
         if let session, let tls {
             let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
             defer { buffer.deallocate() }
-            _ = HTTP2Wire.receive(session: session, tls: tls, buffer: buffer, untilEmpty: true)
+            _ = HTTP2Wire.receive(session: session, tls: tls, buffer: buffer)
         }
         close(reason)
     }

@@ -4,12 +4,8 @@ import CNGHTTP2
 enum HTTP2Wire {
     enum Outcome: Equatable { case ok, closed(CloseReason) }
 
-    /// Feeds nghttp2 what the socket has. With `untilEmpty`, reads until the socket has
-    /// nothing more, which takes a last read that finds nothing; without it, stops once
-    /// OpenSSL holds nothing unread, and leaves whatever came meanwhile to the next poll,
-    /// which reports it (answers mostly come one at a time: a system call fewer each).
-    static func receive(session: OpaquePointer, tls: TLSStream, buffer: UnsafeMutableRawBufferPointer,
-                        untilEmpty: Bool = false) -> Outcome {
+    /// Reads everything the socket has and feeds it to nghttp2.
+    static func receive(session: OpaquePointer, tls: TLSStream, buffer: UnsafeMutableRawBufferPointer) -> Outcome {
         while true {
             switch tls.read(into: buffer) {
             case .data(let count):
@@ -17,7 +13,6 @@ enum HTTP2Wire {
                 if consumed < 0 {
                     return .closed(.protocolError(String(cString: nghttp2_strerror(Int32(consumed)))))
                 }
-                if !untilEmpty && !tls.hasBufferedInput { return .ok }
             case .wouldBlock: return .ok
             case .closed: return .closed(.peerClosed)
             case .failed(let text): return .closed(.ioError(text))

@@ -100,7 +100,7 @@ final class ServerConnection {
             }
             guard let session else { return }
             if events & Int16(POLLIN | POLLHUP | POLLERR) != 0 || tls.readWaitsForWritable,
-               case .closed = HTTP2Wire.receive(session: session, tls: tls, buffer: readBuffer, untilEmpty: true) {
+               case .closed = HTTP2Wire.receive(session: session, tls: tls, buffer: readBuffer) {
                 close()
                 return
             }

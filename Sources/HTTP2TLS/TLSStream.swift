@@ -33,16 +33,7 @@ final class TLSStream {
             return nil
         }
         receiveClock = timesReads ? Self.timeReads(of: ssl, descriptor: descriptor) : nil
-        if isServer {
-            SSL_set_accept_state(ssl)
-        } else {
-            SSL_set_connect_state(ssl)
-            // A record in one read of the socket, not two (its header, then the rest), and
-            // whatever else the kernel holds with it: a system call fewer per answer. (Not on
-            // the server: the simulator stamps each request with the time of the read that
-            // brought it, and one read bringing several would blur their arrivals.)
-            SSL_set_read_ahead(ssl, 1)
-        }
+        if isServer { SSL_set_accept_state(ssl) } else { SSL_set_connect_state(ssl) }
         self.descriptor = descriptor
         self.ssl = ssl
         self.counter = counter
@@ -144,9 +135,6 @@ final class TLSStream {
             return .failed(OpenSSLErrors.describe("SSL_read"))
         }
     }
-
-    /// OpenSSL holds bytes read from the socket and not yet returned by SSL_read.
-    var hasBufferedInput: Bool { SSL_has_pending(ssl) == 1 }
 
     func append(_ bytes: UnsafePointer<UInt8>, count: Int) {
         output.append(contentsOf: UnsafeBufferPointer(start: bytes, count: count))
