@@ -36,7 +36,6 @@ package final class TaskThread: TaskExecutor, @unchecked Sendable {
         fileprivate let id: UInt64
     }
 
-
     static let shared = TaskThread(name: "pgpush-tasks")
 
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
@@ -48,7 +47,6 @@ package final class TaskThread: TaskExecutor, @unchecked Sendable {
     private var asleep = false
     /// While asleep: when it wakes by itself (nil: only when signalled).
     private var wakesAt: ContinuousClock.Instant?
-    private var thread: pthread_t?
 
     private init(name: String) {
         mutex.initialize(to: pthread_mutex_t())
@@ -65,11 +63,6 @@ package final class TaskThread: TaskExecutor, @unchecked Sendable {
             _ = cshims_set_thread_name(name)
             run()
         }
-    }
-
-    /// True on the thread itself.
-    var isCurrent: Bool {
-        withLock { thread.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
     }
 
     /// Calls `action` on the thread once `delay` has passed, unless cancelled first.
@@ -121,7 +114,6 @@ package final class TaskThread: TaskExecutor, @unchecked Sendable {
         var batch: [UnownedJob] = []
         batch.reserveCapacity(64)
         pthread_mutex_lock(mutex)
-        thread = pthread_self()
         while true {
             if let due = alarms.firstDue, due <= .now, let action = alarms.removeFirst() {
                 pthread_mutex_unlock(mutex)
