@@ -24,7 +24,7 @@ import Testing
             $0.pollInterval = .milliseconds(20)
         }
         let running = Task { try await worker.run() }
-        try await WorkerEndToEndTests.waitUntilFinished(database, timeout: .seconds(120))
+        try await WorkerEndToEndTests.waitUntilFinished(database)
         worker.stop()
         try await running.value
         let report = harness.simulator.report()

@@ -41,7 +41,7 @@ import Testing
         try AnswerHandlingTests.enqueue(database, tokens: tokens)
         let log = Locked<[String]>([])
         let running = try AnswerHandlingTests.start(harness.app, conninfo, log: Self.lines(log))
-        try await WorkerEndToEndTests.waitUntilFinished(database, timeout: .seconds(120))
+        try await WorkerEndToEndTests.waitUntilFinished(database)
         try await running.stop()
         let requests = try harness.stopAndReadLog()
         return Delivered(database: database,
@@ -167,7 +167,7 @@ import Testing
             $0.drainTimeout = .seconds(2)
         }
         let running = Task { try await worker.run() }
-        #expect(try await eventually(timeout: .seconds(120)) {
+        #expect(try await eventually(timeout: .seconds(300)) {
             log.withLock { $0.contains { $0.contains(" outcome_write_failed ") } }
         })
         worker.stop()

@@ -32,7 +32,7 @@ import Testing
         let (worker, running) = try DailyOperationsDeliveryTests.runWorker(harness, conninfo: conninfo, id: "lanes")
         defer { worker.stop() }
         // The window is claimed and being sent.
-        #expect(try await eventually(timeout: .seconds(120)) {
+        #expect(try await eventually(timeout: .seconds(300)) {
             try database.query("SELECT count(*) >= 200 FROM pgpush.notifications WHERE status <> 'queued'").bool(0, 0) == true
                 && harness.simulator.report().totalRequests >= 10
         })
@@ -46,7 +46,7 @@ import Testing
         try database.query("""
             INSERT INTO pgpush.notifications (device_token, payload, lane) VALUES ($1, '{"aps":{"alert":"123456"}}', 'urgent')
             """, [code])
-        #expect(try await eventually(timeout: .seconds(120)) {
+        #expect(try await eventually(timeout: .seconds(300)) {
             try database.query("SELECT status FROM pgpush.notifications WHERE device_token = $1", [code]).string(0, 0) == "delivered"
         })
         worker.stop()

@@ -119,7 +119,7 @@ struct TransactionPoolingTests {
         #expect(listening, "the worker did not LISTEN on its direct connection")
         try database.query("SELECT pgpush.enqueue(device_token => $1, payload => '{\"aps\":{\"alert\":\"x\"}}')",
                            [WorkerEndToEndTests.token(2)])
-        try await WorkerEndToEndTests.waitUntilFinished(database, timeout: .seconds(120))
+        try await WorkerEndToEndTests.waitUntilFinished(database)
         worker.stop()
         try await running.value
         #expect(try database.query("SELECT status FROM pgpush.notifications").string(0, 0) == "delivered")

@@ -120,7 +120,7 @@ import Testing
         try database.query("SELECT pgpush.enqueue(device_token => $1, payload => '{\"aps\":{\"alert\":\"x\"}}', expires_at => now() - interval '1 minute')", [expired])
 
         let (worker, running) = try startWorker(harness, conninfo)
-        try await WorkerEndToEndTests.waitUntilFinished(database, timeout: .seconds(90))
+        try await WorkerEndToEndTests.waitUntilFinished(database)
         worker.stop()
         try await running.value
 
@@ -175,7 +175,7 @@ import Testing
         try database.query("SELECT pgpush.enqueue(device_token => $1, payload => '{\"aps\":{\"alert\":\"x\"}}')", [renewed])
 
         let (worker, running) = try startWorker(harness, conninfo)
-        try await WorkerEndToEndTests.waitUntilFinished(database, timeout: .seconds(90))
+        try await WorkerEndToEndTests.waitUntilFinished(database)
         worker.stop()
         try await running.value
 

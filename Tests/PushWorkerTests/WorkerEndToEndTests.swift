@@ -124,7 +124,7 @@ import Testing
             try database.query("SELECT pgpush.enqueue(device_token => $1, payload => '{\"aps\":{\"alert\":\"hi\"}}')", [Self.token(round)])
             // Far below the 600 s poll, with room for ThreadSanitizer beside the other suites
             // (30 s once ran out there).
-            try await Self.waitUntilFinished(database, timeout: .seconds(120))
+            try await Self.waitUntilFinished(database)
         }
         #expect(try database.query("SELECT count(*) FROM pgpush.notifications WHERE status = 'delivered'").int(0, 0) == 3)
         worker.stop()
@@ -164,11 +164,11 @@ import Testing
         }
         #expect(unlistened, "still listening after \(inserted) rows")
         try await Self.waitUntilFinished(database, timeout: .seconds(300))
-        #expect(try await eventually(timeout: .seconds(120)) { try listenerSaid("LISTEN \"pgpush_queued\"") })
+        #expect(try await eventually(timeout: .seconds(300)) { try listenerSaid("LISTEN \"pgpush_queued\"") })
 
         try database.query("SELECT pgpush.enqueue(device_token => $1, payload => '{\"aps\":{\"alert\":\"hi\"}}')",
                            [Self.token(inserted + 1)])
-        try await Self.waitUntilFinished(database, timeout: .seconds(120))
+        try await Self.waitUntilFinished(database)
         #expect(try database.query("SELECT count(*) FROM pgpush.notifications WHERE status = 'delivered'").int(0, 0)
                 == inserted + 1)
         worker.stop()
@@ -297,7 +297,7 @@ import Testing
             $0.drainTimeout = .seconds(10)
         }
         let running = Task { try await worker.run() }
-        let claimWaits = try await eventually(timeout: .seconds(120)) {
+        let claimWaits = try await eventually(timeout: .seconds(300)) {
             try database.query("""
                 SELECT count(*) FROM pg_stat_activity
                  WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%claim%'
