@@ -6,9 +6,9 @@ import Spawn
 /// The least a worker could cost PostgreSQL for the steady runs' work, measured in the same
 /// run on the same cluster: rows inserted one per transaction at the same rate, and
 /// pgbench (PostgreSQL's own client, not pgpush) claiming and finishing them with prepared
-/// statements on a minimal table. It claims as often as rows come, but not more often than
-/// pgpush's claim loop may (every 5 ms, `ClaimSchedule.standardGap`): at 100/s one row per
-/// claim, at 1,000/s about five, so both wait as long for a claim. No wake-ups, no leases
+/// statements on a minimal table. It claims as often as pgpush's claim loop polls for rows
+/// coming at that rate (`ClaimSchedule.pollingInterval`): at 100/s every 20 ms, two rows a
+/// claim, at 1,000/s every 5 ms, about five, so both wait as long for a claim. No wake-ups, no leases
 /// renewed, no error rows, no partitions, no row-level security: what is left is a claim and
 /// an outcome, each a transaction, for every row or batch. pgpush's figures are read
 /// against it.
@@ -70,7 +70,7 @@ enum FloorRun {
 
         let windowStart = try meter.snapshot()
         let inserterAtStart = ProcessCPU.preciseSeconds(of: inserter.backendPID)
-        let claimsPerSecond = min(rate, Int(Duration.seconds(1) / ClaimSchedule.standardGap))
+        let claimsPerSecond = min(rate, Int((Duration.seconds(1) / ClaimSchedule.pollingInterval(rowRate: Double(rate))).rounded()))
         let mode = throughPooler ? "extended" : "prepared"
         let claimerConninfo = throughPooler ? context.database.workerURLs(conninfo).database : conninfo
         let claimer = try ChildProcess.spawn(pgbench, ["-n", "-M", mode, "-c", "1", "-D", "last=0", "-R", String(claimsPerSecond),

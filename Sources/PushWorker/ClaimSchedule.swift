@@ -13,12 +13,12 @@ import Synchronization
 /// send makes no claim by itself: it matters only when the loop waits for room.
 ///
 /// While rows keep coming (`pollingRate` or more a second, as its claims find them), the loop
-/// polls instead: it claims once per row it expects, at most every gap and at least every
-/// `1 / pollingRate`, and needs no NOTIFY. A NOTIFY costs PostgreSQL a transaction in the
-/// listening session and the inserting session a signal, for each row (BENCHMARKS.md, 0.5.0);
-/// a poll at the rows' own pace makes as many claims as the NOTIFYs would have, and a row
-/// waits at most one interval (20 ms at 50 rows/s, 5 ms from 200/s). When the rows' rate
-/// falls below half `pollingRate`, the loop listens again.
+/// polls instead (`pollingInterval`): a claim per `rowsPerPolledClaim` rows it expects, at
+/// most every gap and at least every `1 / pollingRate`, and no NOTIFY. A NOTIFY costs
+/// PostgreSQL a transaction in the listening session and the inserting session a signal, for
+/// each row (BENCHMARKS.md, 0.5.0). A row waits at most one interval: 20 ms up to 100 rows/s,
+/// 10 ms at 200/s, 5 ms from 400/s. When the rows' rate falls below half `pollingRate`, the
+/// loop listens again.
 package struct ClaimSchedule {
     enum Step: Equatable {
         case claim
@@ -33,6 +33,12 @@ package struct ClaimSchedule {
 
     /// Rows per second of one app from which its loop polls instead of waiting for NOTIFYs.
     static let pollingRate = 50.0
+
+    /// Rows a polled claim is meant to find, within the interval's bounds. A claim's cost is
+    /// mostly its own, not its rows': at 100/s, two rows a claim instead of one took about a
+    /// third off the database's CPU per notification and a quarter off the worker's, for a
+    /// claim every 20 ms instead of 10 (BENCHMARKS.md, 2026-12-06, two rows a claim).
+    static let rowsPerPolledClaim = 2.0
 
     /// How much each claim moves the rows' rate (an exponential moving average): four claims
     /// at a steady rate bring it from nothing to over half of it.
@@ -144,10 +150,15 @@ package struct ClaimSchedule {
         if timedOut { claimSize.timedOut() }
     }
 
-    /// While polling: one claim per row expected, within the gap and `1 / pollingRate`.
-    var pollingInterval: Duration {
-        let perRow = Duration.seconds(1 / max(rowRate, Self.pollingRate))
-        return max(perRow, gap)
+    /// While polling: the time between claims.
+    var pollingInterval: Duration { Self.pollingInterval(rowRate: rowRate, gap: gap) }
+
+    /// The time between polled claims for rows at `rowRate` a second: long enough for
+    /// `rowsPerPolledClaim` of them, within `gap` and `1 / pollingRate`. (The bench's floor
+    /// claims as often, so that both wait as long.)
+    package static func pollingInterval(rowRate: Double, gap: Duration = standardGap) -> Duration {
+        let perClaim = Duration.seconds(rowsPerPolledClaim / max(rowRate, pollingRate))
+        return min(max(perClaim, gap), .seconds(1 / pollingRate))
     }
 
     func next(at now: ContinuousClock.Instant) -> Step {

@@ -114,17 +114,18 @@ struct ClaimScheduleTests {
         #expect(schedule.next(at: now + gap) == .wait(until: now + poll, wakeEarly: true))
     }
 
-    /// Rows at 100/s: the loop polls, one claim per row's interval, and keeps polling when a
-    /// claim finds none or two now and then.
-    @Test func rowsAtAHundredASecondArePolledAtTheirPace() {
+    /// Rows at 100/s: the loop polls, a claim per two rows' interval (20 ms, the longest a
+    /// polled row waits), and keeps polling when a claim finds fewer or more now and then.
+    @Test func rowsAtAHundredASecondArePolledTwoAClaim() {
         var schedule = schedule()
         let claims = simulate(&schedule, rate: 100, seconds: 2, from: start)
         #expect(schedule.polling)
-        #expect(schedule.pollingInterval > .milliseconds(9) && schedule.pollingInterval < .milliseconds(11))
-        // As many claims as rows, give or take the start.
-        #expect(claims.count >= 180 && claims.count <= 210)
+        #expect(schedule.pollingInterval > .milliseconds(19) && schedule.pollingInterval <= .milliseconds(20))
+        // Half as many claims as rows, give or take the start (NOTIFYs, then polling).
+        #expect(claims.count >= 90 && claims.count <= 115, "\(claims.count) claims")
+        #expect(claims.dropFirst(20).allSatisfy { $0.taken >= 1 && $0.taken <= 3 })
         var now = claims.last!.at
-        for taken in [1, 0, 2, 1, 0, 0, 2, 1, 1, 2, 0, 1] {
+        for taken in [2, 1, 3, 2, 0, 1, 4, 2, 2, 3, 1, 2] {
             guard case .wait(let until, _) = schedule.next(at: now + .microseconds(1)) else {
                 Issue.record("claims before its interval"); return
             }
@@ -133,6 +134,17 @@ struct ClaimScheduleTests {
             schedule.claimEnded(taken: taken, asked: 100)
             #expect(schedule.polling)
         }
+    }
+
+    /// The interval between polled claims: two rows' worth, never longer than 20 ms (at 50 and
+    /// 100 rows/s) nor shorter than the gap (from 400/s). The bench's floor claims by it too.
+    @Test func polledClaimsComeEveryTwoRowsWithinTheGapAndTwentyMilliseconds() {
+        let interval = { (rate: Double) in ClaimSchedule.pollingInterval(rowRate: rate) }
+        #expect(interval(50) == .milliseconds(20))
+        #expect(interval(100) == .milliseconds(20))
+        #expect(interval(200) == .milliseconds(10))
+        #expect(interval(400) == gap)
+        #expect(interval(1000) == gap)
     }
 
     /// Rows slower than `pollingRate`, or a burst after a quiet spell, are claimed after their
