@@ -1,4 +1,11 @@
 import Postgres
+
+/// How long a test waits for a state that is sure to come (rows drained, a row's end): with a
+/// core kept busy, each test of the suite runs 100–200 s beside the others, and a drain that
+/// takes seconds alone can take a minute or two. The waits end on the state, so a passing
+/// test waits no longer for the room.
+package let stateWaitLimit: Duration = .seconds(300)
+
 /// Polls `condition` until it holds or `timeout` passes; returns whether it held.
 /// For state that lives in another process or in the database, where no event
 /// reaches the test; the poll interval is short, so it adds no fixed delay.

@@ -102,7 +102,7 @@ struct HostileServerTests {
         // nghttp2 drops DATA for the reset stream and never refills its window, so the
         // server can push at most the stream's initial window (16 MiB, our SETTINGS).
         let streamWindow = 1 << 24
-        #expect(try await eventually(timeout: .seconds(300)) { server.bodyBytesSent >= streamWindow })
+        #expect(try await eventually(timeout: stateWaitLimit) { server.bodyBytesSent >= streamWindow })
         // The connection's window was refilled all along: it still answers.
         server.attack = .answer
         #expect(try await connection.send(request(1)).status == 200)

@@ -16,7 +16,7 @@ import Testing
         let scenario = DemoScenario.standard(alerts: 24, background: 3, voip: 1, scheduledDelay: 1, randomServerErrors: 0.05, seed: 42)
         var options = DemoOptions(conninfo: conninfo)
         options.progressInterval = .milliseconds(50)
-        options.timeout = .seconds(300)
+        options.timeout = stateWaitLimit
         let updates = ProgressLog()
         let result = try await DemoRun(scenario: scenario, options: options).run(progress: { progress, _ in updates.append(progress) })
 

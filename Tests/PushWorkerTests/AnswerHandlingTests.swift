@@ -104,7 +104,7 @@ import Testing
         try Self.enqueue(database, tokens: (1...Sanitizers.scaled(3000, underThreadSanitizer: 1500)).map(Self.token))
         let running = try Self.start(harness.app, conninfo)
         var most = 0
-        let drained = try await eventually(timeout: .seconds(300), every: .milliseconds(20)) {
+        let drained = try await eventually(timeout: stateWaitLimit, every: .milliseconds(20)) {
             let row = try database.query("""
                 SELECT count(*) FILTER (WHERE status = 'sending'), count(*) FILTER (WHERE status IN ('queued', 'sending'))
                   FROM pgpush.notifications

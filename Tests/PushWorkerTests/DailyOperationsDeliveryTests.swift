@@ -35,7 +35,7 @@ import Testing
         defer { worker.stop() }
         #expect(try RequeueRequest(app: "default", reason: "CouldNotConnect", since: Date().addingTimeInterval(-7200))
             .requeue(on: database) == 8)
-        #expect(try await eventually(timeout: .seconds(300)) {
+        #expect(try await eventually(timeout: stateWaitLimit) {
             try database.query("SELECT count(*) FROM pgpush.notifications WHERE status = 'delivered'").int(0, 0) == 8
         })
         worker.stop()
@@ -64,7 +64,7 @@ import Testing
         let (worker, running) = try Self.runWorker(harness, conninfo: conninfo, id: "feed")
         defer { worker.stop() }
         var heard: [PostgresNotification] = []
-        _ = try await eventually(timeout: .seconds(300)) {
+        _ = try await eventually(timeout: stateWaitLimit) {
             heard += try listener.waitForNotifications(timeout: .milliseconds(50))
             return !heard.isEmpty
         }

@@ -167,7 +167,7 @@ import Testing
             $0.drainTimeout = .seconds(2)
         }
         let running = Task { try await worker.run() }
-        #expect(try await eventually(timeout: .seconds(300)) {
+        #expect(try await eventually(timeout: stateWaitLimit) {
             log.withLock { $0.contains { $0.contains(" outcome_write_failed ") } }
         })
         worker.stop()

@@ -32,7 +32,7 @@ import Testing
         let (worker, running) = try DailyOperationsDeliveryTests.runWorker(harness, conninfo: conninfo, id: "lanes")
         defer { worker.stop() }
         // The window is claimed and being sent.
-        #expect(try await eventually(timeout: .seconds(300)) {
+        #expect(try await eventually(timeout: stateWaitLimit) {
             try database.query("SELECT count(*) >= 200 FROM pgpush.notifications WHERE status <> 'queued'").bool(0, 0) == true
                 && harness.simulator.report().totalRequests >= 10
         })
@@ -46,7 +46,7 @@ import Testing
         try database.query("""
             INSERT INTO pgpush.notifications (device_token, payload, lane) VALUES ($1, '{"aps":{"alert":"123456"}}', 'urgent')
             """, [code])
-        #expect(try await eventually(timeout: .seconds(300)) {
+        #expect(try await eventually(timeout: stateWaitLimit) {
             try database.query("SELECT status FROM pgpush.notifications WHERE device_token = $1", [code]).string(0, 0) == "delivered"
         })
         worker.stop()
@@ -106,7 +106,7 @@ import Testing
             // Room for a slow first connection: with one core kept busy, in the PgBouncer run of
             // the suite, two requests were not through after 60 s (a failed handshake waits out
             // the reconnect back-off, up to 60 s).
-            guard try await eventually(timeout: .seconds(300), { handled() >= 2 }) else {
+            guard try await eventually(timeout: stateWaitLimit, { handled() >= 2 }) else {
                 throw TestSetupError("the bulk requests were not sent")
             }
             group.addTask {

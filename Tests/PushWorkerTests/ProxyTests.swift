@@ -49,7 +49,7 @@ struct ProxyTests {
         try TestDatabase.enqueueAlerts(database, count: 50)
         let run = try Self.run(harness, conninfo: conninfo, proxy: try HTTPProxy(url: tinyproxy.url(user: "alice", password: Self.password)),
                                id: "proxied")
-        #expect(try await eventually(timeout: .seconds(300)) { try Self.count(database, "delivered") == 50 },
+        #expect(try await eventually(timeout: stateWaitLimit) { try Self.count(database, "delivered") == 50 },
                 "\(run.log.withLock { $0 })\n\(tinyproxy.log)")
         try await run.stop()
         // Both connections went through the tunnel: tinyproxy was asked for the simulator.
@@ -76,7 +76,7 @@ struct ProxyTests {
         try TestDatabase.enqueueAlerts(database, count: 5)
         let run = try Self.run(harness, conninfo: conninfo, proxy: try HTTPProxy(url: tinyproxy.url), id: "refused-\(status)")
         var reason: String?
-        _ = try await eventually(timeout: .seconds(300)) {
+        _ = try await eventually(timeout: stateWaitLimit) {
             let row = try database.query("SELECT reason FROM pgpush.app_health WHERE app = 'default' AND NOT healthy")
             reason = row.rowCount == 1 ? row.string(0, 0) : nil
             return reason != nil
@@ -100,7 +100,7 @@ struct ProxyTests {
         try TestDatabase.enqueueAlerts(database, count: 10)
         let run = try Self.run(harness, conninfo: conninfo, proxy: try HTTPProxy(url: tinyproxy.url, noProxy: "localhost, .example.com,127.0.0.1"),
                                id: "direct")
-        #expect(try await eventually(timeout: .seconds(300)) { try Self.count(database, "delivered") == 10 })
+        #expect(try await eventually(timeout: stateWaitLimit) { try Self.count(database, "delivered") == 10 })
         try await run.stop()
         #expect(tinyproxy.connects.isEmpty, "\(tinyproxy.connects)")
     }

@@ -82,7 +82,7 @@ import Testing
         try TestDatabase.enqueueAlerts(database, count: 3000)
         let workers = try ["free-1", "free-2"].map { try Self.worker(harness, conninfo: conninfo, id: $0, ratePerApp: 0) }
         let runs = workers.map { worker in Task { try await worker.run() } }
-        #expect(try await eventually(timeout: .seconds(300)) {
+        #expect(try await eventually(timeout: stateWaitLimit) {
             try database.query("SELECT count(*) FROM pgpush.notifications WHERE status = 'delivered'").int(0, 0) == 3000
         })
         workers.forEach { $0.stop() }

@@ -24,7 +24,7 @@ import Testing
     }
 
     /// Polls the table until no row is unfinished; the worker has no "done" event of its own.
-    static func waitUntilFinished(_ connection: PostgresConnection, timeout: Duration = .seconds(300)) async throws {
+    static func waitUntilFinished(_ connection: PostgresConnection, timeout: Duration = stateWaitLimit) async throws {
         let finished = try await eventually(timeout: timeout, every: .milliseconds(50)) {
             try connection.query("SELECT count(*) FROM pgpush.notifications WHERE status IN ('queued', 'sending')").int(0, 0) == 0
         }
@@ -163,8 +163,8 @@ import Testing
             if inserted % 20 == 0 { unlistened = try listenerSaid("UNLISTEN \"pgpush_queued\"") }
         }
         #expect(unlistened, "still listening after \(inserted) rows")
-        try await Self.waitUntilFinished(database, timeout: .seconds(300))
-        #expect(try await eventually(timeout: .seconds(300)) { try listenerSaid("LISTEN \"pgpush_queued\"") })
+        try await Self.waitUntilFinished(database)
+        #expect(try await eventually(timeout: stateWaitLimit) { try listenerSaid("LISTEN \"pgpush_queued\"") })
 
         try database.query("SELECT pgpush.enqueue(device_token => $1, payload => '{\"aps\":{\"alert\":\"hi\"}}')",
                            [Self.token(inserted + 1)])
@@ -200,7 +200,7 @@ import Testing
             if inserted % 10 == 0 { unlistened = try listenerSaid("UNLISTEN \"pgpush_queued\"") }
         }
         #expect(unlistened, "still listening after \(inserted) rows at 100/s")
-        try await Self.waitUntilFinished(database, timeout: .seconds(300))
+        try await Self.waitUntilFinished(database)
         #expect(try database.query("SELECT count(*) FROM pgpush.notifications WHERE status = 'delivered'").int(0, 0)
                 == inserted)
         worker.stop()
@@ -297,7 +297,7 @@ import Testing
             $0.drainTimeout = .seconds(10)
         }
         let running = Task { try await worker.run() }
-        let claimWaits = try await eventually(timeout: .seconds(300)) {
+        let claimWaits = try await eventually(timeout: stateWaitLimit) {
             try database.query("""
                 SELECT count(*) FROM pg_stat_activity
                  WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%claim%'

@@ -33,7 +33,7 @@ struct WebPushSenderOverTLSTests {
         #expect(await sender.send(try sender.prepare(row)).verdict == .delivered)
         #expect(sender.openOrigins.map(\.description) == [origin])
         #expect(sender.statistics.liveConnections == 1)
-        #expect(try await eventually(timeout: .seconds(300)) { sender.openOrigins.isEmpty && sender.statistics.liveConnections == 0 },
+        #expect(try await eventually(timeout: stateWaitLimit) { sender.openOrigins.isEmpty && sender.statistics.liveConnections == 0 },
                 "the idle origin's connection was not closed")
         #expect(await sender.send(try sender.prepare(row)).verdict == .delivered)
         #expect(sender.openOrigins.count == 1)
