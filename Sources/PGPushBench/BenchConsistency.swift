@@ -89,6 +89,12 @@ package enum BenchConsistency {
                 expect(floor.finished == floor.rows, "\(label) \(which): \(floor.finished) of \(floor.rows) rows finished by pgbench")
                 expect(floor.workerTransactionsPerNotification > 0, "\(label) \(which): no claims counted")
             }
+            if let peer = run.transportPeer {
+                let offered = peer.offeredPerSecond * peer.seconds
+                expect(peer.answered2xx == peer.requests && peer.succeeded == peer.requests,
+                       "\(label) transport peer: \(peer.answered2xx) of \(peer.requests) h2load requests answered 2xx")
+                expect(peer.requests * 10 >= offered * 9, "\(label) transport peer: h2load sent \(peer.requests) of \(offered)")
+            }
         }
         for run in report.scale {
             let label = "scale \(run.workers)"

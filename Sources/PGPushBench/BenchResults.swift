@@ -194,6 +194,9 @@ package struct SteadyResult: Sendable, Codable {
     package var floor: FloorResult?
     /// With `throughPgBouncer`: the same floor through the same PgBouncer (unprepared).
     package var pooledFloor: FloorResult?
+    /// h2load at the same rate over as many connections: the transport alone (nil when
+    /// h2load is not installed).
+    package var transportPeer: TransportPeerResult?
 
     /// PostgreSQL's CPU the worker caused, per notification: every server process less the
     /// inserting session.
@@ -207,6 +210,12 @@ package struct SteadyResult: Sendable, Codable {
 
     /// causedByWorkerMicroseconds / the pooled floor's.
     package var ratioToPooledFloor: Double? { ratio(to: pooledFloor) }
+
+    /// The worker's CPU per notification / h2load's per request.
+    package var ratioToTransportPeer: Double? {
+        guard let peer = transportPeer?.cpuMicrosecondsPerRequest, peer > 0 else { return nil }
+        return workerCPUMicrosecondsPerNotification / peer
+    }
 
     private func ratio(to floor: FloorResult?) -> Double? {
         guard let ours = causedByWorkerMicroseconds, let theirs = floor?.causedByWorkerMicroseconds, theirs > 0 else { return nil }

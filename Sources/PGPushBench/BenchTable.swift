@@ -174,6 +174,12 @@ extension BenchReport {
                                   floor.walBytesPerNotification / 1000, floor.workerTransactionsPerNotification,
                                   ratio.map { String(format: "%.2f×", $0) } ?? "n/a"))
             }
+            if let peer = run.transportPeer {
+                row("      transport peer (h2load, no database)",
+                    String(format: "%.1f µs CPU/request (%d of %d requests 2xx); pgpush worker / peer %@",
+                           peer.cpuMicrosecondsPerRequest, peer.answered2xx, peer.requests,
+                           run.ratioToTransportPeer.map { String(format: "%.2f×", $0) } ?? "n/a"))
+            }
             row("      WAL; worker transactions; insert → request",
                 String(format: "%.2f kB; %.2f; ", run.walBytesPerNotification / 1000, run.workerTransactionsPerNotification)
                     + (run.insertToRequest.map { String(format: "p50 %.1f  p99 %.1f  max %.1f ms", $0.p50, $0.p99, $0.max) } ?? "n/a"))

@@ -6,8 +6,9 @@ import Postgres
 /// rounded up), as an operator leaves room. What it costs per notification once running:
 /// the worker's CPU from the first measured insert to its exit (start-up, first TLS
 /// handshakes and JWT excluded), PostgreSQL's CPU (the inserting session's and the rest's)
-/// and WAL from the first measured insert until every row is finished; and the floor
-/// (FloorRun) at the same rate, measured right after on the same cluster.
+/// and WAL from the first measured insert until every row is finished; the floor (FloorRun)
+/// at the same rate, measured right after on the same cluster; and h2load sending as much
+/// over as many connections (TransportPeerRun), the peer for the worker's own CPU.
 enum SteadyRun {
     static func run(rate: Int, in context: BenchContext) throws -> SteadyResult {
         let options = context.options
@@ -78,7 +79,8 @@ enum SteadyRun {
                 insertToRequest: LatencySummary(milliseconds: toRequest),
                 workerTransactionsPerNotification: Double(whole.commits - Int64(total + 50)) / Double(total + 50),
                 cost: whole, floor: try FloorRun.run(rate: rate, in: context),
-                pooledFloor: context.database.isPooled ? try FloorRun.run(rate: rate, throughPooler: true, in: context) : nil)
+                pooledFloor: context.database.isPooled ? try FloorRun.run(rate: rate, throughPooler: true, in: context) : nil,
+                transportPeer: try TransportPeerRun.run(rate: rate, connections: connections, in: context))
         } catch {
             _ = worker.process.stop(signal: SIGKILL)
             _ = try? simulator.stop()

@@ -24,13 +24,6 @@ extension ChildProcess {
         return candidates.map(\.path).first { FileManager.default.isExecutableFile(atPath: $0) }
     }()
 
-    /// A command-line tool from the system's folders (openssl, nghttp, tcpdump), nil when
-    /// it is not installed.
-    package static func tool(_ name: String) -> String? {
-        ["/usr/bin", "/usr/sbin", "/usr/local/bin", "/bin", "/sbin"].map { "\($0)/\(name)" }
-            .first { FileManager.default.isExecutableFile(atPath: $0) }
-    }
-
     /// Waits until the output contains `text` (a "listening" line, say).
     package func waitForOutput(containing text: String, timeout: Duration) async -> Bool {
         (try? await eventually(timeout: timeout) { output.contains(text) }) ?? false

@@ -14,6 +14,13 @@ package final class ChildProcess: @unchecked Sendable {
     private let endsWithObject: Bool
     private var exitStatus: Int32?
 
+    /// A command-line tool from the system's folders (openssl, h2load, tcpdump), nil when it
+    /// is not installed.
+    package static func tool(_ name: String) -> String? {
+        ["/usr/bin", "/usr/sbin", "/usr/local/bin", "/bin", "/sbin"].map { "\($0)/\(name)" }
+            .first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+
     /// Starts `executable` with stdin from /dev/null and stdout and stderr into the output
     /// file, with this process's environment plus `environment` (only `environment` when
     /// `inheritEnvironment` is false).

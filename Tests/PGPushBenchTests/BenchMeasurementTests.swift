@@ -4,6 +4,17 @@ import Postgres
 import Testing
 
 @Suite struct BenchMeasurementTests {
+    @Test func h2loadSummaryCountsAreRead() throws {
+        let output = """
+            finished in 20.01s, 999.45 req/s, 66.42KB/s
+            requests: 19989 total, 20000 started, 19989 done, 19987 succeeded, 2 failed, 0 errored, 0 timeout
+            status codes: 19985 2xx, 0 3xx, 2 4xx, 0 5xx
+            """
+        #expect(H2LoadCounts(output: output) == H2LoadCounts(requests: 19989, succeeded: 19987, answered2xx: 19985))
+        #expect(H2LoadCounts(output: "requests: 10 total, 10 started, 10 done, 10 succeeded") == nil)
+        #expect(H2LoadCounts(output: "") == nil)
+    }
+
     @Test func percentilesUseNearestRank() throws {
         let summary = try #require(LatencySummary(milliseconds: (1...100).map(Double.init).reversed()))
         #expect(summary.count == 100)
