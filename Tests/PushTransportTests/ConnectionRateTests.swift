@@ -4,11 +4,11 @@ import Testing
 @Suite("Connection rate: N per second, paced evenly")
 struct ConnectionRateTests {
     /// Sends a backlog as fast as the rate allows, each start `lateness` after it was allowed.
-    private func backlog(limit: Int, count: Int, lateness: Duration = .zero) -> [ContinuousClock.Instant] {
-        let origin = ContinuousClock.now
+    private func backlog(limit: Int, count: Int, lateness: Duration = .zero) -> [PoolInstant] {
+        let origin = PoolInstant.now
         var rate = ConnectionRate(limit: limit)
         var now = origin
-        var starts: [ContinuousClock.Instant] = []
+        var starts: [PoolInstant] = []
         while starts.count < count {
             now = rate.earliestStart(at: now) + (starts.isEmpty ? .zero : lateness)
             rate.record(at: now)
@@ -45,11 +45,11 @@ struct ConnectionRateTests {
 
     @Test("an idle connection banks no burst")
     func idleBanksNothing() {
-        let origin = ContinuousClock.now
+        let origin = PoolInstant.now
         var rate = ConnectionRate(limit: 100)
         rate.record(at: origin)
         let later = origin.advanced(by: .seconds(5))
-        var starts: [ContinuousClock.Instant] = []
+        var starts: [PoolInstant] = []
         var now = later
         for _ in 0..<(ConnectionRate.catchUp + 4) {
             now = rate.earliestStart(at: now)
@@ -63,13 +63,13 @@ struct ConnectionRateTests {
 
     @Test("a restarted schedule has nothing to catch up: after the first answer, even spacing at once")
     func restartedScheduleBanksNothing() {
-        let origin = ContinuousClock.now
+        let origin = PoolInstant.now
         var rate = ConnectionRate(limit: 100)
         rate.record(at: origin)                         // the connection's single first request
         let answered = origin.advanced(by: .milliseconds(90))
         rate.restartSchedule(at: answered)
         var now = answered
-        var starts: [ContinuousClock.Instant] = []
+        var starts: [PoolInstant] = []
         for _ in 0..<3 {
             now = rate.earliestStart(at: now)
             rate.record(at: now)
@@ -87,7 +87,7 @@ struct ConnectionRateTests {
 
     @Test("a lowered limit lowers the window and the pace; unlimited never waits")
     func limits() {
-        let origin = ContinuousClock.now
+        let origin = PoolInstant.now
         var rate = ConnectionRate(limit: 100)
         rate.setLimit(10)
         #expect(rate.limit == 10)

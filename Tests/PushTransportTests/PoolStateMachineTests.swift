@@ -11,9 +11,9 @@ struct PoolStateMachineTests {
 
     typealias Machine = PoolStateMachine<FakeConnection>
 
-    private let origin = ContinuousClock.now
+    private let origin = PoolInstant.now
 
-    private func at(milliseconds: Int) -> ContinuousClock.Instant {
+    private func at(milliseconds: Int) -> PoolInstant {
         origin.advanced(by: .milliseconds(milliseconds))
     }
 
@@ -25,7 +25,7 @@ struct PoolStateMachineTests {
 
     /// Fills `slot` with a new connection at `now`.
     @discardableResult
-    private func connect(_ machine: inout Machine, slot: Int, at now: ContinuousClock.Instant) -> FakeConnection {
+    private func connect(_ machine: inout Machine, slot: Int, at now: PoolInstant) -> FakeConnection {
         let connection = FakeConnection()
         let begins = machine.connectAttemptBegins(slot: slot)
         #expect(begins)
@@ -36,7 +36,7 @@ struct PoolStateMachineTests {
         return connection
     }
 
-    private func lease(_ machine: inout Machine, at now: ContinuousClock.Instant, streams: Int = 10,
+    private func lease(_ machine: inout Machine, at now: PoolInstant, streams: Int = 10,
                        avoiding avoided: Int? = nil, wasRateSleeper: Bool = false, token: ConnectionCredential? = nil,
                        acceptsRequests: Bool = true) -> (Machine.LeaseAttempt, Machine.Actions) {
         machine.lease(at: now, avoiding: avoided, wasRateSleeper: wasRateSleeper, token: token) { _ in
@@ -51,7 +51,7 @@ struct PoolStateMachineTests {
 
     /// A request that found nothing registers as a waiter; its id.
     private func wait(_ machine: inout Machine, after attempt: Machine.LeaseAttempt,
-                      at now: ContinuousClock.Instant, lane: Lane = .normal) -> Machine.WaiterID? {
+                      at now: PoolInstant, lane: Lane = .normal) -> Machine.WaiterID? {
         guard case .unavailable(let generation, _) = attempt else {
             Issue.record("expected to find nothing, got \(attempt)")
             return nil

@@ -16,7 +16,7 @@ package enum PoolLeaseAttempt<Connection: AnyObject & Sendable>: Sendable {
     case unavailable(generation: Int, rateLimited: Bool)
     /// A stream is free but every such connection sent its full rate in the last window;
     /// the caller is the one request that sleeps until `until`, when the first frees.
-    case rateLimited(until: ContinuousClock.Instant, generation: Int)
+    case rateLimited(until: PoolInstant, generation: Int)
     /// APNs refused the provider token the request was to carry: read the token again.
     case tokenRefused
     case shutDown

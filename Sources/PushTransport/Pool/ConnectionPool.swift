@@ -80,7 +80,6 @@ package final class ConnectionPool: Sendable {
     private let backoff: ReconnectBackoff
     private let statistics: StatisticsRecorder
     private let shared: Locked<Shared>
-    private let clock = ContinuousClock()
     /// Told of every connection failure, outside the pool's lock (the worker logs and counts them).
     private let failureObserver = Locked<(@Sendable (ConnectionFailure) -> Void)?>(nil)
 
@@ -148,7 +147,7 @@ package final class ConnectionPool: Sendable {
         handle { machine in
             // Read under the lock: a lease must record the instant it was granted, not the
             // instant its caller started waiting for the lock.
-            machine.lease(at: clock.now, avoiding: avoided, wasRateSleeper: wasRateSleeper, token: token) { connection in
+            machine.lease(at: PoolInstant.now, avoiding: avoided, wasRateSleeper: wasRateSleeper, token: token) { connection in
                 let status = connection.status
                 return .init(acceptsRequests: status.acceptsRequests, streamLimit: status.streamLimit)
             }
@@ -170,9 +169,9 @@ package final class ConnectionPool: Sendable {
                                      credential: () -> Result<Credential?, DeliveryFailure> = { .success(nil) },
                                      carrying: ((Credential) -> ConnectionCredential)? = nil,
                                      rateWait: inout Duration?) async -> Result<(ConnectionLease, Credential?), DeliveryFailure> {
-        var deadline = clock.now.advanced(by: requestTimeout)
+        var deadline = PoolInstant.now.advanced(by: requestTimeout)
         var rateSleeper = false
-        var rateWaitBegan: ContinuousClock.Instant?
+        var rateWaitBegan: PoolInstant?
         while true {
             let current: Credential?
             switch credential() {
@@ -185,7 +184,7 @@ package final class ConnectionPool: Sendable {
                                 token: current.flatMap { value in carrying.map { $0(value) } })
             rateSleeper = false
             if case .leased(let lease) = attempt {
-                rateWait = rateWaitBegan.map { $0.duration(to: clock.now) }
+                rateWait = rateWaitBegan.map { $0.duration(to: PoolInstant.now) }
                 return .success((lease, current))
             }
             if case .shutDown = attempt {
@@ -197,7 +196,7 @@ package final class ConnectionPool: Sendable {
                 return .failure(DeliveryFailure(processing: .notProcessed, cause: .clientShutDown,
                                                 detail: "the sending task was cancelled before the request was written"))
             }
-            let now = clock.now
+            let now = PoolInstant.now
             if liveConnections > 0 {
                 deadline = now.advanced(by: requestTimeout)
             } else if let failure = lastConnectFailure, let lasting = failure.lastingCause {
@@ -277,13 +276,13 @@ package final class ConnectionPool: Sendable {
 
     /// Waits until the pool changes after `generation` (a connection came up, a stream was
     /// freed, a stream limit rose, or shutdown) and it is this lane's turn, or until `deadline`.
-    package func waitForChange(lane: Lane, after generation: Int, until deadline: ContinuousClock.Instant) async {
+    package func waitForChange(lane: Lane, after generation: Int, until deadline: PoolInstant) async {
         guard !Task.isCancelled else { return }
         let id = shared.withLock { $0.machine.makeWaiterID() }
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let decision = shared.withLock { shared -> Machine.WaitDecision in
-                    let decision = shared.machine.waitForChange(id, lane: lane, after: generation, until: deadline, at: clock.now)
+                    let decision = shared.machine.waitForChange(id, lane: lane, after: generation, until: deadline, at: PoolInstant.now)
                     if case .wait = decision { shared.waiters[id] = Waiter(continuation: continuation) }
                     return decision
                 }
@@ -292,7 +291,7 @@ package final class ConnectionPool: Sendable {
                     return
                 }
                 let timer = Task { [self] in
-                    try? await Task.sleep(until: until, clock: .continuous)
+                    try? await Task.sleep(until: until.continuous, clock: .continuous)
                     handle { $0.waiterGaveUp(id) }
                 }
                 let orphaned = shared.withLock { shared -> Bool in
@@ -312,19 +311,19 @@ package final class ConnectionPool: Sendable {
     /// Ends a lease. `answered`: an HTTP answer arrived; `throttled`: it was 429
     /// TooManyRequests.
     package func finish(_ lease: ConnectionLease, answered: Bool, throttled: Bool) {
-        handle { $0.finish(lease, answered: answered, throttled: throttled, at: clock.now) }
+        handle { $0.finish(lease, answered: answered, throttled: throttled, at: PoolInstant.now) }
     }
 
     /// Takes the lease's connection out of the pool and closes it gracefully (its other
     /// streams finish); the keeper connects a replacement at once.
     package func retire(_ lease: ConnectionLease) {
-        handle { $0.retire(lease, at: clock.now) }
+        handle { $0.retire(lease, at: PoolInstant.now) }
     }
 
     /// Retires every connection that carries the provider token `jwt`: after APNs refused
     /// it, each request written with it would be refused too.
     package func retireConnections(carrying jwt: String) {
-        handle { $0.retireConnections(carrying: jwt, at: clock.now) }
+        handle { $0.retireConnections(carrying: jwt, at: PoolInstant.now) }
     }
 
     // MARK: keeping connections
@@ -355,7 +354,7 @@ package final class ConnectionPool: Sendable {
     /// False when the pool is shutting down and the connection is not wanted.
     private func install(_ connection: HTTP2ClientConnection, slot: Int) -> Bool {
         let installed = shared.withLock { shared -> (isReconnect: Bool, work: Work)? in
-            guard case .installed(let isReconnect, let actions) = shared.machine.connected(connection, slot: slot, at: clock.now)
+            guard case .installed(let isReconnect, let actions) = shared.machine.connected(connection, slot: slot, at: PoolInstant.now)
             else { return nil }
             return (isReconnect, shared.take(actions))
         }
@@ -377,14 +376,14 @@ package final class ConnectionPool: Sendable {
                 if let failure = ConnectionFailure(endpoint: endpoint.hostAndPort, closeReason: reason) {
                     report(failure)
                 }
-                handle { $0.connectionStopped(slot: slot, connection: connection, at: clock.now) }
+                handle { $0.connectionStopped(slot: slot, connection: connection, at: PoolInstant.now) }
             case .goAwayReceived:
-                handle { $0.connectionStopped(slot: slot, connection: connection, at: clock.now) }
+                handle { $0.connectionStopped(slot: slot, connection: connection, at: PoolInstant.now) }
             case .ready, .maxConcurrentStreamsChanged:
                 handle { $0.streamLimitChanged(slot: slot, connection: connection) }
             }
         }
-        handle { $0.connectionStopped(slot: slot, connection: connection, at: clock.now) }
+        handle { $0.connectionStopped(slot: slot, connection: connection, at: PoolInstant.now) }
     }
 
     // MARK: failures
@@ -431,22 +430,22 @@ package final class ConnectionPool: Sendable {
     /// pools share it (`closingTransport` false), the transport.
     package func shutdown(timeout: Duration, closingTransport: Bool = true) async {
         handle { $0.beginShutdown() }
-        await waitUntilIdle(until: clock.now.advanced(by: timeout))
+        await waitUntilIdle(until: PoolInstant.now.advanced(by: timeout))
         handle { $0.finishShutdown() }
         if closingTransport { transport.shutdown() }
     }
 
-    private func waitUntilIdle(until deadline: ContinuousClock.Instant) async {
-        let decision = shared.withLock { $0.machine.waitForIdle(until: deadline, at: clock.now) }
+    private func waitUntilIdle(until deadline: PoolInstant) async {
+        let decision = shared.withLock { $0.machine.waitForIdle(until: deadline, at: PoolInstant.now) }
         guard case .wait(let until) = decision else { return }
         // Woken by the last request to leave, or by the timer at the deadline.
         let timer = Task { [self] in
-            try? await Task.sleep(until: until, clock: .continuous)
+            try? await Task.sleep(until: until.continuous, clock: .continuous)
             handle { $0.idleDeadlinePassed() }
         }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let waits = shared.withLock { shared -> Bool in
-                guard case .wait = shared.machine.waitForIdle(until: deadline, at: clock.now) else { return false }
+                guard case .wait = shared.machine.waitForIdle(until: deadline, at: PoolInstant.now) else { return false }
                 shared.idleWaiters.append(continuation)
                 return true
             }

@@ -37,8 +37,8 @@ package struct PoolSlot<Connection: AnyObject & Sendable> {
     /// clock instant's layout is unknown at compile time (the standard library's, resilient),
     /// and with one inside, every look at a live connection copied it through runtime type
     /// metadata, in every lease.
-    package var connectedAt: ContinuousClock.Instant?
-    package var throttle: TooManyRequestsThrottle<ContinuousClock.Instant>?
+    package var connectedAt: PoolInstant?
+    package var throttle: TooManyRequestsThrottle<PoolInstant>?
     package var rate: ConnectionRate
     package var firstAttemptDone = false
     /// A connection filled the slot before: the next one is a reconnect.

@@ -10,7 +10,7 @@ import PGPushCore
 /// keeper draws, so the machine is driven in tests with instants constructed by hand and
 /// stand-in connections, and gives the same answers every time.
 package struct PoolStateMachine<Connection: AnyObject & Sendable> {
-    package typealias Instant = ContinuousClock.Instant
+    package typealias Instant = PoolInstant
     package typealias WaiterID = WaiterQueue.ID
     package typealias Lease = PoolLease<Connection>
     package typealias LeaseAttempt = PoolLeaseAttempt<Connection>

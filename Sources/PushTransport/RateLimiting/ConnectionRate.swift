@@ -20,7 +20,7 @@ import PGPushCore
 /// (it counts a request late when its answer is late) and the ones a window after it
 /// get back onto the schedule by about 4 ms a window instead of carrying the delay on.
 package struct ConnectionRate: Sendable {
-    package typealias Instant = ContinuousClock.Instant
+    package typealias Instant = PoolInstant
 
     package static let window: Duration = RateCap.window + .milliseconds(4)
     /// How far behind its schedule a connection may catch up, in intervals: 120 ms at the

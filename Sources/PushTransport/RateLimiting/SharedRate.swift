@@ -49,9 +49,10 @@ package struct SharedRate: Sendable {
     /// Whether a send asked for at `now` may go; `.go` counts it.
     package mutating func admit(at now: Instant) -> Admission {
         guard share > 0, let validUntil, now < validUntil else { return .noShare }
-        let start = pace.earliestStart(at: now)
-        guard start <= now else { return start < validUntil ? .wait(until: start) : .noShare }
-        pace.record(at: now)
+        let at = PoolInstant(now)
+        let start = pace.earliestStart(at: at)
+        guard start <= at else { return start.continuous < validUntil ? .wait(until: start.continuous) : .noShare }
+        pace.record(at: at)
         return .go
     }
 }
