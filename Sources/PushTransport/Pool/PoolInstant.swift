@@ -5,7 +5,7 @@
 /// its own to change (it is not frozen), so every struct holding one — a pool slot, its rate
 /// window, its 429 throttle — has a layout known only at run time, and each look at a slot
 /// in a lease copied and destroyed the whole slot through runtime metadata and witness
-/// tables (at 1,000/s over 20 connections, about 40 % of the lease's time; BENCHMARKS.md,
+/// tables (at 1,000/s over 20 connections, about half of the lease's time; BENCHMARKS.md,
 /// "a peer for the worker's own CPU"). `Duration` is frozen, so this type and everything
 /// holding it have a layout the compiler knows.
 package struct PoolInstant: InstantProtocol, Hashable, Sendable {

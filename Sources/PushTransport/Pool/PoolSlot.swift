@@ -33,10 +33,8 @@ package struct PoolSlot<Connection: AnyObject & Sendable> {
     }
 
     package var phase: Phase = .waitingToConnect(afterFailures: 0)
-    /// When the slot's current (or last) connection was installed. Kept out of `Live`: a
-    /// clock instant's layout is unknown at compile time (the standard library's, resilient),
-    /// and with one inside, every look at a live connection copied it through runtime type
-    /// metadata, in every lease.
+    /// When the slot's current (or last) connection was installed: one that lived
+    /// `healthyLifetime` counts as healthy when it stops.
     package var connectedAt: PoolInstant?
     package var throttle: TooManyRequestsThrottle<PoolInstant>?
     package var rate: ConnectionRate
