@@ -51,13 +51,9 @@ struct H2LoadCounts: Equatable {
     var requests: Int
     var succeeded: Int
     var answered2xx: Int
+}
 
-    init(requests: Int, succeeded: Int, answered2xx: Int) {
-        self.requests = requests
-        self.succeeded = succeeded
-        self.answered2xx = answered2xx
-    }
-
+extension H2LoadCounts {
     init?(output: String) {
         func count(in prefix: String, before word: String) -> Int? {
             guard let line = output.split(separator: "\n").first(where: { $0.hasPrefix(prefix) }) else { return nil }
